@@ -1,0 +1,4 @@
+"""``ember.backends``: the bundled backend plugins, and the registry's public face."""
+from ember.dispatch.registry import available, backends as registered, register_plugin
+
+__all__ = ["available", "registered", "register_plugin"]

@@ -1,0 +1,51 @@
+"""CpuBackend: storage, RNG and memory statistics on NumPy."""
+from __future__ import annotations
+
+import numpy as np
+
+from ember.dispatch import Backend
+
+from .dtypes import NUMPY_DTYPE
+from .kernels import KERNELS
+from .rng import CpuGenerator
+
+
+class CpuBackend(Backend):
+    device_type = "cpu"
+    kernels = KERNELS
+
+    def __init__(self) -> None:
+        self._default_generator = CpuGenerator(0)
+
+    def default_index(self):
+        return None  # one CPU device, spelled "cpu"
+
+    def from_numpy(self, array, dtype, index):
+        target = NUMPY_DTYPE[dtype]
+        array = np.asarray(array)
+        return array if array.dtype == target else array.astype(target)
+
+    def to_numpy(self, native):
+        return native
+
+    def strides(self, native):
+        size = native.itemsize
+        return tuple(s // size for s in native.strides)
+
+    def storage_id(self, native) -> int:
+        base = native
+        while isinstance(base.base, np.ndarray):
+            base = base.base
+        return id(base)
+
+    def manual_seed(self, seed: int) -> None:
+        self._default_generator.manual_seed(seed)
+
+    def default_generator(self, index):
+        return self._default_generator
+
+    def new_generator(self, index):
+        return CpuGenerator(np.random.SeedSequence().entropy % (2 ** 63))
+
+    def memory_stats(self, index):
+        return {}

@@ -1,0 +1,14 @@
+"""Ember dtypes as NumPy dtypes; bfloat16 comes from ml_dtypes."""
+import ml_dtypes
+import numpy as np
+
+from ember.dispatch import dtypes as d
+
+NUMPY_DTYPE = {
+    d.bool_: np.dtype(np.bool_), d.uint8: np.dtype(np.uint8), d.int8: np.dtype(np.int8),
+    d.int16: np.dtype(np.int16), d.int32: np.dtype(np.int32), d.int64: np.dtype(np.int64),
+    d.float16: np.dtype(np.float16), d.bfloat16: np.dtype(ml_dtypes.bfloat16),
+    d.float32: np.dtype(np.float32), d.float64: np.dtype(np.float64),
+}
+EMBER_DTYPE = {v: k for k, v in NUMPY_DTYPE.items()}
+LOW_PRECISION = frozenset({NUMPY_DTYPE[d.float16], NUMPY_DTYPE[d.bfloat16]})

@@ -1,0 +1,2 @@
+"""Placeholder: filled later."""
+KERNELS: dict = {}

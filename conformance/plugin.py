@@ -1,0 +1,1 @@
+def pytest_addoption(parser): pass

@@ -1,0 +1,70 @@
+"""Ember: a PyTorch-style deep-learning framework whose devices are backend plugins.
+
+    import ember
+    x = ember.randn(3, 4, device="cpu")
+    y = (x @ x.T).relu() if hasattr(x, "relu") else x @ x.T
+"""
+from __future__ import annotations
+
+from .dispatch import dispatcher as _dispatcher
+from .dispatch import registry as _registry
+from .dispatch.device import device
+from .dispatch.dtypes import (bfloat16, bool_ as bool, dtype, float16, float32, float64, get_default_dtype,
+                              int8, int16, int32, int64, set_default_dtype, uint8)
+from .dispatch.errors import BackendError, DeviceError, DtypeError, EmberError, ShapeError
+from .dispatch.promotion import can_cast, promote_types
+from .dispatch.promotion import result_type_of as _result_type_of
+from .tensor import Size, Tensor
+from . import methods as _methods, indexing as _indexing
+from .creation import as_tensor, from_numpy, tensor
+from .random import Generator, default_generator, initial_seed, manual_seed, seed
+from . import functions as _functions
+
+half, float, double = float16, float32, float64
+short, int, long = int16, int32, int64
+
+_methods.install()
+_indexing.install()
+_functions.export(globals())
+from .functions import normal  # noqa: E402  (overrides nothing in the schema)
+
+__version__ = "0.1.0"
+
+
+def is_tensor(obj) -> bool:
+    return isinstance(obj, Tensor)
+
+
+def numel(t: Tensor) -> int:
+    return t.numel()
+
+
+def result_type(a, b) -> dtype:
+    """The dtype ``a op b`` computes in, with PyTorch's tensor/zero-dim/scalar ranking."""
+    dims, zeros, scalars = [], [], []
+    for x in (a, b):
+        if isinstance(x, Tensor):
+            (dims if x.ndim else zeros).append(x.dtype)
+        else:
+            scalars.append(x)
+    return _result_type_of(dims, zeros, scalars)
+
+
+def set_default_device(dev) -> None:
+    """Where creation ops put tensors when no ``device=`` is given (None: back to cpu)."""
+    _dispatcher.hooks.default_device = None if dev is None else _registry.resolve_device(dev)
+
+
+def get_default_device() -> device:
+    return _dispatcher.hooks.default_device or _registry.resolve_device("cpu")
+
+
+def synchronize(dev=None) -> None:
+    """Wait for queued work on ``dev`` (default: every available backend)."""
+    if dev is not None:
+        d = _registry.resolve_device(dev)
+        _registry.get_backend(d.type).synchronize(d.index)
+        return
+    for backend in _registry.backends().values():
+        if backend.unavailable_reason() is None:
+            backend.synchronize(None)

@@ -1,0 +1,74 @@
+"""The base class every backend subclasses: capabilities, storage, kernels, RNG, memory."""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from .dtypes import ALL_DTYPES, dtype
+
+
+class Backend:
+    """One device type. Subclasses set ``device_type`` and ``kernels`` and override storage hooks.
+
+    A *native array* is whatever the backend computes on (a NumPy array, a CuPy array, ...).
+    It must expose ``.shape`` as a tuple of ints. Kernels receive native arrays already
+    promoted to the op's computation dtype, plus the op's attributes, and return native
+    arrays; they do no argument checking of their own.
+    """
+
+    device_type: str = ""
+    #: op name -> kernel: every primitive, plus any composite the backend overrides.
+    kernels: dict[str, Callable[..., Any]] = {}
+
+    # -- capabilities ------------------------------------------------------------
+    def unavailable_reason(self) -> str | None:
+        """None when the backend can run here, else a short reason ("no CUDA device")."""
+        return None
+
+    def device_count(self) -> int:
+        return 1
+
+    def default_index(self) -> int | None:
+        """The index a bare device type (``"cuda"``) stands for; None for single-device types."""
+        return 0
+
+    def supported_dtypes(self, index: int | None) -> frozenset[dtype]:
+        return frozenset(ALL_DTYPES)
+
+    # -- storage -----------------------------------------------------------------
+    def from_numpy(self, array, dtype: dtype, index: int | None):
+        """A new native array on device ``index`` holding ``array`` converted to ``dtype``."""
+        raise NotImplementedError
+
+    def to_numpy(self, native):
+        """A NumPy array with the contents of ``native`` (waits for pending work)."""
+        raise NotImplementedError
+
+    def strides(self, native) -> tuple[int, ...]:
+        """Strides of ``native`` in elements."""
+        raise NotImplementedError
+
+    def storage_id(self, native) -> int:
+        """An identifier shared by every view of one allocation."""
+        raise NotImplementedError
+
+    def to_index(self, native, index: int | None):
+        """Copy ``native`` to another device of this backend."""
+        return native
+
+    # -- execution ---------------------------------------------------------------
+    def manual_seed(self, seed: int) -> None:
+        """Seed the default generator of every device."""
+
+    def new_generator(self, index: int | None):
+        """A fresh generator object for ``generator=`` arguments of random kernels."""
+        raise NotImplementedError
+
+    def default_generator(self, index: int | None):
+        raise NotImplementedError
+
+    def synchronize(self, index: int | None) -> None:
+        """Block until queued work on the device is done."""
+
+    def memory_stats(self, index: int | None) -> dict[str, int]:
+        """At least ``allocated_bytes`` and ``peak_bytes`` where the backend can tell."""
+        return {}

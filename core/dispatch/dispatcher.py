@@ -1,0 +1,364 @@
+"""The per-call path: bind arguments, validate devices, dtypes and shapes, pick the kernel, wrap.
+
+Everything an op needs checked is checked here, once, before any kernel runs, so
+kernels stay free of Python-side validation. Kernel resolution is cached per
+(op, device type); pluggy is not involved after registration.
+"""
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+from . import registry
+from .device import device as Device
+from .dtypes import as_dtype, bool_, dtype as DType
+from .errors import BackendError, DeviceError, DtypeError, ShapeError, describe
+from .promotion import result_type_of, scalar_dtype
+from .schema import REQUIRED, OpDef
+
+_NUMBER = (bool, int, float)
+
+
+class _Hooks:
+    """Set by the layers above dispatch (``ember`` core, ``ember.autograd``) at import."""
+    tensor_type: type = object
+    wrap = None  # (native, dtype, device) -> Tensor
+    wrap_view = None  # (native, dtype, device, base Tensor) -> Tensor sharing base's version counter
+    record = None  # autograd: (op, values, outputs) -> None, called when grad mode records
+    record_transfer = None  # autograd: (source, copy) -> None for device copies
+    grad_enabled = None  # () -> bool
+    default_device: Device | None = None
+    fallback = None  # () -> str | None: device type to run missing ops on
+
+
+hooks = _Hooks()
+
+
+# -- binding ---------------------------------------------------------------------------------
+
+def bind(op: OpDef, args: tuple, kwargs: dict) -> list:
+    """Positional and keyword arguments -> one value per parameter, defaults filled."""
+    params = op.params
+    if len(args) > len(params) or (args and len(args) > sum(not p.kw_only for p in params)):
+        positional = sum(not p.kw_only for p in params)
+        raise TypeError(f"{op.name}() takes {positional} positional argument(s) but {len(args)} were given; "
+                        f"signature: {op.signature}")
+    values = list(args)
+    for p in params[len(args):]:
+        if p.name in kwargs:
+            values.append(kwargs[p.name])
+        elif p.default is not REQUIRED:
+            values.append(p.default)
+        else:
+            raise TypeError(f"{op.name}() missing required argument '{p.name}'; signature: {op.signature}")
+    if kwargs:
+        names = op.param_index
+        for key in kwargs:
+            index = names.get(key)
+            if index is None:
+                raise TypeError(f"{op.name}() got an unexpected keyword argument '{key}'; "
+                                f"signature: {op.signature}")
+            if index < len(args):
+                raise TypeError(f"{op.name}() got multiple values for argument '{key}'")
+    return values
+
+
+# -- attribute conversion --------------------------------------------------------------------
+
+def _as_int(op, name, v):
+    if isinstance(v, bool):
+        raise TypeError(f"{op.name}(): argument '{name}' must be int, not bool")
+    try:
+        return operator.index(v)
+    except TypeError:
+        raise TypeError(f"{op.name}(): argument '{name}' must be int, not {type(v).__name__}") from None
+
+
+def _as_int_list(op, name, v):
+    if isinstance(v, (list, tuple)):
+        return tuple(_as_int(op, name, x) for x in v)
+    return (_as_int(op, name, v),)
+
+
+def wrap_dim(op_name: str, dim: int, ndim: int) -> int:
+    """A dim in [-ndim, ndim) made non-negative; 0-d tensors accept -1 and 0 like PyTorch."""
+    rank = max(ndim, 1)
+    if not -rank <= dim < rank:
+        raise IndexError(f"{op_name}: dim {dim} is out of range for a tensor with {ndim} dim(s) "
+                         f"(expected {-rank}..{rank - 1})")
+    return dim % rank
+
+
+def _convert(op: OpDef, p, v, ndim: int):
+    t = p.type
+    if v is None:
+        if p.optional or t in ("Any",):
+            return None
+        raise TypeError(f"{op.name}(): argument '{p.name}' ({t}) must not be None")
+    if t in ("int", "int?"):
+        return _as_int(op, p.name, v)
+    if t in ("dim", "dim?"):
+        return wrap_dim(op.name, _as_int(op, p.name, v), ndim)
+    if t == "dim[]?":
+        dims = tuple(wrap_dim(op.name, d, ndim) for d in _as_int_list(op, p.name, v))
+        if len(set(dims)) != len(dims):
+            raise ValueError(f"{op.name}: dim {tuple(v) if isinstance(v, (list, tuple)) else v} "
+                             f"repeats a dimension")
+        return dims
+    if t in ("int[]", "int[]?"):
+        return _as_int_list(op, p.name, v)
+    if t in ("float", "float?"):
+        if not isinstance(v, (int, float)) and not hasattr(v, "__float__"):
+            raise TypeError(f"{op.name}(): argument '{p.name}' must be float, not {type(v).__name__}")
+        return float(v)
+    if t in ("bool", "bool?"):
+        if not isinstance(v, (bool, int)):
+            raise TypeError(f"{op.name}(): argument '{p.name}' must be bool, not {type(v).__name__}")
+        return bool(v)
+    if t in ("Scalar", "Scalar?"):
+        if isinstance(v, hooks.tensor_type):
+            if v.numel() != 1:
+                raise ValueError(f"{op.name}(): argument '{p.name}' must be a number or a one-element "
+                                 f"tensor, got {describe(v)}")
+            return v.item()
+        if not isinstance(v, _NUMBER) and not hasattr(v, "__index__") and not hasattr(v, "__float__"):
+            raise TypeError(f"{op.name}(): argument '{p.name}' must be a number, not {type(v).__name__}")
+        return v if isinstance(v, _NUMBER) else (int(v) if hasattr(v, "__index__") else float(v))
+    if t in ("dtype", "dtype?"):
+        return as_dtype(v)
+    if t == "device?":
+        return registry.resolve_device(v)
+    if t in ("str", "str?"):
+        if not isinstance(v, str):
+            raise TypeError(f"{op.name}(): argument '{p.name}' must be str, not {type(v).__name__}")
+        return v
+    return v  # Generator? and Any are converted where they are used
+
+
+# -- the call --------------------------------------------------------------------------------
+
+def _device_mismatch(op: OpDef, tensors) -> DeviceError:
+    devices = sorted({str(t._device) for t in tensors})
+    return DeviceError(f"{op.name}: expected all tensors on one device, got {' and '.join(devices)} "
+                       f"({', '.join(describe(t) for t in tensors)})")
+
+
+def _collect(op: OpDef, values: list):
+    """Tensor operands, Python-number operands and the device. Moves zero-dim CPU tensors across."""
+    Tensor = hooks.tensor_type
+    tensors, scalars, dev = [], [], None
+    for i in op.tensor_positions:
+        v = values[i]
+        p = op.params[i]
+        if isinstance(v, Tensor):
+            tensors.append(v)
+        elif p.type == "Tensor[]":
+            if not isinstance(v, (list, tuple)) or not all(isinstance(x, Tensor) for x in v):
+                raise TypeError(f"{op.name}(): argument '{p.name}' must be a sequence of tensors, "
+                                f"got {type(v).__name__}")
+            if not v:
+                raise ValueError(f"{op.name}(): expected a non-empty sequence of tensors")
+            tensors.extend(v)
+        elif v is None and p.optional:
+            continue
+        elif p.type == "Index?[]":
+            if not isinstance(v, (list, tuple)) or not all(x is None or isinstance(x, Tensor) for x in v):
+                raise TypeError(f"{op.name}(): argument '{p.name}' must be a sequence of tensors or None")
+            tensors.extend(x for x in v if x is not None)
+        elif p.type in ("Tensor", "Tensor?") and isinstance(v, _NUMBER):
+            scalars.append(v)
+        else:
+            raise TypeError(f"{op.name}(): argument '{p.name}' must be a Tensor, not {type(v).__name__}")
+    for t in tensors:
+        if dev is None:
+            dev = t._device
+        elif t._device is not dev:
+            dev = _reconcile_devices(op, tensors)
+            break
+    return tensors, scalars, dev
+
+
+def _reconcile_devices(op: OpDef, tensors) -> Device:
+    """Like PyTorch, a zero-dim CPU tensor may join tensors on another device; anything else is an error."""
+    others = {t._device for t in tensors if not (t._device.type == "cpu" and t._data.shape == ())}
+    if len(others) != 1:
+        raise _device_mismatch(op, tensors)
+    return next(iter(others))
+
+
+def _promote(op: OpDef, values: list, tensors, scalars):
+    positions = op.tensor_positions
+    promoted = [v for i in positions if op.params[i].type in ("Tensor", "Tensor?", "Tensor[]")
+                for v in (values[i] if isinstance(values[i], (list, tuple)) else (values[i],))
+                if isinstance(v, hooks.tensor_type)]
+    if promoted or scalars:
+        dims = [t._dtype for t in promoted if t._data.shape != ()]
+        zeros = [t._dtype for t in promoted if t._data.shape == ()]
+        rt = result_type_of(dims, zeros, scalars)
+    elif tensors:
+        rt = tensors[0]._dtype
+    else:
+        rt = None
+    return op.promotion(rt, op, values)
+
+
+_ACCEPTS = {
+    "all": lambda d: True,
+    "numeric": lambda d: d is not bool_,
+    "float": lambda d: d.is_floating_point,
+    "integral": lambda d: not d.is_floating_point,
+    "int": lambda d: d.kind == "int",
+}
+
+
+def _check_dtypes(op: OpDef, compute: DType | None, out, tensors, backend, dev: Device):
+    if compute is not None and not _ACCEPTS[op.dtypes](compute):
+        raise DtypeError(f"{op.name}: not supported for dtype {compute.name} (accepts {op.dtypes} dtypes); "
+                         f"inputs: {', '.join(describe(t) for t in tensors) or 'none'}")
+    supported = backend.supported_dtypes(dev.index)
+    for d in (compute, *(out if isinstance(out, tuple) else (out,))):
+        if d is not None and d not in supported:
+            raise DtypeError(f"{op.name}: {dev} does not support {d.name}; it supports "
+                             f"{', '.join(x.name for x in sorted(supported, key=lambda x: x._rank))}")
+
+
+def resolve(op: OpDef, backend, device_type: str):
+    """The kernel for (op, backend): the backend's own, else the composite. Cached."""
+    impl = op.impl_cache.get(device_type)
+    if impl is None:
+        kernel = backend.kernels.get(op.name)
+        if kernel is not None:
+            impl = ("kernel", kernel)
+        elif op.composite is not None:
+            impl = ("composite", op.composite)
+        else:
+            impl = ("missing", None)
+        op.impl_cache[device_type] = impl
+    return impl
+
+
+def _scalar_native(backend, value, dt: DType, index):
+    full = backend.kernels["full"]
+    return full((), value, dt, index)
+
+
+def call(op: OpDef, args: tuple, kwargs: dict):
+    """Run ``op`` on the given arguments: the one generic entry point of every op."""
+    values = bind(op, args, kwargs)
+    tensors, scalars, dev = _collect(op, values)
+    params = op.params
+    ndim = 0
+    if tensors:
+        ndim = len(tensors[0]._data.shape)
+    for i in op.attr_positions:
+        values[i] = _convert(op, params[i], values[i], ndim)
+    if dev is None:
+        dev_index = op.param_index.get("device")
+        dev = values[dev_index] if dev_index is not None and values[dev_index] is not None else None
+        if dev is None:
+            dev = hooks.default_device or registry.resolve_device("cpu")
+    backend = registry.get_backend(dev.type)
+    compute, out = _promote(op, values, tensors, scalars)
+    _check_dtypes(op, compute, out, tensors, backend, dev)
+    if op.normalize is not None:
+        op.normalize(op, values)
+    op.meta(*values)  # validates shapes; raises ShapeError naming the op and operands
+    kind, impl = resolve(op, backend, dev.type)
+    if kind == "composite":
+        result = impl(*values)
+        return _named(op, result) if len(op.outputs) > 1 else result
+    if kind == "missing":
+        raise BackendError(f"{op.name}: the {dev.type} backend has no kernel for this primitive op")
+    record = hooks.record if hooks.grad_enabled is not None and hooks.grad_enabled() else None
+    natives = _natives(op, values, compute, out, backend, dev)
+    result = impl(*natives)
+    return _wrap_outputs(op, result, out, dev, values, record)
+
+
+def _natives(op: OpDef, values: list, compute, out, backend, dev: Device) -> list:
+    """Bound values as the kernel takes them: native arrays cast to ``compute``, devices as indices."""
+    Tensor = hooks.tensor_type
+    natives = list(values)
+    cast = backend.kernels["to_dtype"]
+    for i in op.tensor_positions:
+        p = op.params[i]
+        v = values[i]
+        promote = compute is not None and p.type in ("Tensor", "Tensor?", "Tensor[]")
+        if isinstance(v, Tensor):
+            natives[i] = _native_of(v, dev, cast if promote and v._dtype is not compute else None, compute)
+        elif isinstance(v, (list, tuple)):
+            natives[i] = [None if t is None else
+                          _native_of(t, dev, cast if promote and t._dtype is not compute else None, compute)
+                          for t in v]
+        elif isinstance(v, _NUMBER):
+            natives[i] = _scalar_native(backend, v, compute or scalar_dtype(v), dev.index)
+    index = op.param_index.get("device")
+    if index is not None:
+        natives[index] = dev.index
+    index = op.param_index.get("generator")
+    if index is not None:
+        natives[index] = _generator_native(backend, dev, values[index])
+    index = op.param_index.get("dtype")
+    if index is not None and not isinstance(out, tuple):
+        natives[index] = out
+    return natives
+
+
+def _native_of(t, dev: Device, cast, compute):
+    data = t._data
+    if t._device is not dev:
+        data = transfer(data, t._dtype, t._device, dev)
+    return data if cast is None else cast(data, compute)
+
+
+def _generator_native(backend, dev: Device, generator):
+    if generator is None:
+        return backend.default_generator(dev.index)
+    native = getattr(generator, "_native", None)
+    if native is None or generator.device != dev:
+        raise DeviceError(f"generator on {getattr(generator, 'device', '?')} cannot draw numbers for {dev}")
+    return native
+
+
+def _wrap_outputs(op: OpDef, result, out, dev: Device, values, record):
+    wrap = hooks.wrap
+    if op.mutates:
+        target = values[op.tensor_positions[0]]
+        target._version[0] += 1
+        outputs = target
+    elif len(op.outputs) == 1:
+        if op.view:
+            base = values[op.tensor_positions[0]]
+            outputs = hooks.wrap_view(result, out, dev, base)
+        else:
+            outputs = wrap(result, out, dev)
+    else:
+        outputs = _named(op, tuple(wrap(r, d, dev) for r, d in zip(result, out)))
+    if record is not None:
+        record(op, values, outputs)
+    return outputs
+
+
+_result_types: dict = {}
+
+
+def _named(op: OpDef, results: tuple):
+    """Multi-output results as a named tuple (``values, indices = ember.max(x, 1)``), like torch.return_types."""
+    if op.outputs == ("*",):
+        return tuple(results)
+    cls = _result_types.get(op.name)
+    if cls is None:
+        from collections import namedtuple
+        cls = _result_types[op.name] = namedtuple(op.name, op.outputs)
+    return cls(*results)
+
+
+def transfer(native, dt: DType, src: Device, dst: Device):
+    """Copy a native array between devices, through host memory when the backends differ."""
+    if src.type == dst.type:
+        return registry.get_backend(src.type).to_index(native, dst.index)
+    host = registry.get_backend(src.type).to_numpy(native)
+    return registry.get_backend(dst.type).from_numpy(host, dt, dst.index)
+
+
+__all__ = ["call", "bind", "resolve", "transfer", "wrap_dim", "hooks", "ShapeError"]

@@ -1,0 +1,34 @@
+"""Exception types and the one formatter that describes operands in error messages."""
+from __future__ import annotations
+
+
+class EmberError(RuntimeError):
+    """Base class of Ember's own errors."""
+
+
+class DeviceError(EmberError):
+    """Unknown or unavailable device, or tensors on different devices."""
+
+
+class DtypeError(EmberError, TypeError):
+    """A dtype an op or a backend does not accept."""
+
+
+class ShapeError(EmberError, ValueError):
+    """Shapes that do not fit the op."""
+
+
+class BackendError(EmberError):
+    """A backend that is missing a kernel or failed."""
+
+
+def describe(value) -> str:
+    """``tensor(shape=(2, 3), dtype=float32, device=cpu)`` for a tensor, repr for anything else."""
+    data = getattr(value, "_data", None)
+    if data is not None and hasattr(value, "_dtype"):
+        return f"tensor(shape={tuple(data.shape)}, dtype={value._dtype.name}, device={value._device})"
+    return repr(value)
+
+
+def describe_all(values) -> str:
+    return ", ".join(describe(v) for v in values)

@@ -1,0 +1,32 @@
+"""The operator declarations, one module per category, and the callable namespace built from them.
+
+``ember.dispatch.ops.F`` holds one Python function per declared op; composite
+definitions call other ops through it, so they run on any backend.
+"""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from ..dispatcher import call
+from ..schema import OPS, OpDef
+
+F = SimpleNamespace()
+
+
+def _make_function(op: OpDef):
+    def function(*args, **kwargs):
+        return call(op, args, kwargs)
+    function.__name__ = function.__qualname__ = op.name
+    function.__doc__ = f"{op.signature}\n\n{op.doc}".strip()
+    function.op = op
+    return function
+
+
+def _populate() -> None:
+    for name, op in OPS.items():
+        setattr(F, name, _make_function(op))
+
+
+from . import elementwise, reduction, views, creation, random, linalg, indexing, nn  # noqa: E402,F401
+
+_populate()

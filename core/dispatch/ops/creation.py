@@ -1,0 +1,115 @@
+"""Creation ops: new tensors from sizes and values, on the ``device=`` given or the default device."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import rules
+from ..dtypes import get_default_dtype
+from ..errors import ShapeError
+from ..schema import defop
+from . import F
+
+_TAIL = "*, dtype? dtype=None, device? device=None"
+
+
+def _size_meta(size, *rest):
+    if any(s < 0 for s in size):
+        raise ShapeError(f"negative size in {size}: sizes must be non-negative")
+    return size
+
+
+def _arange_normalize(op, values):
+    start, end, step = values[0], values[1], values[2]
+    if end is None:
+        start, end = 0, start
+    if step == 0:
+        raise ValueError("arange: step must be nonzero")
+    if (end - start) * step < 0:
+        raise ValueError(f"arange: upper bound and lower bound inconsistent with step sign "
+                         f"(start={start}, end={end}, step={step})")
+    values[0], values[1] = start, end
+
+
+defop(f"arange(Scalar start, Scalar? end=None, Scalar step=1, {_TAIL})", "creation", promotion=rules.creation,
+      meta=lambda start, end, step, *rest: (max(0, math.ceil((end - start) / step)),),
+      normalize=_arange_normalize, method=False,
+      reference=lambda start, end, step, dtype=None, device=None: np.arange(start, end, step),
+      doc="start, start + step, ... up to but excluding end; integer arguments give int64")
+defop(f"full(int[] size, Scalar fill_value, {_TAIL})", "creation", promotion=rules.creation, meta=_size_meta,
+      method=False, reference=lambda size, value, dtype=None, device=None: np.full(size, value),
+      doc="the dtype follows fill_value when not given: full((2,), 3) is int64")
+defop(f"empty(int[] size, {_TAIL})", "creation", promotion=rules.creation, meta=_size_meta, method=False,
+      doc="uninitialised memory")
+
+defop(f"zeros(int[] size, {_TAIL})", "creation", kind="composite", promotion=rules.creation, meta=_size_meta,
+      method=False, composite=lambda size, dtype=None, device=None: F.full(size, 0, dtype=dtype or
+                                                                              get_default_dtype(), device=device),
+      reference=lambda size, dtype=None, device=None: np.zeros(size))
+defop(f"ones(int[] size, {_TAIL})", "creation", kind="composite", promotion=rules.creation, meta=_size_meta,
+      method=False, composite=lambda size, dtype=None, device=None: F.full(size, 1, dtype=dtype or
+                                                                             get_default_dtype(), device=device),
+      reference=lambda size, dtype=None, device=None: np.ones(size))
+
+
+def _eye(n, m=None, dtype=None, device=None):
+    m = n if m is None else m
+    rows = F.unsqueeze(F.arange(n, device=device), 1)
+    return F.to_dtype(F.eq(rows, F.arange(m, device=device)), dtype or get_default_dtype())
+
+
+defop(f"eye(int n, int? m=None, {_TAIL})", "creation", kind="composite", promotion=rules.creation,
+      meta=lambda n, m=None, *rest: _size_meta((n, n if m is None else m)), composite=_eye, method=False,
+      reference=lambda n, m=None, dtype=None, device=None: np.eye(n, m))
+
+
+def _linspace_promotion(rt, op, values):
+    dt = rules.requested_dtype(op, values) or get_default_dtype()
+    return dt, dt
+
+
+def _linspace(start, end, steps, dtype=None, device=None):
+    dtype = dtype or get_default_dtype()
+    if steps == 1:
+        return F.full((1,), start, dtype=dtype, device=device)
+    step = (end - start) / (steps - 1)
+    index = F.arange(steps, dtype=get_default_dtype() if not dtype.is_floating_point else dtype, device=device)
+    from_start = F.add(F.mul(index, step), start)
+    from_end = F.sub(end, F.mul(F.sub(steps - 1, index), step))
+    return F.to_dtype(F.where(F.lt(index, steps // 2), from_start, from_end), dtype)
+
+
+def _linspace_meta(start, end, steps, *rest):
+    if steps < 0:
+        raise ShapeError(f"linspace: steps must be non-negative, got {steps}")
+    return (steps,)
+
+
+defop(f"linspace(Scalar start, Scalar end, int steps, {_TAIL})", "creation", kind="composite",
+      promotion=_linspace_promotion, meta=_linspace_meta, composite=_linspace, method=False,
+      reference=lambda start, end, steps, dtype=None, device=None: np.linspace(start, end, steps),
+      doc="steps evenly spaced values from start to end inclusive")
+
+
+# -- the *_like forms --------------------------------------------------------------------------
+
+def _like_promotion(rt, op, values):
+    dt = rules.requested_dtype(op, values) or values[0].dtype
+    return dt, dt
+
+
+def _like(name, maker, extra=""):
+    def composite(x, *args):
+        *middle, dtype, device = args
+        return maker(tuple(x.shape), *middle, dtype=dtype or x.dtype, device=device or x.device)
+    defop(f"{name}(Tensor input{extra}, {_TAIL})", "creation", kind="composite", promotion=_like_promotion,
+          meta=lambda x, *rest: tuple(x.shape), composite=composite, method=False,
+          doc=f"like {name[:-5]}, with input's shape and (by default) its dtype and device")
+
+
+_like("zeros_like", lambda size, dtype, device: F.full(size, 0, dtype=dtype, device=device))
+_like("ones_like", lambda size, dtype, device: F.full(size, 1, dtype=dtype, device=device))
+_like("empty_like", lambda size, dtype, device: F.empty(size, dtype=dtype, device=device))
+_like("full_like", lambda size, value, dtype, device: F.full(size, value, dtype=dtype, device=device),
+      extra=", Scalar fill_value")

@@ -1,0 +1,2 @@
+"""Placeholder: filled below."""
+from __future__ import annotations

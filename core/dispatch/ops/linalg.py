@@ -1,0 +1,140 @@
+"""Linear algebra: matmul is the primitive; bmm, mm, outer and einsum are composed from it."""
+from __future__ import annotations
+
+import string
+
+import numpy as np
+
+from .. import rules
+from ..errors import ShapeError
+from ..meta import broadcast_shapes, require, shape
+from ..schema import defop
+from . import F
+
+
+def _matmul_meta(a, b):
+    sa, sb = shape(a), shape(b)
+    if not sa or not sb:
+        raise ShapeError(f"matmul: both arguments need at least 1 dimension, got shapes {sa} and {sb}")
+    left = (1,) + sa if len(sa) == 1 else sa
+    right = sb + (1,) if len(sb) == 1 else sb
+    if left[-1] != right[-2]:
+        raise ShapeError(f"matmul: shapes {sa} and {sb} cannot be multiplied ({left[-1]} != {right[-2]})")
+    batch = broadcast_shapes("matmul", left[:-2], right[:-2])
+    out = batch + (left[-2], right[-1])
+    if len(sa) == 1:
+        out = out[:-2] + out[-1:]
+    if len(sb) == 1:
+        out = out[:-1]
+    return out
+
+
+defop("matmul(Tensor input, Tensor other)", "linalg", promotion=rules.same, dtypes="numeric", meta=_matmul_meta,
+      reference=np.matmul, doc="matrix product with NumPy/PyTorch broadcasting of batch dims")
+
+
+def _bmm_meta(a, b):
+    require(len(shape(a)) == 3 and len(shape(b)) == 3, "bmm", "expects two 3-D tensors", a, b)
+    require(shape(a)[0] == shape(b)[0], "bmm", "batch sizes differ", a, b)
+    return _matmul_meta(a, b)
+
+
+defop("bmm(Tensor input, Tensor mat2)", "linalg", kind="composite", promotion=rules.same, dtypes="numeric",
+      meta=_bmm_meta, composite=lambda a, b: F.matmul(a, b), reference=np.matmul)
+
+
+def _mm_meta(a, b):
+    require(len(shape(a)) == 2 and len(shape(b)) == 2, "mm", "expects two 2-D tensors", a, b)
+    return _matmul_meta(a, b)
+
+
+defop("mm(Tensor input, Tensor mat2)", "linalg", kind="composite", promotion=rules.same, dtypes="numeric",
+      meta=_mm_meta, composite=lambda a, b: F.matmul(a, b), reference=np.matmul)
+
+
+def _outer_meta(a, b):
+    require(len(shape(a)) == 1 and len(shape(b)) == 1, "outer", "expects two 1-D tensors", a, b)
+    return shape(a) + shape(b)
+
+
+defop("outer(Tensor input, Tensor vec2)", "linalg", kind="composite", promotion=rules.same, meta=_outer_meta,
+      composite=lambda a, b: F.mul(F.unsqueeze(a, 1), F.unsqueeze(b, 0)), reference=np.outer)
+
+
+# -- einsum ----------------------------------------------------------------------------------------
+
+def parse_einsum(equation: str, shapes: list) -> tuple[list[str], str]:
+    """Subscripts per operand and for the output, with '...' spelled out as spare capital letters."""
+    equation = equation.replace(" ", "")
+    lhs, arrow, rhs = equation.partition("->")
+    terms = lhs.split(",")
+    if len(terms) != len(shapes):
+        raise ShapeError(f"einsum: equation {equation!r} has {len(terms)} operand(s) but {len(shapes)} were given")
+    spare = [c for c in string.ascii_uppercase if c not in equation]
+    ellipsis_rank = max((len(s) - len(t.replace("...", "")) for t, s in zip(terms, shapes) if "..." in t),
+                        default=0)
+    batch = "".join(spare[:ellipsis_rank])
+    expanded = []
+    for term, s in zip(terms, shapes):
+        if "..." in term:
+            rank = len(s) - len(term.replace("...", ""))
+            term = term.replace("...", batch[ellipsis_rank - rank:] if rank else "")
+        if not all(c.isalpha() for c in term):
+            raise ShapeError(f"einsum: invalid subscripts {term!r} in {equation!r}")
+        if len(term) != len(s):
+            raise ShapeError(f"einsum: subscripts {term!r} do not match an operand of shape {tuple(s)}")
+        if len(set(term)) != len(term):
+            raise ShapeError(f"einsum: repeated subscripts within one operand ({term!r}) are not supported")
+        expanded.append(term)
+    if arrow:
+        out = rhs.replace("...", batch)
+    else:
+        counts = {}
+        for term in expanded:
+            for c in term:
+                counts[c] = counts.get(c, 0) + 1
+        out = batch + "".join(sorted(c for c, n in counts.items() if n == 1 and c not in batch))
+    for c in out:
+        if not any(c in term for term in expanded):
+            raise ShapeError(f"einsum: output subscript {c!r} does not appear in any operand of {equation!r}")
+    return expanded, out
+
+
+def _einsum_sizes(equation, operands):
+    terms, out = parse_einsum(equation, [shape(o) for o in operands])
+    sizes = {}
+    for term, o in zip(terms, operands):
+        for c, n in zip(term, shape(o)):
+            if sizes.get(c, 1) != 1 and n != 1 and sizes[c] != n:
+                raise ShapeError(f"einsum: subscript {c!r} has size {sizes[c]} in one operand and {n} in another "
+                                 f"({equation!r} with shapes {[shape(x) for x in operands]})")
+            sizes[c] = max(sizes.get(c, 1), n) if n != 0 and sizes.get(c, 1) != 0 else 0
+    return terms, out, sizes
+
+
+def _einsum(equation, operands):
+    terms, out, sizes = _einsum_sizes(equation, operands)
+    labels = list(out) + sorted(set("".join(terms)) - set(out))
+    product = None
+    for term, operand in zip(terms, operands):
+        order = [term.index(c) for c in labels if c in term]
+        aligned = F.permute(operand, order) if order != list(range(len(term))) else operand
+        view_shape = tuple(operand.shape[term.index(c)] if c in term else 1 for c in labels)
+        aligned = F.reshape(aligned, view_shape)
+        product = aligned if product is None else F.mul(product, aligned)
+    contracted = tuple(range(len(out), len(labels)))
+    if contracted:
+        product = F.sum(product, contracted)
+    target = tuple(sizes[c] for c in out)
+    return product if tuple(product.shape) == target else F.expand(product, target)
+
+
+def _einsum_meta(equation, operands):
+    _, out, sizes = _einsum_sizes(equation, operands)
+    return tuple(sizes[c] for c in out)
+
+
+defop("einsum(str equation, Tensor[] operands)", "linalg", kind="composite", promotion=rules.same,
+      dtypes="numeric", meta=_einsum_meta, composite=_einsum, method=False,
+      reference=lambda equation, operands: np.einsum(equation, *operands),
+      doc="Einstein summation; '...' broadcasts; a subscript may not repeat within one operand")

@@ -1,0 +1,228 @@
+"""Reductions and scans. ``dim=None`` reduces everything; dims are wrapped by the dispatcher."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import rules
+from ..meta import reduced, require, shape
+from ..schema import defop
+from . import F
+
+
+def _reduce_meta(name, needs_elements=False):
+    def meta(x, dim=None, keepdim=False, *rest):
+        dims = (dim,) if isinstance(dim, int) else dim
+        in_shape = shape(x)
+        if needs_elements:
+            empty = [d for d in (dims if dims is not None else range(len(in_shape))) if in_shape[d] == 0] \
+                if in_shape else []
+            require(not empty and (dims is not None or 0 not in in_shape), name,
+                    "cannot reduce over a dimension of size 0 (the result would have no identity)", x)
+        return reduced(in_shape, dims, keepdim)
+    return meta
+
+
+def _np_reduce(fn):
+    def reference(x, dim=None, keepdim=False, dtype=None):
+        axis = tuple(dim) if isinstance(dim, (list, tuple)) else dim
+        return fn(x, axis=axis, keepdims=keepdim)
+    return reference
+
+
+# -- primitives -------------------------------------------------------------------------------
+defop("sum(Tensor input, dim[]? dim=None, bool keepdim=False, *, dtype? dtype=None)", "reduction",
+      promotion=rules.accumulate, meta=_reduce_meta("sum"), reference=_np_reduce(np.sum),
+      doc="bool and integer inputs sum in int64")
+defop("prod(Tensor input, dim? dim=None, bool keepdim=False, *, dtype? dtype=None)", "reduction",
+      promotion=rules.accumulate, meta=_reduce_meta("prod"), reference=_np_reduce(np.prod))
+defop("amax(Tensor input, dim[]? dim=None, bool keepdim=False)", "reduction", promotion=rules.same,
+      meta=_reduce_meta("amax", needs_elements=True), reference=_np_reduce(np.max), doc="NaN propagates")
+defop("amin(Tensor input, dim[]? dim=None, bool keepdim=False)", "reduction", promotion=rules.same,
+      meta=_reduce_meta("amin", needs_elements=True), reference=_np_reduce(np.min), doc="NaN propagates")
+
+
+def _arg_reference(fn):
+    def reference(x, dim=None, keepdim=False):
+        if dim is None:
+            out = fn(x.reshape(-1), axis=0)
+            return np.reshape(out, (1,) * x.ndim) if keepdim else out
+        return fn(x, axis=dim, keepdims=keepdim)
+    return reference
+
+
+defop("argmax(Tensor input, dim? dim=None, bool keepdim=False)", "reduction", promotion=rules.to_int64,
+      dtypes="numeric", meta=_reduce_meta("argmax", needs_elements=True), reference=_arg_reference(np.argmax),
+      differentiable=False, doc="the first index of the maximum; NaN counts as the maximum")
+defop("argmin(Tensor input, dim? dim=None, bool keepdim=False)", "reduction", promotion=rules.to_int64,
+      dtypes="numeric", meta=_reduce_meta("argmin", needs_elements=True), reference=_arg_reference(np.argmin),
+      differentiable=False)
+
+
+def _scan_meta(x, dim, dtype=None):
+    return shape(x)
+
+
+defop("cumsum(Tensor input, dim dim, *, dtype? dtype=None)", "reduction", promotion=rules.accumulate,
+      meta=_scan_meta, reference=lambda x, dim, dtype=None: np.cumsum(x, axis=dim) if x.ndim else x.copy())
+defop("cumprod(Tensor input, dim dim, *, dtype? dtype=None)", "reduction", promotion=rules.accumulate,
+      meta=_scan_meta, reference=lambda x, dim, dtype=None: np.cumprod(x, axis=dim) if x.ndim else x.copy())
+
+
+# -- composites -------------------------------------------------------------------------------
+
+def _count(x, dim) -> int:
+    dims = range(x.ndim) if dim is None else dim
+    return math.prod(x.shape[d] for d in dims)
+
+
+def _mean(x, dim=None, keepdim=False, dtype=None):
+    if dtype is not None:
+        x = F.to_dtype(x, dtype)
+    return F.div(F.sum(x, dim, keepdim), _count(x, dim))
+
+
+def _mean_reference(x, dim=None, keepdim=False, dtype=None):
+    axis = tuple(dim) if dim is not None else None
+    return np.mean(x, axis=axis, keepdims=keepdim)
+
+
+defop("mean(Tensor input, dim[]? dim=None, bool keepdim=False, *, dtype? dtype=None)", "reduction",
+      kind="composite", promotion=rules.float_or_requested, dtypes="float", meta=_reduce_meta("mean"),
+      composite=_mean, reference=_mean_reference, doc="float inputs only, as in PyTorch")
+
+
+def _var(x, dim=None, *, correction=1, keepdim=False):
+    centered = F.sub(x, F.mean(x, dim, True))
+    return F.div(F.sum(F.mul(centered, centered), dim, keepdim), max(_count(x, dim) - correction, 0))
+
+
+def _var_reference(x, dim=None, correction=1, keepdim=False):
+    axis = tuple(dim) if dim is not None else None
+    return np.var(x, axis=axis, ddof=correction, keepdims=keepdim)
+
+
+defop("var(Tensor input, dim[]? dim=None, *, int correction=1, bool keepdim=False)", "reduction",
+      kind="composite", promotion=rules.same, dtypes="float", meta=_reduce_meta("var"), composite=_var,
+      reference=_var_reference, doc="Bessel-corrected by default (correction=1)")
+defop("std(Tensor input, dim[]? dim=None, *, int correction=1, bool keepdim=False)", "reduction",
+      kind="composite", promotion=rules.same, dtypes="float", meta=_reduce_meta("std"),
+      composite=lambda x, dim=None, correction=1, keepdim=False: F.sqrt(F.var(x, dim, correction=correction,
+                                                                              keepdim=keepdim)),
+      reference=lambda x, dim=None, correction=1, keepdim=False: np.sqrt(_var_reference(x, dim, correction,
+                                                                                        keepdim)))
+
+
+def _logsumexp(x, dim, keepdim=False):
+    peak = F.amax(x, dim, True)
+    peak = F.where(F.isinf(peak), F.zeros_like(peak), peak)
+    total = F.log(F.sum(F.exp(F.sub(x, peak)), dim, True))
+    out = F.add(total, peak)
+    return out if keepdim else F.squeeze(out, dim)
+
+
+def _logsumexp_reference(x, dim, keepdim=False):
+    x = np.asarray(x, dtype=np.float64)
+    peak = np.max(x, axis=tuple(dim), keepdims=True)
+    peak = np.where(np.isinf(peak), 0, peak)
+    out = np.log(np.sum(np.exp(x - peak), axis=tuple(dim), keepdims=True)) + peak
+    return out if keepdim else np.squeeze(out, axis=tuple(dim))
+
+
+defop("logsumexp(Tensor input, dim[]? dim, bool keepdim=False)", "reduction", kind="composite",
+      promotion=rules.to_float, meta=_reduce_meta("logsumexp", needs_elements=True), composite=_logsumexp,
+      reference=_logsumexp_reference, doc="log(sum(exp(input))) without overflow")
+
+
+def _all(x, dim=None, keepdim=False):
+    return F.eq(F.sum(F.logical_not(x), dim, keepdim), 0)
+
+
+def _any(x, dim=None, keepdim=False):
+    return F.gt(F.sum(F.ne(x, 0), dim, keepdim), 0)
+
+
+defop("all(Tensor input, dim[]? dim=None, bool keepdim=False)", "reduction", kind="composite",
+      promotion=rules.to_bool, meta=_reduce_meta("all"), composite=_all, reference=_np_reduce(np.all),
+      differentiable=False)
+defop("any(Tensor input, dim[]? dim=None, bool keepdim=False)", "reduction", kind="composite",
+      promotion=rules.to_bool, meta=_reduce_meta("any"), composite=_any, reference=_np_reduce(np.any),
+      differentiable=False)
+
+
+def _max_dim(x, dim, keepdim=False):
+    return F.amax(x, dim, keepdim), F.argmax(x, dim, keepdim)
+
+
+def _min_dim(x, dim, keepdim=False):
+    return F.amin(x, dim, keepdim), F.argmin(x, dim, keepdim)
+
+
+def _dim_pair_meta(name):
+    inner = _reduce_meta(name, needs_elements=True)
+
+    def meta(x, dim, keepdim=False):
+        out = inner(x, dim, keepdim)
+        return out, out
+    return meta
+
+
+defop("max(Tensor input, dim dim, bool keepdim=False)", "reduction", kind="composite",
+      promotion=rules.with_indices, dtypes="numeric", meta=_dim_pair_meta("max"), composite=_max_dim,
+      outputs=("values", "indices"),
+      reference=lambda x, dim, keepdim=False: (np.max(x, axis=dim, keepdims=keepdim),
+                                               np.argmax(x, axis=dim, keepdims=keepdim)),
+      doc="values and indices of the maximum along dim; ember.max(x) and ember.max(x, y) also work")
+defop("min(Tensor input, dim dim, bool keepdim=False)", "reduction", kind="composite",
+      promotion=rules.with_indices, dtypes="numeric", meta=_dim_pair_meta("min"), composite=_min_dim,
+      outputs=("values", "indices"),
+      reference=lambda x, dim, keepdim=False: (np.min(x, axis=dim, keepdims=keepdim),
+                                               np.argmin(x, axis=dim, keepdims=keepdim)))
+
+
+def _norm(x, p="fro", dim=None, keepdim=False, dtype=None):
+    if dtype is not None:
+        x = F.to_dtype(x, dtype)
+    if p in ("fro", 2, 2.0):
+        return F.sqrt(F.sum(F.mul(x, x), dim, keepdim))
+    magnitude = F.abs(x)
+    if p == math.inf:
+        return F.amax(magnitude, dim, keepdim)
+    if p == -math.inf:
+        return F.amin(magnitude, dim, keepdim)
+    if p == 0:
+        return F.sum(F.to_dtype(F.ne(x, 0), x.dtype), dim, keepdim)
+    if p == 1:
+        return F.sum(magnitude, dim, keepdim)
+    return F.pow(F.sum(F.pow(magnitude, p), dim, keepdim), 1.0 / p)
+
+
+def _norm_check(op, values):
+    p = values[1]
+    if not (p == "fro" or (isinstance(p, (int, float)) and not isinstance(p, bool))):
+        raise ValueError(f"norm: p must be a number or 'fro', got {p!r}")
+
+
+def _norm_reference(x, p="fro", dim=None, keepdim=False, dtype=None):
+    axis = tuple(dim) if dim is not None else None
+    x = np.asarray(x, dtype=np.float64)
+    if p in ("fro", 2, 2.0):
+        return np.sqrt(np.sum(x * x, axis=axis, keepdims=keepdim))
+    if p == math.inf:
+        return np.max(np.abs(x), axis=axis, keepdims=keepdim)
+    if p == -math.inf:
+        return np.min(np.abs(x), axis=axis, keepdims=keepdim)
+    if p == 0:
+        return np.sum(x != 0, axis=axis, keepdims=keepdim).astype(np.float64)
+    return np.sum(np.abs(x) ** p, axis=axis, keepdims=keepdim) ** (1.0 / p)
+
+
+def _norm_meta(x, p="fro", dim=None, keepdim=False, dtype=None):
+    return _reduce_meta("norm")(x, dim, keepdim)
+
+
+defop("norm(Tensor input, Any p='fro', dim[]? dim=None, bool keepdim=False, *, dtype? dtype=None)",
+      "reduction", kind="composite", promotion=rules.float_or_requested, dtypes="float", meta=_norm_meta,
+      normalize=_norm_check, composite=_norm, reference=_norm_reference,
+      doc="vector p-norm over dim (all elements by default); 'fro' is the 2-norm")

@@ -1,0 +1,381 @@
+"""Views (outputs share storage with the input), reshaping, copies, casts, joining and splitting."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import rules
+from ..dispatcher import wrap_dim
+from ..errors import ShapeError
+from ..meta import numel, require, shape
+from ..schema import defop
+from . import F
+
+
+def infer_size(op_name: str, size: tuple, total: int) -> tuple:
+    """Replace one -1 in ``size`` so that the element count is ``total``."""
+    unknown = [i for i, s in enumerate(size) if s == -1]
+    if len(unknown) > 1:
+        raise ShapeError(f"{op_name}: only one dimension can be inferred (-1), got size {size}")
+    if any(s < -1 for s in size):
+        raise ShapeError(f"{op_name}: invalid size {size}: sizes must be non-negative or -1")
+    known = numel(tuple(s for s in size if s != -1))
+    if unknown:
+        if known == 0 or total % known:
+            raise ShapeError(f"{op_name}: shape {size} is invalid for input of size {total}")
+        size = size[:unknown[0]] + (total // known,) + size[unknown[0] + 1:]
+    elif known != total:
+        raise ShapeError(f"{op_name}: shape {size} is invalid for input of size {total}")
+    return size
+
+
+def view_strides(old_shape: tuple, old_strides: tuple, new_shape: tuple):
+    """Strides that present the same memory in ``new_shape``, or None when a copy would be needed.
+
+    Walks both shapes from the innermost dim, matching runs of old dims that are contiguous
+    with one another against runs of new dims of the same element count (PyTorch's rule).
+    """
+    if numel(old_shape) == 0 or not old_shape:
+        strides, acc = [], 1
+        for s in reversed(new_shape):
+            strides.append(acc)
+            acc *= max(s, 1)
+        return tuple(reversed(strides))
+    new_strides = [0] * len(new_shape)
+    view_d = len(new_shape) - 1
+    base_stride = old_strides[-1]
+    old_count = view_count = 1
+    for d in range(len(old_shape) - 1, -1, -1):
+        old_count *= old_shape[d]
+        run_ends = d == 0 or (old_shape[d - 1] != 1 and old_strides[d - 1] != old_count * base_stride)
+        if run_ends:
+            while view_d >= 0 and (view_count < old_count or new_shape[view_d] == 1):
+                new_strides[view_d] = view_count * base_stride
+                view_count *= new_shape[view_d]
+                view_d -= 1
+            if view_count != old_count:
+                return None
+            if d > 0:
+                base_stride = old_strides[d - 1]
+                old_count = view_count = 1
+    return tuple(new_strides) if view_d == -1 else None
+
+
+def _view_normalize(op, values):
+    values[1] = infer_size(op.name, values[1], numel(shape(values[0])))
+
+
+def _view_meta(x, size):
+    strides = x._backend().strides(x._data)
+    if view_strides(shape(x), strides, size) is None:
+        raise ShapeError(f"view: size {size} is not compatible with the input's shape {shape(x)} and strides "
+                         f"{strides} (at least one dimension spans two contiguous subspaces); "
+                         f"use .reshape(...) instead")
+    return size
+
+
+defop("view(Tensor input, int[] size)", "view", promotion=rules.passthrough, meta=_view_meta,
+      normalize=_view_normalize, view=True, reference=lambda x, size: np.reshape(x, size),
+      doc="the same storage in another shape; -1 infers one size")
+
+
+def _permute_normalize(op, values):
+    ndim = len(shape(values[0]))
+    dims = tuple(wrap_dim("permute", d, ndim) for d in values[1])
+    if sorted(dims) != list(range(ndim)):
+        raise ShapeError(f"permute: dims {values[1]} are not a permutation of the {ndim} dimension(s) of a "
+                         f"tensor of shape {shape(values[0])}")
+    values[1] = dims
+
+
+defop("permute(Tensor input, int[] dims)", "view", promotion=rules.passthrough,
+      meta=lambda x, dims: tuple(shape(x)[d] for d in dims), normalize=_permute_normalize, view=True,
+      reference=lambda x, dims: np.transpose(x, dims))
+
+
+def _expand_normalize(op, values):
+    in_shape, size = shape(values[0]), values[1]
+    if len(size) < len(in_shape):
+        raise ShapeError(f"expand: the number of sizes ({len(size)}) must be at least the tensor's number of "
+                         f"dimensions ({len(in_shape)}); shape {in_shape}, size {size}")
+    lead = len(size) - len(in_shape)
+    out = list(size)
+    for i, s in enumerate(size):
+        current = in_shape[i - lead] if i >= lead else None
+        if s == -1:
+            if current is None:
+                raise ShapeError(f"expand: -1 is not allowed in a new leading dimension; size {size}")
+            out[i] = current
+        elif current is not None and current != 1 and current != s:
+            raise ShapeError(f"expand: the size {s} at dim {i} does not match the existing size {current} "
+                             f"(only size-1 dimensions expand); shape {in_shape}, size {size}")
+    values[1] = tuple(out)
+
+
+defop("expand(Tensor input, int[] size)", "view", promotion=rules.passthrough, meta=lambda x, size: size,
+      normalize=_expand_normalize, view=True, reference=lambda x, size: np.broadcast_to(x, size),
+      doc="size-1 dimensions repeated without copying; -1 keeps a size")
+
+
+def _slice_normalize(op, values):
+    x, dim, start, end, step = values
+    length = shape(x)[dim] if shape(x) else 1
+    if not shape(x):
+        raise ShapeError("slice: cannot slice a 0-d tensor")
+    if step <= 0:
+        raise ValueError(f"slice: step must be positive, got {step}")
+    start = 0 if start is None else (start + length if start < 0 else start)
+    end = length if end is None else (end + length if end < 0 else end)
+    start = min(max(start, 0), length)
+    end = min(max(end, start), length)
+    values[2], values[3] = start, end
+
+
+def _slice_meta(x, dim, start, end, step):
+    out = list(shape(x))
+    out[dim] = max(0, (end - start + step - 1) // step)
+    return tuple(out)
+
+
+defop("slice(Tensor input, dim dim=0, int? start=None, int? end=None, int step=1)", "view",
+      promotion=rules.passthrough, meta=_slice_meta, normalize=_slice_normalize, view=True,
+      reference=lambda x, dim=0, start=None, end=None, step=1:
+      x[(slice(None),) * dim + (slice(start, end, step),)],
+      doc="input[..., start:end:step, ...] along dim, as a view")
+
+
+def _unfold_meta(x, dimension, size, step):
+    in_shape = shape(x) or (1,)
+    require(size >= 0 and size <= in_shape[dimension], "unfold",
+            f"size {size} must be between 0 and the dimension's length {in_shape[dimension]}", x)
+    require(step > 0, "unfold", f"step must be positive, got {step}", x)
+    out = list(in_shape)
+    out[dimension] = (in_shape[dimension] - size) // step + 1
+    return tuple(out) + (size,)
+
+
+def _unfold_reference(x, dimension, size, step):
+    windows = np.lib.stride_tricks.sliding_window_view(x, size, axis=dimension)
+    index = [slice(None)] * windows.ndim
+    index[dimension] = slice(None, None, step)
+    return windows[tuple(index)]
+
+
+defop("unfold(Tensor input, dim dimension, int size, int step)", "view", promotion=rules.passthrough,
+      meta=_unfold_meta, view=True, reference=_unfold_reference,
+      doc="sliding windows of length size along dimension, as a view with a new last dimension")
+
+# -- copies and casts -------------------------------------------------------------------------
+defop("clone(Tensor input)", "view", promotion=rules.passthrough, meta=lambda x: shape(x),
+      reference=np.copy, doc="a copy in fresh contiguous memory")
+
+
+def _to_dtype_promotion(rt, op, values):
+    return None, values[1]
+
+
+defop("to_dtype(Tensor input, dtype dtype)", "view", promotion=_to_dtype_promotion, meta=lambda x, dtype: shape(x),
+      reference=lambda x, dtype: x, method=False, doc="a copy converted to dtype (C-style truncation of floats)")
+
+
+def _copy_meta(dst, src):
+    target, source = shape(dst), shape(src)
+    try:
+        from ..meta import broadcast_shapes
+        ok = broadcast_shapes("copy_", target, source) == target
+    except ShapeError:
+        ok = False
+    require(ok, "copy_", f"source of shape {source} cannot be broadcast to the destination's shape {target}")
+    return target
+
+
+defop("copy_(Index self, Index src)", "view", promotion=rules.passthrough, meta=_copy_meta, mutates=True,
+      method=False, reference=lambda dst, src: np.broadcast_to(src, np.shape(dst)),
+      doc="writes src (broadcast and cast) into self")
+
+
+# -- joining ----------------------------------------------------------------------------------
+
+def _cat_meta(tensors, dim=0):
+    first = shape(tensors[0])
+    require(len(first) > 0, "cat", "zero-dimensional tensors cannot be concatenated", *tensors)
+    total = 0
+    for t in tensors:
+        s = shape(t)
+        require(len(s) == len(first) and all(a == b for i, (a, b) in enumerate(zip(s, first)) if i != dim),
+                "cat", f"sizes must match except in dim {dim}", *tensors)
+        total += s[dim]
+    return first[:dim] + (total,) + first[dim + 1:]
+
+
+defop("cat(Tensor[] tensors, dim dim=0)", "view", promotion=rules.same, meta=_cat_meta, method=False,
+      reference=lambda tensors, dim=0: np.concatenate(tensors, axis=dim),
+      doc="joins tensors along an existing dim (promoting dtypes)")
+
+
+def _stack(tensors, dim=0):
+    dim = wrap_dim("stack", dim, len(shape(tensors[0])) + 1)
+    return F.cat([F.unsqueeze(t, dim) for t in tensors], dim)
+
+
+def _stack_meta(tensors, dim=0):
+    first = shape(tensors[0])
+    require(all(shape(t) == first for t in tensors), "stack", "expects every tensor to have the same shape",
+            *tensors)
+    dim = wrap_dim("stack", dim, len(first) + 1)
+    return first[:dim] + (len(tensors),) + first[dim:]
+
+
+defop("stack(Tensor[] tensors, int dim=0)", "view", kind="composite", promotion=rules.same, meta=_stack_meta,
+      composite=_stack, method=False, reference=lambda tensors, dim=0: np.stack(tensors, axis=dim),
+      doc="joins same-shaped tensors along a new dim")
+
+
+# -- composite views and reshapes --------------------------------------------------------------
+
+def _reshape(x, shape_):
+    size = infer_size("reshape", tuple(shape_), x.numel())
+    if view_strides(tuple(x.shape), x.stride(), size) is not None:
+        return F.view(x, size)
+    return F.view(F.clone(x), size)
+
+
+defop("reshape(Tensor input, int[] shape)", "view", kind="composite", promotion=rules.passthrough,
+      meta=lambda x, shape_: infer_size("reshape", shape_, numel(shape(x))), composite=_reshape,
+      reference=lambda x, shape_: np.reshape(x, shape_),
+      doc="a view when the strides allow it, else a copy")
+
+
+def _transpose(x, dim0, dim1):
+    dims = list(range(x.ndim))
+    dims[dim0], dims[dim1] = dims[dim1], dims[dim0]
+    return F.permute(x, dims)
+
+
+def _transpose_meta(x, dim0, dim1):
+    out = list(shape(x))
+    if out:
+        out[dim0], out[dim1] = out[dim1], out[dim0]
+    return tuple(out)
+
+
+defop("transpose(Tensor input, dim dim0, dim dim1)", "view", kind="composite", promotion=rules.passthrough,
+      meta=_transpose_meta, composite=lambda x, d0, d1: x if x.ndim == 0 else _transpose(x, d0, d1),
+      reference=lambda x, d0, d1: np.swapaxes(x, d0, d1) if x.ndim else x)
+
+
+def _squeeze_shape(in_shape, dim):
+    dims = range(len(in_shape)) if dim is None else dim
+    return tuple(s for i, s in enumerate(in_shape) if not (i in dims and s == 1))
+
+
+defop("squeeze(Tensor input, dim[]? dim=None)", "view", kind="composite", promotion=rules.passthrough,
+      meta=lambda x, dim=None: _squeeze_shape(shape(x), dim),
+      composite=lambda x, dim=None: F.view(x, _squeeze_shape(tuple(x.shape), dim)),
+      reference=lambda x, dim=None: np.reshape(x, _squeeze_shape(np.shape(x), dim)),
+      doc="drops size-1 dims (all of them, or those in dim)")
+
+
+def _unsqueeze_shape(in_shape, dim):
+    dim = wrap_dim("unsqueeze", dim, len(in_shape) + 1)
+    return in_shape[:dim] + (1,) + in_shape[dim:]
+
+
+defop("unsqueeze(Tensor input, int dim)", "view", kind="composite", promotion=rules.passthrough,
+      meta=lambda x, dim: _unsqueeze_shape(shape(x), dim),
+      composite=lambda x, dim: F.view(x, _unsqueeze_shape(tuple(x.shape), dim)),
+      reference=lambda x, dim: np.expand_dims(x, dim))
+
+
+def _flatten_shape(in_shape, start, end):
+    if not in_shape:
+        return (1,)
+    start = wrap_dim("flatten", start, len(in_shape))
+    end = wrap_dim("flatten", end, len(in_shape))
+    if start > end:
+        raise ShapeError(f"flatten: start_dim {start} cannot come after end_dim {end}")
+    return in_shape[:start] + (math.prod(in_shape[start:end + 1]),) + in_shape[end + 1:]
+
+
+defop("flatten(Tensor input, int start_dim=0, int end_dim=-1)", "view", kind="composite",
+      promotion=rules.passthrough, meta=lambda x, s=0, e=-1: _flatten_shape(shape(x), s, e),
+      composite=lambda x, s=0, e=-1: F.reshape(x, _flatten_shape(tuple(x.shape), s, e)),
+      reference=lambda x, s=0, e=-1: np.reshape(x, _flatten_shape(np.shape(x), s, e)))
+
+
+def _unflatten_shape(in_shape, dim, sizes):
+    dim = wrap_dim("unflatten", dim, len(in_shape))
+    sizes = infer_size("unflatten", tuple(sizes), in_shape[dim])
+    return in_shape[:dim] + sizes + in_shape[dim + 1:]
+
+
+defop("unflatten(Tensor input, int dim, int[] sizes)", "view", kind="composite", promotion=rules.passthrough,
+      meta=lambda x, d, s: _unflatten_shape(shape(x), d, s),
+      composite=lambda x, d, s: F.view(x, _unflatten_shape(tuple(x.shape), d, s)),
+      reference=lambda x, d, s: np.reshape(x, _unflatten_shape(np.shape(x), d, s)))
+
+
+def _select(x, dim, index):
+    length = x.shape[dim]
+    if not -length <= index < length:
+        raise IndexError(f"select: index {index} is out of range for dim {dim} of size {length} "
+                         f"(tensor of shape {tuple(x.shape)})")
+    index %= length
+    return F.squeeze(F.slice(x, dim, index, index + 1), dim)
+
+
+defop("select(Tensor input, dim dim, int index)", "view", kind="composite", promotion=rules.passthrough,
+      meta=lambda x, dim, index: shape(x)[:dim] + shape(x)[dim + 1:], composite=_select,
+      reference=lambda x, dim, index: np.take(x, index, axis=dim), doc="input[..., index, ...] as a view")
+
+
+def _split_sizes(length, split, op_name):
+    if isinstance(split, int):
+        if split <= 0 and length:
+            raise ValueError(f"{op_name}: split_size must be positive, got {split}")
+        return [min(split, length - i) for i in range(0, length, split)] if length else [0]
+    split = list(split)
+    if sum(split) != length:
+        raise ShapeError(f"{op_name}: sections {split} do not add up to the dimension's length {length}")
+    return split
+
+
+def _split(x, split_size_or_sections, dim=0):
+    out, start = [], 0
+    for size in _split_sizes(x.shape[dim], split_size_or_sections, "split"):
+        out.append(F.slice(x, dim, start, start + size))
+        start += size
+    return tuple(out)
+
+
+def _split_meta(x, split, dim=0):
+    sizes = _split_sizes(shape(x)[dim], split, "split")
+    return tuple(shape(x)[:dim] + (s,) + shape(x)[dim + 1:] for s in sizes)
+
+
+def _split_reference(x, split, dim=0):
+    sizes = _split_sizes(x.shape[dim], split, "split")
+    return np.split(x, np.cumsum(sizes)[:-1], axis=dim)
+
+
+defop("split(Tensor input, Any split_size_or_sections, dim dim=0)", "view", kind="composite",
+      promotion=rules.passthrough, meta=_split_meta, composite=_split, reference=_split_reference,
+      outputs=("*",), doc="views of consecutive pieces: equal sizes (the last may be smaller) or given sections")
+
+
+def _chunk(x, chunks, dim=0):
+    if chunks <= 0:
+        raise ValueError(f"chunk: chunks must be positive, got {chunks}")
+    length = x.shape[dim]
+    return _split(x, max(-(-length // chunks), 1), dim)
+
+
+def _chunk_reference(x, chunks, dim=0):
+    return _split_reference(x, max(-(-x.shape[dim] // chunks), 1), dim)
+
+
+defop("chunk(Tensor input, int chunks, dim dim=0)", "view", kind="composite", promotion=rules.passthrough,
+      meta=lambda x, chunks, dim=0: _split_meta(x, max(-(-shape(x)[dim] // max(chunks, 1)), 1), dim),
+      composite=_chunk, reference=_chunk_reference, outputs=("*",),
+      doc="at most chunks views of equal size (the last may be smaller), as in PyTorch")

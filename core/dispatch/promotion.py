@@ -1,0 +1,83 @@
+"""PyTorch's type promotion: a lattice for pairs, and categories for mixed operands.
+
+Operands are ranked: tensors with dimensions over zero-dim tensors over Python
+scalars. A lower-ranked operand only changes the result when its category
+(bool < int < float) is higher than everything ranked above it.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+
+from .dtypes import (ALL_DTYPES, bfloat16, bool_, dtype, float16, float32, get_default_dtype,
+                     int64)
+
+
+@lru_cache(maxsize=None)
+def promote_types(a: dtype, b: dtype) -> dtype:
+    """The smallest dtype that both ``a`` and ``b`` can be cast to without losing category."""
+    if a is b:
+        return a
+    if a is bool_:
+        return b
+    if b is bool_:
+        return a
+    if a.kind == "float" or b.kind == "float":
+        if a.kind != "float":
+            return b
+        if b.kind != "float":
+            return a
+        if {a, b} == {float16, bfloat16}:
+            return float32
+        return a if a.itemsize > b.itemsize else b
+    # both integers
+    if a.is_signed == b.is_signed:
+        return a if a.itemsize > b.itemsize else b
+    unsigned, signed = (a, b) if b.is_signed else (b, a)
+    if signed.itemsize > unsigned.itemsize:
+        return signed
+    # uint8 with int8: the next signed size up
+    return next(d for d in ALL_DTYPES if d.kind == "int" and d.is_signed and d.itemsize > unsigned.itemsize)
+
+
+def scalar_dtype(value) -> dtype:
+    """The dtype a Python scalar stands for in promotion."""
+    if isinstance(value, bool):
+        return bool_
+    if isinstance(value, int):
+        return int64
+    return get_default_dtype()
+
+
+def _combine(higher: dtype | None, lower: dtype | None) -> dtype | None:
+    if higher is None:
+        return lower
+    if lower is None or higher.kind == "float":
+        return higher
+    if higher is bool_ or lower.kind == "float":
+        return promote_types(higher, lower)
+    return higher
+
+
+def _fold(dtypes) -> dtype | None:
+    out = None
+    for d in dtypes:
+        out = d if out is None else promote_types(out, d)
+    return out
+
+
+def result_type_of(dim_dtypes, zero_dim_dtypes=(), scalars=()) -> dtype:
+    """Promotion over operands already split by rank: see the module docstring."""
+    wrapped = _fold(scalar_dtype(s) for s in scalars)
+    out = _combine(_fold(dim_dtypes), _combine(_fold(zero_dim_dtypes), wrapped))
+    if out is None:
+        raise TypeError("result_type: expected at least one tensor or scalar")
+    return out
+
+
+def can_cast(from_: dtype, to: dtype) -> bool:
+    """PyTorch's same-kind rule for in-place and ``out=`` results: no float to int, no int to bool."""
+    order = {"bool": 0, "int": 1, "float": 2}
+    return order[from_.kind] <= order[to.kind]
+
+
+__all__ = ["promote_types", "result_type_of", "scalar_dtype", "can_cast"]

@@ -1,0 +1,122 @@
+"""Discovers backend plugins through entry points and keeps one Backend per device type."""
+from __future__ import annotations
+
+import warnings
+from importlib.metadata import entry_points
+
+import pluggy
+
+from .backend import Backend
+from .device import device
+from .errors import DeviceError
+from .hookspecs import PLUGIN_API_VERSION, PROJECT, BackendHookSpecs
+
+ENTRY_POINT_GROUP = "ember.backends"
+
+_manager = pluggy.PluginManager(PROJECT)
+_manager.add_hookspecs(BackendHookSpecs)
+_backends: dict[str, Backend] = {}
+_failures: dict[str, str] = {}
+_discovered = False
+
+
+def _warn(message: str) -> None:
+    warnings.warn(message, RuntimeWarning, stacklevel=3)
+
+
+def register_plugin(plugin, name: str | None = None) -> Backend | None:
+    """Register one plugin (a module or object with hookimpls). Returns its backend, or None on failure."""
+    name = name or getattr(plugin, "__name__", None) or type(plugin).__name__
+    try:
+        _manager.register(plugin, name=name)
+    except Exception as exc:  # a broken plugin must not break the others
+        _failures[name] = f"failed to register: {type(exc).__name__}: {exc}"
+        _warn(f"ember: backend plugin {name!r} {_failures[name]}")
+        return None
+    try:
+        version_impls = [i for i in _manager.hook.ember_plugin_api_version.get_hookimpls() if i.plugin is plugin]
+        version = version_impls[0].function() if version_impls else None
+        if version != PLUGIN_API_VERSION:
+            raise RuntimeError(f"targets plugin API version {version}, but this Ember speaks version "
+                               f"{PLUGIN_API_VERSION}")
+        impls = [i for i in _manager.hook.ember_register_backend.get_hookimpls() if i.plugin is plugin]
+        if len(impls) != 1:
+            raise RuntimeError("must implement ember_register_backend exactly once")
+        backend = impls[0].function()
+        if not isinstance(backend, Backend) or not backend.device_type:
+            raise RuntimeError("ember_register_backend must return a Backend with a device_type")
+        owner = _backends.get(backend.device_type)
+        if owner is not None:
+            raise RuntimeError(f"claims device type {backend.device_type!r}, which "
+                               f"{type(owner).__module__} already provides")
+    except Exception as exc:
+        _manager.unregister(plugin)
+        _failures[name] = f"failed to register: {exc}"
+        _warn(f"ember: backend plugin {name!r} {_failures[name]}")
+        return None
+    _backends[backend.device_type] = backend
+    return backend
+
+
+def discover() -> None:
+    """Load every plugin of the ``ember.backends`` entry-point group, once."""
+    global _discovered
+    if _discovered:
+        return
+    _discovered = True
+    for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+        try:
+            plugin = ep.load()
+        except Exception as exc:
+            _failures[ep.name] = f"failed to import ({ep.value}): {type(exc).__name__}: {exc}"
+            _warn(f"ember: backend plugin {ep.name!r} {_failures[ep.name]}")
+            continue
+        register_plugin(plugin, name=ep.name)
+
+
+def backends() -> dict[str, Backend]:
+    discover()
+    return _backends
+
+
+def get_backend(device_type: str) -> Backend:
+    """The available backend for ``device_type``, or a DeviceError that says why not."""
+    discover()
+    backend = _backends.get(device_type)
+    if backend is None:
+        known = ", ".join(sorted(_backends)) or "none"
+        raise DeviceError(f"unknown device type {device_type!r}; registered backends: {known}")
+    reason = backend.unavailable_reason()
+    if reason is not None:
+        raise DeviceError(f"{device_type}: unavailable: {reason}")
+    return backend
+
+
+def available() -> dict[str, str]:
+    """Each known backend (and failed plugin) with its status: "available" or "unavailable: why"."""
+    discover()
+    report = {}
+    for name, backend in sorted(_backends.items()):
+        reason = backend.unavailable_reason()
+        report[name] = "available" if reason is None else f"unavailable: {reason}"
+    for name, failure in sorted(_failures.items()):
+        report.setdefault(name, f"unavailable: plugin {failure}")
+    return report
+
+
+def resolve_device(spec) -> device:
+    """The canonical device for a user's spec: checks the backend exists and the index is in range."""
+    dev = spec if isinstance(spec, device) else device(spec)
+    backend = get_backend(dev.type)
+    index = dev.index
+    if index is None:
+        index = backend.default_index()
+    elif backend.default_index() is None:
+        if index != 0:
+            raise DeviceError(f"{dev.type} has a single device; got index {index}")
+        index = None
+    else:
+        count = backend.device_count()
+        if index >= count:
+            raise DeviceError(f"device {dev} does not exist: {dev.type} has {count} device(s)")
+    return device(dev.type, index)

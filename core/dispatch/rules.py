@@ -1,0 +1,79 @@
+"""Promotion rules: from the promoted type of an op's inputs to its computation and output dtypes.
+
+Each rule maps the result type ``rt`` of the promoted inputs (None when the op has none),
+the op and the bound argument values to ``(compute_dtype, out_dtype)``. ``compute_dtype`` is the
+dtype the kernel sees its promoted inputs in (None: inputs are passed through uncast);
+``out_dtype`` is a dtype, or a tuple of dtypes for ops with several outputs.
+"""
+from __future__ import annotations
+
+from .dtypes import as_dtype, bool_, get_default_dtype, int64
+from .promotion import result_type_of
+
+
+def same(rt, op, values):
+    """Output in the promoted input type: add, mul, abs, cat."""
+    return rt, rt
+
+
+def to_float(rt, op, values):
+    """Integer and bool inputs compute in the default float dtype: div, exp, sqrt."""
+    dt = rt if rt.is_floating_point else get_default_dtype()
+    return dt, dt
+
+
+def to_bool(rt, op, values):
+    """Compare in the promoted type, answer in bool: eq, lt, logical_and, isnan."""
+    return rt, bool_
+
+
+def to_int64(rt, op, values):
+    """Indices out: argmax, argmin, nonzero."""
+    return rt, int64
+
+
+def with_indices(rt, op, values):
+    """Values in the input type plus int64 indices: max(dim), sort."""
+    return rt, (rt, int64)
+
+
+def passthrough(rt, op, values):
+    """No casting; the output has the first input's dtype: views, indexing, movement."""
+    return None, rt
+
+
+def accumulate(rt, op, values):
+    """sum/prod/cumsum: bool and integers accumulate in int64 unless ``dtype=`` says otherwise."""
+    requested = requested_dtype(op, values)
+    if requested is not None:
+        return requested, requested
+    dt = int64 if not rt.is_floating_point else rt
+    return dt, dt
+
+
+def float_or_requested(rt, op, values):
+    """mean: float inputs only, or an explicit float ``dtype=``."""
+    dt = requested_dtype(op, values) or rt
+    return dt, dt
+
+
+def creation(rt, op, values):
+    """Creation ops: ``dtype=``, else what the Python scalars say (arange(5) is int64), else float."""
+    dt = requested_dtype(op, values)
+    if dt is None:
+        scalars = [values[i] for i, p in enumerate(op.params)
+                   if p.type.startswith("Scalar") and values[i] is not None]
+        dt = result_type_of((), (), scalars) if scalars else get_default_dtype()
+    return dt, dt
+
+
+def integer_creation(rt, op, values):
+    """randint: int64 unless ``dtype=`` says otherwise."""
+    dt = requested_dtype(op, values) or int64
+    return dt, dt
+
+
+def requested_dtype(op, values):
+    """The op's ``dtype=`` argument as an Ember dtype, or None."""
+    index = op.param_index.get("dtype")
+    return None if index is None or values[index] is None else as_dtype(values[index])

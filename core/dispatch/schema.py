@@ -1,0 +1,169 @@
+"""The op schema: every operator is declared once, here, by one ``OpDef``.
+
+An OpDef carries the signature (parsed from a PyTorch-style string), the category,
+whether it is a primitive (every backend implements it) or a composite (defined
+in Ember ops, overridable by a backend), the promotion rule, the meta function
+that infers output shapes, the NumPy reference and sample hints used by the
+conformance suite, and a slot for the derivative that autograd fills.
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+CATEGORIES = ("elementwise", "reduction", "view", "linalg", "indexing", "creation", "random", "nn")
+KINDS = ("primitive", "composite")
+REQUIRED = object()
+
+#: Parameter types. Tensor inputs: "Tensor" takes part in type promotion (and accepts a Python
+#: number), "Index" is an integer tensor that does not, "Tensor[]" is a list of promoted tensors,
+#: "Index?[]" a list of index tensors and Nones (advanced indexing).
+TENSOR_TYPES = {"Tensor", "Tensor?", "Index", "Index?", "Tensor[]", "Index?[]"}
+ATTR_TYPES = {"Scalar", "Scalar?", "int", "int?", "int[]", "int[]?", "bool", "bool?", "float", "float?",
+              "str", "str?", "dim", "dim?", "dim[]?", "dtype", "dtype?", "device?", "Generator?", "Any"}
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    type: str
+    default: Any = REQUIRED
+    kw_only: bool = False
+
+    @property
+    def is_tensor(self) -> bool:
+        return self.type in TENSOR_TYPES
+
+    @property
+    def optional(self) -> bool:
+        return self.type.endswith("?")
+
+
+@dataclass(eq=False)
+class OpDef:
+    name: str
+    params: tuple[Param, ...]
+    category: str
+    kind: str
+    promotion: Any
+    meta: Callable[..., Any]
+    reference: Callable[..., Any] | None = None
+    composite: Callable[..., Any] | None = None
+    samples: Callable[..., Any] | None = None
+    derivative: Any = None  # filled by ember.autograd: the vector-Jacobian product
+    dtypes: str = "all"  # which computation dtypes the op accepts: all, numeric, float, bool, int
+    outputs: tuple[str, ...] = ("out",)
+    method: bool = True  # also a Tensor method
+    inplace: bool = False  # has an in-place Tensor method ``name_``
+    tolerances: dict = field(default_factory=dict)
+    doc: str = ""
+    differentiable: bool = True
+    view: bool = False  # the output shares storage with the first input
+    mutates: bool = False  # writes into its first input and returns it (copy_, index_put_)
+    normalize: Callable[..., Any] | None = None  # rewrites bound values before meta, e.g. wraps dims
+    # filled in by the dispatcher: device type -> resolved implementation
+    impl_cache: dict = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        self.param_index = {p.name: i for i, p in enumerate(self.params)}
+        self.tensor_positions = tuple(i for i, p in enumerate(self.params) if p.is_tensor)
+        self.attr_positions = tuple(i for i, p in enumerate(self.params) if not p.is_tensor)
+
+    @property
+    def tensor_params(self) -> tuple[Param, ...]:
+        return tuple(p for p in self.params if p.is_tensor)
+
+    @property
+    def signature(self) -> str:
+        parts, star = [], False
+        for p in self.params:
+            if p.kw_only and not star:
+                parts.append("*")
+                star = True
+            default = "" if p.default is REQUIRED else f"={p.default!r}"
+            parts.append(f"{p.type} {p.name}{default}")
+        return f"{self.name}({', '.join(parts)})"
+
+
+OPS: dict[str, OpDef] = {}
+
+
+@dataclass
+class Sample:
+    """One call of an op for the conformance suite: ``op(*args, **kwargs)``.
+
+    ``args`` hold Ember tensors (made by the suite's ``make``), numbers, lists of tensors
+    and attributes, in the op's parameter order; the suite hands the same values, with
+    tensors turned into NumPy arrays, to the op's ``reference``.
+    """
+    args: tuple
+    kwargs: dict = field(default_factory=dict)
+    note: str = ""
+
+
+#: ``OpDef.samples(make, dtype)`` yields Samples. ``make(shape, *, dtype=dtype, low=None, high=None,
+#: noncontiguous=False)`` returns a tensor on the backend under test, with seeded random values in
+#: [low, high) (integers and bools included), for the dtype being tested.
+
+
+def parse_signature(text: str) -> tuple[str, tuple[Param, ...]]:
+    """``"add(Tensor input, Tensor other, *, Scalar alpha=1)"`` -> name and params."""
+    name, _, rest = text.strip().partition("(")
+    if not rest.endswith(")"):
+        raise ValueError(f"bad signature {text!r}")
+    params, kw_only = [], False
+    for item in _split_top_level(rest[:-1]):
+        if item == "*":
+            kw_only = True
+            continue
+        decl, eq, default_text = item.partition("=")
+        ptype, pname = decl.split()
+        if ptype not in TENSOR_TYPES and ptype not in ATTR_TYPES:
+            raise ValueError(f"{name}: unknown parameter type {ptype!r}")
+        default = ast.literal_eval(default_text.strip()) if eq else REQUIRED
+        params.append(Param(pname, ptype, default, kw_only))
+    return name.strip(), tuple(params)
+
+
+def _split_top_level(text: str) -> list[str]:
+    items, depth, current = [], 0, ""
+    for ch in text:
+        if ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth -= 1
+        if ch == "," and depth == 0:
+            items.append(current.strip())
+            current = ""
+        else:
+            current += ch
+    if current.strip():
+        items.append(current.strip())
+    return items
+
+
+def defop(signature: str, category: str, *, kind: str = "primitive", promotion, meta,
+          composite: Callable | None = None, **fields) -> OpDef:
+    """Declare one operator. Called once per op, at import of the ``ember.dispatch.ops`` modules."""
+    name, params = parse_signature(signature)
+    if name in OPS:
+        raise ValueError(f"op {name!r} is declared twice")
+    if category not in CATEGORIES:
+        raise ValueError(f"{name}: unknown category {category!r}")
+    if kind not in KINDS:
+        raise ValueError(f"{name}: unknown kind {kind!r}")
+    if kind == "composite" and composite is None:
+        raise ValueError(f"{name}: a composite op needs its definition")
+    op = OpDef(name=name, params=params, category=category, kind=kind, promotion=promotion, meta=meta,
+               composite=composite, **fields)
+    OPS[name] = op
+    return op
+
+
+def primitives() -> list[OpDef]:
+    return [op for op in OPS.values() if op.kind == "primitive"]
+
+
+def composites() -> list[OpDef]:
+    return [op for op in OPS.values() if op.kind == "composite"]

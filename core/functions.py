@@ -1,0 +1,133 @@
+"""The public functions (``ember.add``, ``ember.zeros``, ...): one per op, plus PyTorch's overloads."""
+from __future__ import annotations
+
+from .dispatch.ops import F
+from .dispatch.schema import OPS
+
+
+def _sizes(args) -> tuple:
+    """``zeros(2, 3)`` and ``zeros((2, 3))`` both mean size (2, 3)."""
+    if len(args) == 1 and isinstance(args[0], (list, tuple)):
+        return tuple(args[0])
+    return tuple(args)
+
+
+def _with_varargs_size(name: str):
+    op_function = getattr(F, name)
+
+    def function(*size, **kwargs):
+        if "size" in kwargs:
+            return op_function(kwargs.pop("size"), **kwargs)
+        return op_function(_sizes(size), **kwargs)
+    function.__name__ = name
+    function.__doc__ = op_function.__doc__
+    return function
+
+
+zeros = _with_varargs_size("zeros")
+ones = _with_varargs_size("ones")
+empty = _with_varargs_size("empty")
+rand = _with_varargs_size("rand")
+randn = _with_varargs_size("randn")
+
+
+def full(size, fill_value, **kwargs):
+    return F.full(_sizes((size,)) if not isinstance(size, int) else (size,), fill_value, **kwargs)
+
+
+def arange(start, end=None, step=1, **kwargs):
+    return F.arange(start, end, step, **kwargs)
+
+
+def randint(low, high=None, size=None, **kwargs):
+    """``randint(high, size)`` or ``randint(low, high, size)``, as in PyTorch."""
+    if size is None:
+        low, high, size = 0, low, high
+    if size is None:
+        raise TypeError("randint() missing required argument 'size'")
+    return F.randint(low, high, size, **kwargs)
+
+
+def normal(mean, std=1.0, size=None, *, generator=None, **kwargs):
+    """``normal(mean, std, size)`` with float arguments, or elementwise with tensor mean/std."""
+    if size is not None:
+        return F.rand_normal(size, float(mean), float(std), generator=generator, **kwargs)
+    reference = mean if hasattr(mean, "_data") else std
+    noise = F.rand_normal(tuple(reference.shape), 0.0, 1.0, generator=generator, dtype=reference.dtype,
+                          device=reference.device)
+    return F.add(F.mul(noise, std), mean)
+
+
+def einsum(equation, *operands):
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    return F.einsum(equation, list(operands))
+
+
+def _extremum(name: str, reduce_all: str, elementwise: str):
+    with_dim = getattr(F, name)
+
+    def function(input, dim=None, keepdim=False, *, other=None):
+        if hasattr(dim, "_data"):
+            return getattr(F, elementwise)(input, dim)
+        if other is not None:
+            return getattr(F, elementwise)(input, other)
+        if dim is None:
+            return getattr(F, reduce_all)(input)
+        return with_dim(input, dim, keepdim)
+    function.__name__ = name
+    function.__doc__ = f"{name}(input) -> tensor; {name}(input, dim, keepdim=False) -> (values, indices); " \
+                       f"{name}(input, other) -> {elementwise}(input, other)"
+    return function
+
+
+max = _extremum("max", "amax", "maximum")
+min = _extremum("min", "amin", "minimum")
+
+
+def cat(tensors, dim=0):
+    return F.cat(list(tensors), dim)
+
+
+concat = concatenate = cat
+
+
+def stack(tensors, dim=0):
+    return F.stack(list(tensors), dim)
+
+
+def where(condition, input=None, other=None):
+    if input is None and other is None:
+        return F.nonzero(condition, as_tuple=True) if "nonzero" in OPS else None
+    return F.where(condition, input, other)
+
+
+# Aliases PyTorch users reach for.
+absolute = F.abs
+negative = F.neg
+multiply = F.mul
+divide = F.div
+true_divide = F.div
+subtract = F.sub
+greater = F.gt
+greater_equal = F.ge
+less = F.lt
+less_equal = F.le
+not_equal = F.ne
+clip = F.clamp
+swapaxes = F.transpose
+
+
+def _overridden() -> set:
+    return {"zeros", "ones", "empty", "rand", "randn", "full", "arange", "randint", "einsum", "max", "min",
+            "cat", "stack", "where"}
+
+
+def export(namespace: dict) -> None:
+    """Put every op (or its public overload above) into ``namespace``."""
+    own = globals()
+    for name in OPS:
+        namespace[name] = own[name] if name in _overridden() else getattr(F, name)
+    for name in ("normal", "concat", "concatenate", "absolute", "negative", "multiply", "divide", "true_divide",
+                 "subtract", "greater", "greater_equal", "less", "less_equal", "not_equal", "clip", "swapaxes"):
+        namespace[name] = own[name]

@@ -1,0 +1,144 @@
+"""Tensor methods and Python operators, generated from the op schema."""
+from __future__ import annotations
+
+from .dispatch import dispatcher
+from .dispatch.dtypes import bool_
+from .dispatch.errors import DtypeError, ShapeError
+from .dispatch.ops import F
+from .dispatch.promotion import can_cast
+from .dispatch.schema import OPS, OpDef
+from .tensor import Tensor
+
+_call = dispatcher.call
+_VARARG_SIZE_METHODS = {"view", "reshape", "permute", "expand"}
+
+
+def _method(op: OpDef):
+    if op.name in _VARARG_SIZE_METHODS:
+        def method(self, *size, **kwargs):
+            if len(size) == 1 and isinstance(size[0], (list, tuple)):
+                size = tuple(size[0])
+            return _call(op, (self, size), kwargs)
+    else:
+        def method(self, *args, **kwargs):
+            return _call(op, (self,) + args, kwargs)
+    method.__name__ = op.name
+    method.__doc__ = f"Tensor.{op.signature}\n\n{op.doc}".strip()
+    return method
+
+
+def write_result(target: Tensor, result: Tensor, op_name: str) -> Tensor:
+    """Copy an out-of-place result into ``target``, as every in-place op does: same shape, castable dtype."""
+    if not can_cast(result._dtype, target._dtype):
+        raise DtypeError(f"{op_name}_: result type {result._dtype.name} can't be cast to the desired output type "
+                         f"{target._dtype.name} (tensor of shape {tuple(target.shape)} on {target._device})")
+    if tuple(result._data.shape) != tuple(target._data.shape):
+        raise ShapeError(f"{op_name}_: output with shape {tuple(target.shape)} doesn't match the broadcast shape "
+                         f"{tuple(result.shape)}")
+    return F.copy_(target, result)
+
+
+def _inplace_method(op: OpDef):
+    def method(self, *args, **kwargs):
+        return write_result(self, _call(op, (self,) + args, kwargs), op.name)
+    method.__name__ = op.name + "_"
+    method.__doc__ = f"In-place {op.name}: writes the result into self."
+    return method
+
+
+def _binary_operator(name: str, reflected: bool = False):
+    op = OPS[name]
+    if reflected:
+        def operator(self, other):
+            return _call(op, (other, self), {})
+    else:
+        def operator(self, other):
+            return _call(op, (self, other), {})
+    return operator
+
+
+def _inplace_operator(name: str):
+    op = OPS[name]
+
+    def operator(self, other):
+        return write_result(self, _call(op, (self, other), {}), name)
+    return operator
+
+
+def _logical(name: str, reflected: bool = False):
+    op = OPS[name]
+
+    def operator(self, other):
+        operands = (other, self) if reflected else (self, other)
+        for o in operands:
+            if isinstance(o, Tensor) and o._dtype is not bool_:
+                raise DtypeError(f"{name}: bitwise operators on {o._dtype.name} tensors are not supported; "
+                                 f"Ember supports &, |, ^ and ~ on bool tensors")
+        return _call(op, operands, {})
+    return operator
+
+
+def _invert(self):
+    if self._dtype is not bool_:
+        raise DtypeError(f"logical_not: ~ on a {self._dtype.name} tensor is not supported; only on bool tensors")
+    return F.logical_not(self)
+
+
+def _copy_(self, src, non_blocking=False):
+    if not isinstance(src, Tensor):
+        src = F.full((), src, dtype=self._dtype, device=self._device)
+    elif src._device is not self._device:
+        src = src.to(self._device)
+    return F.copy_(self, src)
+
+
+def _fill_(self, value):
+    return F.copy_(self, F.full((), value, dtype=self._dtype, device=self._device))
+
+
+def _zero_(self):
+    return _fill_(self, 0)
+
+
+def _size_method(name):
+    def method(self, *sizes):
+        return getattr(F, name)(self, sizes[0] if len(sizes) == 1 and isinstance(sizes[0], (list, tuple))
+                                else sizes)
+    return method
+
+
+def install() -> None:
+    for name, op in OPS.items():
+        if op.method and not hasattr(Tensor, name):
+            setattr(Tensor, name, _method(op))
+        if op.inplace and not hasattr(Tensor, name + "_"):
+            setattr(Tensor, name + "_", _inplace_method(op))
+    for dunder, name in [("add", "add"), ("sub", "sub"), ("mul", "mul"), ("truediv", "div"),
+                         ("floordiv", "floor_divide"), ("mod", "remainder"), ("pow", "pow"),
+                         ("matmul", "matmul")]:
+        setattr(Tensor, f"__{dunder}__", _binary_operator(name))
+        setattr(Tensor, f"__r{dunder}__", _binary_operator(name, reflected=True))
+        if name != "matmul":
+            setattr(Tensor, f"__i{dunder}__", _inplace_operator(name))
+    for dunder, name in [("eq", "eq"), ("ne", "ne"), ("lt", "lt"), ("le", "le"), ("gt", "gt"), ("ge", "ge")]:
+        setattr(Tensor, f"__{dunder}__", _binary_operator(name))
+    for dunder, name in [("and", "logical_and"), ("or", "logical_or"), ("xor", "logical_xor")]:
+        setattr(Tensor, f"__{dunder}__", _logical(name))
+        setattr(Tensor, f"__r{dunder}__", _logical(name, reflected=True))
+    Tensor.__neg__ = lambda self: F.neg(self)
+    Tensor.__pos__ = lambda self: self
+    Tensor.__abs__ = lambda self: F.abs(self)
+    Tensor.__invert__ = _invert
+    Tensor.copy_ = _copy_
+    Tensor.fill_ = _fill_
+    Tensor.zero_ = _zero_
+    Tensor.T = property(lambda self: F.permute(self, tuple(reversed(range(self.ndim)))))
+    Tensor.mT = property(lambda self: F.transpose(self, -2, -1))
+    Tensor.t = lambda self: self if self.ndim < 2 else F.transpose(self, 0, 1)
+    Tensor.where = lambda self, condition, other: F.where(condition, self, other)
+    Tensor.expand_as = lambda self, other: F.expand(self, tuple(other.shape))
+    Tensor.view_as = lambda self, other: F.view(self, tuple(other.shape))
+    Tensor.reshape_as = lambda self, other: F.reshape(self, tuple(other.shape))
+    from . import functions
+    Tensor.max = lambda self, *args, **kwargs: functions.max(self, *args, **kwargs)
+    Tensor.min = lambda self, *args, **kwargs: functions.min(self, *args, **kwargs)

@@ -1,0 +1,66 @@
+"""Seeding and generators: ``ember.manual_seed`` seeds every backend's default generator."""
+from __future__ import annotations
+
+from .dispatch import registry
+
+
+def manual_seed(seed: int):
+    """Seed the default generator of every available backend, for reproducible runs."""
+    seed = int(seed)
+    for backend in registry.backends().values():
+        if backend.unavailable_reason() is None:
+            backend.manual_seed(seed)
+    return default_generator
+
+
+def seed() -> int:
+    """Seed from OS entropy and return the seed used."""
+    import secrets
+    value = secrets.randbits(63)
+    manual_seed(value)
+    return value
+
+
+class Generator:
+    """A random-number generator on one device, for ``generator=`` arguments."""
+
+    def __init__(self, device="cpu") -> None:
+        self.device = registry.resolve_device(device)
+        self._native = registry.get_backend(self.device.type).new_generator(self.device.index)
+
+    def manual_seed(self, seed: int) -> "Generator":
+        self._native.manual_seed(int(seed))
+        return self
+
+    def initial_seed(self) -> int:
+        return self._native.initial_seed
+
+    def get_state(self):
+        return self._native.get_state()
+
+    def set_state(self, state) -> "Generator":
+        self._native.set_state(state)
+        return self
+
+
+class _DefaultGenerator(Generator):
+    """The CPU default generator, as ``ember.default_generator``."""
+
+    def __init__(self) -> None:
+        pass
+
+    @property
+    def device(self):
+        return registry.resolve_device("cpu")
+
+    @property
+    def _native(self):
+        dev = registry.resolve_device("cpu")
+        return registry.get_backend("cpu").default_generator(dev.index)
+
+
+default_generator = _DefaultGenerator()
+
+
+def initial_seed() -> int:
+    return default_generator.initial_seed()

@@ -1,0 +1,333 @@
+"""The Tensor: a native array of some backend, with its dtype and device, plus autograd state."""
+from __future__ import annotations
+
+from typing import Any
+
+from .dispatch import dispatcher, registry
+from .dispatch.device import device as Device
+from .dispatch.dtypes import as_dtype, dtype as DType, float16, float32, float64, int64
+from .dispatch.errors import DtypeError
+
+
+class Size(tuple):
+    """``tensor.shape``: a tuple with PyTorch's ``numel``."""
+
+    def numel(self) -> int:
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+    def __repr__(self) -> str:
+        return f"ember.Size({list(self)})"
+
+
+class Tensor:
+    """An n-dimensional array on one device. Create with ``ember.tensor``, ``ember.zeros``, ..."""
+
+    __slots__ = ("_data", "_dtype", "_device", "_version", "_base", "requires_grad", "grad", "grad_fn",
+                 "_retains_grad", "_backward_hooks", "__weakref__")
+    __array_priority__ = 1000  # NumPy defers to our reflected operators
+
+    def __init__(self, *args, **kwargs):
+        raise TypeError("create tensors with ember.tensor(...), ember.zeros(...) and friends")
+
+    # -- metadata ----------------------------------------------------------------------------
+    @property
+    def shape(self) -> Size:
+        return Size(self._data.shape)
+
+    def size(self, dim: int | None = None):
+        if dim is None:
+            return Size(self._data.shape)
+        return self._data.shape[dispatcher.wrap_dim("size", dim, len(self._data.shape))]
+
+    @property
+    def dtype(self) -> DType:
+        return self._dtype
+
+    @property
+    def device(self) -> Device:
+        return self._device
+
+    @property
+    def ndim(self) -> int:
+        return len(self._data.shape)
+
+    def dim(self) -> int:
+        return len(self._data.shape)
+
+    def numel(self) -> int:
+        n = 1
+        for s in self._data.shape:
+            n *= s
+        return n
+
+    nelement = numel
+
+    def element_size(self) -> int:
+        return self._dtype.itemsize
+
+    @property
+    def is_leaf(self) -> bool:
+        return self.grad_fn is None
+
+    @property
+    def is_cuda(self) -> bool:
+        return self._device.type == "cuda"
+
+    def is_floating_point(self) -> bool:
+        return self._dtype.is_floating_point
+
+    def detach(self) -> "Tensor":
+        """A tensor sharing this one's storage, cut off from the autograd graph."""
+        return wrap_view(self._data, self._dtype, self._device, self)
+
+    def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
+        if requires_grad and not self._dtype.is_floating_point:
+            raise RuntimeError(f"only tensors of floating point dtype can require gradients, got {self._dtype.name}")
+        self.requires_grad = requires_grad
+        return self
+
+    def detach_(self) -> "Tensor":
+        self.grad_fn = None
+        self.requires_grad = False
+        return self
+
+    def stride(self, dim: int | None = None):
+        strides = self._backend().strides(self._data)
+        return strides if dim is None else strides[dispatcher.wrap_dim("stride", dim, len(strides))]
+
+    def is_contiguous(self) -> bool:
+        expected = 1
+        for size, stride in zip(reversed(self._data.shape), reversed(self.stride())):
+            if size != 1 and stride != expected:
+                return False
+            expected *= size
+        return True
+
+    def data_ptr_id(self) -> int:
+        """An id shared by every view of one allocation (PyTorch's untyped_storage identity)."""
+        return self._backend().storage_id(self._data)
+
+    def _backend(self):
+        return registry.get_backend(self._device.type)
+
+    def __len__(self) -> int:
+        if not self._data.shape:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    def __iter__(self):
+        if not self._data.shape:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self._data.shape[0]))
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    # -- conversions -------------------------------------------------------------------------
+    def numpy(self, *, force: bool = False):
+        """The values as a NumPy array; shares memory for CPU tensors, like PyTorch."""
+        if self.requires_grad and not force:
+            raise RuntimeError("numpy(): can't call numpy() on a tensor that requires grad; "
+                               "use tensor.detach().numpy()")
+        if self._device.type != "cpu" and not force:
+            raise TypeError(f"numpy(): can't convert a {self._device} tensor to NumPy; use tensor.cpu() first")
+        return self._backend().to_numpy(self._data)
+
+    def _host(self):
+        """A NumPy copy of the values from any device; for printing, item and tolist."""
+        return self._backend().to_numpy(self._data)
+
+    def item(self):
+        if self.numel() != 1:
+            raise ValueError(f"item(): a tensor with {self.numel()} elements cannot be converted to a "
+                             f"Python scalar")
+        value = self._host().reshape(()).item()
+        if self._dtype.is_floating_point:
+            return float(value)
+        return bool(value) if self._dtype.kind == "bool" else int(value)
+
+    def tolist(self):
+        host = self._host()
+        if self._dtype.is_floating_point and host.dtype.itemsize == 2:
+            host = host.astype("float32")
+        return host.tolist()
+
+    def __bool__(self) -> bool:
+        if self.numel() != 1:
+            raise RuntimeError(f"bool value of a tensor with {self.numel()} elements is ambiguous")
+        return bool(self.item())
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __index__(self) -> int:
+        if self._dtype.is_floating_point or self._dtype.kind == "bool" or self.numel() != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self.item())
+
+    def to(self, *args, **kwargs) -> "Tensor":
+        """``to(device)``, ``to(dtype)``, ``to(device, dtype)``, ``to(other)``; ``copy=True`` forces a copy."""
+        dev, dt, copy = _parse_to_args(self, args, kwargs)
+        out = self
+        if dt is not None and dt is not out._dtype:
+            out = dispatcher.call(_op("to_dtype"), (out, dt), {})
+        if dev is not None and dev is not out._device:
+            out = _to_device(out, dev)
+        if copy and out is self:
+            out = self.clone()
+        return out
+
+    def cpu(self) -> "Tensor":
+        return self.to("cpu")
+
+    def cuda(self, device=None) -> "Tensor":
+        return self.to("cuda" if device is None else (f"cuda:{device}" if isinstance(device, int) else device))
+
+    def type(self, dtype=None):
+        if dtype is None:
+            return f"ember.{self._dtype.name}"
+        return self.to(as_dtype(dtype))
+
+    def type_as(self, other: "Tensor") -> "Tensor":
+        return self.to(other._dtype)
+
+    def float(self) -> "Tensor":
+        return self.to(float32)
+
+    def double(self) -> "Tensor":
+        return self.to(float64)
+
+    def half(self) -> "Tensor":
+        return self.to(float16)
+
+    def long(self) -> "Tensor":
+        return self.to(int64)
+
+    def int(self) -> "Tensor":
+        return self.to(as_dtype("int32"))
+
+    def short(self) -> "Tensor":
+        return self.to(as_dtype("int16"))
+
+    def bool(self) -> "Tensor":
+        return self.to(as_dtype("bool"))
+
+    def bfloat16(self) -> "Tensor":
+        return self.to(as_dtype("bfloat16"))
+
+    def byte(self) -> "Tensor":
+        return self.to(as_dtype("uint8"))
+
+    def char(self) -> "Tensor":
+        return self.to(as_dtype("int8"))
+
+    def contiguous(self) -> "Tensor":
+        return self if self.is_contiguous() else self.clone()
+
+    def __repr__(self) -> str:
+        from .printing import tensor_repr
+        return tensor_repr(self)
+
+    __str__ = __repr__
+
+    def __format__(self, spec: str) -> str:
+        if self._data.shape == () and spec:
+            return format(self.item(), spec)
+        return repr(self)
+
+    def __reduce_ex__(self, protocol):
+        from .serialization import rebuild_tensor
+        return (rebuild_tensor, (self._host(), self._dtype.name, str(self._device), self.requires_grad))
+
+    def __deepcopy__(self, memo):
+        out = self.clone().detach() if hasattr(self, "detach") else self.clone()
+        out.requires_grad = self.requires_grad
+        memo[id(self)] = out
+        return out
+
+
+_new = object.__new__
+
+
+def wrap(native, dt: DType, dev: Device) -> Tensor:
+    """A fresh tensor around a native array the caller owns exclusively."""
+    t = _new(Tensor)
+    t._data = native
+    t._dtype = dt
+    t._device = dev
+    t._version = [0]
+    t._base = None
+    t.requires_grad = False
+    t.grad = None
+    t.grad_fn = None
+    t._retains_grad = False
+    t._backward_hooks = None
+    return t
+
+
+def wrap_view(native, dt: DType, dev: Device, base: Tensor) -> Tensor:
+    """A tensor that shares ``base``'s storage and version counter."""
+    t = wrap(native, dt, dev)
+    t._version = base._version
+    t._base = base if base._base is None else base._base
+    return t
+
+
+def _op(name: str):
+    from .dispatch.schema import OPS
+    return OPS[name]
+
+
+def _parse_to_args(t: Tensor, args, kwargs):
+    dev = kwargs.pop("device", None)
+    dt = kwargs.pop("dtype", None)
+    copy = kwargs.pop("copy", False)
+    kwargs.pop("non_blocking", None)
+    kwargs.pop("memory_format", None)
+    if kwargs:
+        raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
+    for a in args:
+        if isinstance(a, Tensor):
+            dev, dt = a._device, a._dtype
+        elif isinstance(a, (str, Device)):
+            dev = a
+        elif a is None:
+            continue
+        else:
+            try:
+                dt = as_dtype(a)
+            except TypeError:
+                raise TypeError(f"to(): expected a device, dtype or tensor, got {a!r}") from None
+    if dev is not None:
+        dev = registry.resolve_device(dev)
+    if dt is not None:
+        dt = as_dtype(dt)
+    return dev, dt, copy
+
+
+def _to_device(t: Tensor, dev: Device) -> Tensor:
+    backend = registry.get_backend(dev.type)
+    if t._dtype not in backend.supported_dtypes(dev.index):
+        raise DtypeError(f"to: {dev} does not support {t._dtype.name} (tensor of shape {tuple(t.shape)} on "
+                         f"{t._device})")
+    out = wrap(dispatcher.transfer(t._data, t._dtype, t._device, dev), t._dtype, dev)
+    transfer_hook = dispatcher.hooks.record_transfer
+    if transfer_hook is not None and t.requires_grad:
+        transfer_hook(t, out)
+    return out
+
+
+def _install_hooks() -> None:
+    hooks = dispatcher.hooks
+    hooks.tensor_type = Tensor
+    hooks.wrap = wrap
+    hooks.wrap_view = wrap_view
+
+
+_install_hooks()
