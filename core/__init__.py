@@ -19,6 +19,7 @@ from . import methods as _methods, indexing as _indexing
 from .creation import as_tensor, from_numpy, tensor
 from .random import Generator, default_generator, initial_seed, manual_seed, seed
 from . import functions as _functions
+from . import backends  # noqa: E402  (ember.backends.available(), the registry's public face)
 
 half, float, double = float16, float32, float64
 short, int, long = int16, int32, int64

@@ -14,6 +14,9 @@ _VARARG_SIZE_METHODS = {"view", "reshape", "permute", "expand"}
 
 
 def _method(op: OpDef):
+    fast = getattr(F, op.name)
+    if fast.is_fast_path:
+        return fast
     if op.name in _VARARG_SIZE_METHODS:
         def method(self, *size, **kwargs):
             if len(size) == 1 and isinstance(size[0], (list, tuple)):
@@ -48,12 +51,11 @@ def _inplace_method(op: OpDef):
 
 def _binary_operator(name: str, reflected: bool = False):
     op = OPS[name]
-    if reflected:
-        def operator(self, other):
-            return _call(op, (other, self), {})
-    else:
-        def operator(self, other):
-            return _call(op, (self, other), {})
+    if not reflected:
+        return getattr(F, name)
+
+    def operator(self, other):
+        return _call(op, (other, self), {})
     return operator
 
 

@@ -13,6 +13,7 @@ from .rng import CpuGenerator
 class CpuBackend(Backend):
     device_type = "cpu"
     kernels = KERNELS
+    accepts_python_scalars = True  # NumPy ufuncs take Python numbers as weak scalars, as PyTorch does
 
     def __init__(self) -> None:
         self._default_generator = CpuGenerator(0)

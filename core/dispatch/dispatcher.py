@@ -14,6 +14,7 @@ from .device import device as Device
 from .dtypes import as_dtype, bool_, dtype as DType
 from .errors import BackendError, DeviceError, DtypeError, ShapeError, describe
 from .promotion import result_type_of, scalar_dtype
+from .rules import PURE_RULES
 from .schema import REQUIRED, OpDef
 
 _NUMBER = (bool, int, float)
@@ -89,8 +90,16 @@ def wrap_dim(op_name: str, dim: int, ndim: int) -> int:
     return dim % rank
 
 
+_PLAIN = {("int", int), ("int?", int), ("bool", bool), ("bool?", bool), ("float", float), ("float?", float),
+          ("str", str), ("str?", str), ("Scalar", int), ("Scalar", float), ("Scalar?", int), ("Scalar?", float)}
+
+
 def _convert(op: OpDef, p, v, ndim: int):
     t = p.type
+    if (t, v.__class__) in _PLAIN:
+        return v
+    if t == "dim" and v.__class__ is int and 0 <= v < ndim:
+        return v
     if v is None:
         if p.optional or t in ("Any",):
             return None
@@ -146,6 +155,10 @@ def _device_mismatch(op: OpDef, tensors) -> DeviceError:
 def _collect(op: OpDef, values: list):
     """Tensor operands, Python-number operands and the device. Moves zero-dim CPU tensors across."""
     Tensor = hooks.tensor_type
+    if op.single_tensor:
+        t = values[op.tensor_positions[0]]
+        if t.__class__ is Tensor:
+            return (t,), (), t._device
     tensors, scalars, dev = [], [], None
     for i in op.tensor_positions:
         v = values[i]
@@ -244,12 +257,10 @@ def _scalar_native(backend, value, dt: DType, index):
 
 def call(op: OpDef, args: tuple, kwargs: dict):
     """Run ``op`` on the given arguments: the one generic entry point of every op."""
-    values = bind(op, args, kwargs)
+    values = list(args) if not kwargs and len(args) == len(op.params) else bind(op, args, kwargs)
     tensors, scalars, dev = _collect(op, values)
     params = op.params
-    ndim = 0
-    if tensors:
-        ndim = len(tensors[0]._data.shape)
+    ndim = len(tensors[0]._data.shape) if tensors else 0
     for i in op.attr_positions:
         values[i] = _convert(op, params[i], values[i], ndim)
     if dev is None:
@@ -258,8 +269,7 @@ def call(op: OpDef, args: tuple, kwargs: dict):
         if dev is None:
             dev = hooks.default_device or registry.resolve_device("cpu")
     backend = registry.get_backend(dev.type)
-    compute, out = _promote(op, values, tensors, scalars)
-    _check_dtypes(op, compute, out, tensors, backend, dev)
+    compute, out = _dtype_plan(op, values, tensors, scalars, backend, dev)
     if op.normalize is not None:
         op.normalize(op, values)
     op.meta(*values)  # validates shapes; raises ShapeError naming the op and operands
@@ -273,6 +283,25 @@ def call(op: OpDef, args: tuple, kwargs: dict):
     natives = _natives(op, values, compute, out, backend, dev)
     result = impl(*natives)
     return _wrap_outputs(op, result, out, dev, values, record)
+
+
+def _dtype_plan(op: OpDef, values, tensors, scalars, backend, dev: Device):
+    """(compute dtype, output dtype) after checking both; cached when the rule looks only at dtypes."""
+    key_params = PURE_RULES.get(op.promotion)
+    if key_params is None:
+        compute, out = _promote(op, values, tensors, scalars)
+        _check_dtypes(op, compute, out, tensors, backend, dev)
+        return compute, out
+    key = (dev, *[(t._dtype, t._data.shape == ()) for t in tensors], *[s.__class__ for s in scalars],
+           *[values[op.param_index[name]] for name in key_params])
+    plan = op.plan_cache.get(key)
+    if plan is None:
+        compute, out = _promote(op, values, tensors, scalars)
+        _check_dtypes(op, compute, out, tensors, backend, dev)
+        plan = (compute, out)
+        if len(op.plan_cache) < 256:
+            op.plan_cache[key] = plan
+    return plan
 
 
 def _natives(op: OpDef, values: list, compute, out, backend, dev: Device) -> list:

@@ -25,7 +25,15 @@ def _warn(message: str) -> None:
 
 
 def register_plugin(plugin, name: str | None = None) -> Backend | None:
-    """Register one plugin (a module or object with hookimpls). Returns its backend, or None on failure."""
+    """Register one plugin (a module or object with hookimpls). Returns its backend, or None on failure.
+
+    Installed plugins are discovered first, so they keep their device types.
+    """
+    discover()
+    return _register(plugin, name)
+
+
+def _register(plugin, name: str | None) -> Backend | None:
     name = name or getattr(plugin, "__name__", None) or type(plugin).__name__
     try:
         _manager.register(plugin, name=name)
@@ -71,7 +79,7 @@ def discover() -> None:
             _failures[ep.name] = f"failed to import ({ep.value}): {type(exc).__name__}: {exc}"
             _warn(f"ember: backend plugin {ep.name!r} {_failures[ep.name]}")
             continue
-        register_plugin(plugin, name=ep.name)
+        _register(plugin, ep.name)
 
 
 def backends() -> dict[str, Backend]:
@@ -79,8 +87,14 @@ def backends() -> dict[str, Backend]:
     return _backends
 
 
+_ready: dict[str, Backend] = {}
+
+
 def get_backend(device_type: str) -> Backend:
     """The available backend for ``device_type``, or a DeviceError that says why not."""
+    backend = _ready.get(device_type)
+    if backend is not None:
+        return backend
     discover()
     backend = _backends.get(device_type)
     if backend is None:
@@ -89,6 +103,7 @@ def get_backend(device_type: str) -> Backend:
     reason = backend.unavailable_reason()
     if reason is not None:
         raise DeviceError(f"{device_type}: unavailable: {reason}")
+    _ready[device_type] = backend
     return backend
 
 

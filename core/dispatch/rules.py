@@ -77,3 +77,9 @@ def requested_dtype(op, values):
     """The op's ``dtype=`` argument as an Ember dtype, or None."""
     index = op.param_index.get("dtype")
     return None if index is None or values[index] is None else as_dtype(values[index])
+
+
+#: Rules whose answer depends only on the operands' dtypes plus the values of the named parameters,
+#: so the dispatcher may cache it under that key.
+PURE_RULES = {same: (), to_float: (), to_bool: (), to_int64: (), with_indices: (), passthrough: (),
+              accumulate: ("dtype",), float_or_requested: ("dtype",)}

@@ -64,11 +64,13 @@ class OpDef:
     normalize: Callable[..., Any] | None = None  # rewrites bound values before meta, e.g. wraps dims
     # filled in by the dispatcher: device type -> resolved implementation
     impl_cache: dict = field(default_factory=dict, repr=False)
+    plan_cache: dict = field(default_factory=dict, repr=False)  # (device, operand dtypes) -> dtypes
 
     def __post_init__(self) -> None:
         self.param_index = {p.name: i for i, p in enumerate(self.params)}
         self.tensor_positions = tuple(i for i, p in enumerate(self.params) if p.is_tensor)
         self.attr_positions = tuple(i for i, p in enumerate(self.params) if not p.is_tensor)
+        self.single_tensor = [p.type for p in self.params if p.is_tensor] in (["Tensor"], ["Index"])
 
     @property
     def tensor_params(self) -> tuple[Param, ...]:

@@ -8,17 +8,25 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from ..dispatcher import call
+from ..fastpath import make_function as make_fast
 from ..schema import OPS, OpDef
 
 F = SimpleNamespace()
 
 
-def _make_function(op: OpDef):
+def _generic(op: OpDef):
     def function(*args, **kwargs):
         return call(op, args, kwargs)
+    return function
+
+
+def _make_function(op: OpDef):
+    fast = make_fast(op)
+    function = fast or _generic(op)
     function.__name__ = function.__qualname__ = op.name
     function.__doc__ = f"{op.signature}\n\n{op.doc}".strip()
     function.op = op
+    function.is_fast_path = fast is not None
     return function
 
 

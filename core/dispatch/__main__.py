@@ -1,0 +1,37 @@
+"""``python -m ember.dispatch``: print the op schema (primitives, then composites) or one category.
+
+    python -m ember.dispatch                 # every op, grouped by kind
+    python -m ember.dispatch --kind primitive
+    python -m ember.dispatch --markdown      # a Markdown table for docs
+"""
+from __future__ import annotations
+
+import argparse
+
+from . import ops  # noqa: F401  (declares every op)
+from .schema import CATEGORIES, KINDS, OPS
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m ember.dispatch", description="List Ember's operators.")
+    parser.add_argument("--kind", choices=KINDS, help="only primitives or only composites")
+    parser.add_argument("--category", choices=CATEGORIES)
+    parser.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    args = parser.parse_args(argv)
+    for kind in KINDS:
+        if args.kind and kind != args.kind:
+            continue
+        chosen = [op for op in OPS.values() if op.kind == kind and args.category in (None, op.category)]
+        print(f"\n## {kind}s ({len(chosen)})\n" if args.markdown else f"{kind}s ({len(chosen)}):")
+        if args.markdown:
+            print("| op | category | signature |\n| --- | --- | --- |")
+        for op in sorted(chosen, key=lambda o: (CATEGORIES.index(o.category), o.name)):
+            if args.markdown:
+                print(f"| `{op.name}` | {op.category} | `{op.signature}` |")
+            else:
+                print(f"  {op.category:<12} {op.signature}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
