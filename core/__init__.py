@@ -20,6 +20,9 @@ from .creation import as_tensor, from_numpy, tensor
 from .random import Generator, default_generator, initial_seed, manual_seed, seed
 from . import functions as _functions
 from . import backends  # noqa: E402  (ember.backends.available(), the registry's public face)
+from . import autograd  # noqa: E402  (installs recording into the dispatcher)
+from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled  # noqa: E402
+from . import utils  # noqa: E402
 
 half, float, double = float16, float32, float64
 short, int, long = int16, int32, int64
@@ -27,7 +30,6 @@ short, int, long = int16, int32, int64
 _methods.install()
 _indexing.install()
 _functions.export(globals())
-from .functions import normal  # noqa: E402  (overrides nothing in the schema)
 
 __version__ = "0.1.0"
 

@@ -123,11 +123,24 @@ def _overridden() -> set:
             "cat", "stack", "where"}
 
 
+def _accepting_requires_grad(function):
+    """Creation functions take PyTorch's ``requires_grad=`` keyword."""
+    def creator(*args, requires_grad: bool = False, **kwargs):
+        out = function(*args, **kwargs)
+        return out.requires_grad_() if requires_grad else out
+    creator.__name__, creator.__doc__ = function.__name__, function.__doc__
+    return creator
+
+
 def export(namespace: dict) -> None:
     """Put every op (or its public overload above) into ``namespace``."""
     own = globals()
-    for name in OPS:
-        namespace[name] = own[name] if name in _overridden() else getattr(F, name)
-    for name in ("normal", "concat", "concatenate", "absolute", "negative", "multiply", "divide", "true_divide",
+    for name, op in OPS.items():
+        function = own[name] if name in _overridden() else getattr(F, name)
+        if op.category in ("creation", "random") and not op.name.endswith("_"):
+            function = _accepting_requires_grad(function)
+        namespace[name] = function
+    namespace["normal"] = _accepting_requires_grad(normal)
+    for name in ("concat", "concatenate", "absolute", "negative", "multiply", "divide", "true_divide",
                  "subtract", "greater", "greater_equal", "less", "less_equal", "not_equal", "clip", "swapaxes"):
         namespace[name] = own[name]

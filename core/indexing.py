@@ -21,6 +21,8 @@ def _as_index_tensor(entry, device) -> Tensor:
     if isinstance(entry, Tensor):
         return entry if entry._device is device else entry.to(device)
     from .creation import tensor
+    if isinstance(entry, list) and not entry:
+        return tensor(entry, dtype=int64, device=device)  # x[[]] selects nothing, as in PyTorch
     return tensor(entry, device=device)
 
 
@@ -57,7 +59,6 @@ def _check_entry(entry):
 
 def _basic_part(x: Tensor, entries: list):
     """Apply ints, slices and None as views; return the view and the advanced indices by its dims."""
-    has_advanced = any(isinstance(e, Tensor) for e in entries)
     view, dim, advanced = x, 0, {}
     for entry in entries:
         _check_entry(entry)
@@ -88,12 +89,7 @@ def _basic_part(x: Tensor, entries: list):
                 advanced[dim] = entry
                 dim += 1
         else:
-            position = int(entry)
-            if has_advanced:
-                advanced[dim] = F.full((), position, dtype=int64, device=x._device)
-                dim += 1
-            else:
-                view = F.select(view, dim, position)
+            view = F.select(view, dim, int(entry))  # PyTorch applies ints first, even beside tensor indices
     return view, advanced
 
 
@@ -110,6 +106,13 @@ def getitem(x: Tensor, index) -> Tensor:
 
 
 def setitem(x: Tensor, index, value) -> None:
+    from .autograd.setitem import needs_tracking, tracked_setitem
+    if needs_tracking(x, value):
+        return tracked_setitem(x, index, value, getitem, _write)
+    _write(x, index, value)
+
+
+def _write(x: Tensor, index, value) -> None:
     view, advanced = _basic_part(x, _normalize(x, index))
     if not isinstance(value, Tensor):
         value = F.full((), value, dtype=x._dtype, device=x._device)

@@ -39,7 +39,7 @@ def tensor_repr(t) -> str:
         if not (host.size == 0 and t._dtype is default_float):
             extras.append(f"dtype={t._dtype!r}")
     if t.grad_fn is not None:
-        extras.append(f"grad_fn=<{type(t.grad_fn).__name__}>")
+        extras.append(f"grad_fn=<{t.grad_fn.name()}>")
     elif t.requires_grad:
         extras.append("requires_grad=True")
     return f"tensor({body}{''.join(', ' + e for e in extras)})"

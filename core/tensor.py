@@ -26,7 +26,7 @@ class Tensor:
     """An n-dimensional array on one device. Create with ``ember.tensor``, ``ember.zeros``, ..."""
 
     __slots__ = ("_data", "_dtype", "_device", "_version", "_base", "requires_grad", "grad", "grad_fn",
-                 "_retains_grad", "_backward_hooks", "__weakref__")
+                 "_output_nr", "_accumulator", "__weakref__")
     __array_priority__ = 1000  # NumPy defers to our reflected operators
 
     def __init__(self, *args, **kwargs):
@@ -266,8 +266,8 @@ def wrap(native, dt: DType, dev: Device) -> Tensor:
     t.requires_grad = False
     t.grad = None
     t.grad_fn = None
-    t._retains_grad = False
-    t._backward_hooks = None
+    t._output_nr = 0
+    t._accumulator = None
     return t
 
 

@@ -27,6 +27,8 @@ class _Hooks:
     wrap_view = None  # (native, dtype, device, base Tensor) -> Tensor sharing base's version counter
     record = None  # autograd: (op, values, outputs) -> None, called when grad mode records
     record_transfer = None  # autograd: (source, copy) -> None for device copies
+    before_mutation = None  # autograd: (op, values) -> None, refuses in-place writes it cannot track
+    no_grad = None  # autograd: a context manager that turns recording off
     grad_enabled = None  # () -> bool
     default_device: Device | None = None
     fallback = None  # () -> str | None: device type to run missing ops on
@@ -274,15 +276,25 @@ def call(op: OpDef, args: tuple, kwargs: dict):
         op.normalize(op, values)
     op.meta(*values)  # validates shapes; raises ShapeError naming the op and operands
     kind, impl = resolve(op, backend, dev.type)
+    grad_on = hooks.grad_enabled is not None and hooks.grad_enabled()
+    needs_grad = grad_on and op.differentiable and any(t.requires_grad for t in tensors)
+    if needs_grad and op.kind == "composite" and op.derivative is None:
+        kind, impl = "composite", op.composite  # decompose, so that every inner op records its node
     if kind == "composite":
+        if needs_grad and op.derivative is not None:
+            with hooks.no_grad():
+                result = _named(op, impl(*values)) if len(op.outputs) > 1 else impl(*values)
+            hooks.record(op, values, result)
+            return result
         result = impl(*values)
         return _named(op, result) if len(op.outputs) > 1 else result
     if kind == "missing":
         raise BackendError(f"{op.name}: the {dev.type} backend has no kernel for this primitive op")
-    record = hooks.record if hooks.grad_enabled is not None and hooks.grad_enabled() else None
+    if op.mutates and grad_on:
+        hooks.before_mutation(op, values)
     natives = _natives(op, values, compute, out, backend, dev)
     result = impl(*natives)
-    return _wrap_outputs(op, result, out, dev, values, record)
+    return _wrap_outputs(op, result, out, dev, values, hooks.record if needs_grad else None)
 
 
 def _dtype_plan(op: OpDef, values, tensors, scalars, backend, dev: Device):

@@ -57,6 +57,7 @@ class OpDef:
     method: bool = True  # also a Tensor method
     inplace: bool = False  # has an in-place Tensor method ``name_``
     tolerances: dict = field(default_factory=dict)
+    domain: dict = field(default_factory=dict)  # input name -> make() keywords for generated samples
     doc: str = ""
     differentiable: bool = True
     view: bool = False  # the output shares storage with the first input
@@ -106,7 +107,9 @@ class Sample:
 
 #: ``OpDef.samples(make, dtype)`` yields Samples. ``make(shape, *, dtype=dtype, low=None, high=None,
 #: noncontiguous=False)`` returns a tensor on the backend under test, with seeded random values in
-#: [low, high) (integers and bools included), for the dtype being tested.
+#: [low, high) (integers and bools included), for the dtype being tested; ``nonzero=True`` keeps zeros out.
+#: ``OpDef.domain`` gives the same keywords per input for the samples the suite generates itself, e.g.
+#: ``domain={"other": {"nonzero": True}}`` for integer division, ``{"condition": {"dtype": "bool"}}``.
 
 
 def parse_signature(text: str) -> tuple[str, tuple[Param, ...]]:

@@ -19,7 +19,9 @@ def _binary(ufunc):
 
 
 def _integral(a) -> bool:
-    return a.dtype.kind in "iub"
+    """Integer or bool: arrays by dtype, Python numbers (which the fast path passes through) by type."""
+    dtype = getattr(a, "dtype", None)
+    return dtype.kind in "iub" if dtype is not None else isinstance(a, int)
 
 
 def _floor(a):

@@ -40,7 +40,7 @@ def _scan(fn):
 
 
 KERNELS = {
-    "sum": _accumulating(np.sum), "prod": _accumulating(np.prod),
+    "sum": _accumulating(np.add.reduce), "prod": _accumulating(np.multiply.reduce),
     "amax": _extremum(np.max), "amin": _extremum(np.min),
     "argmax": _arg(np.argmax), "argmin": _arg(np.argmin),
     "cumsum": _scan(np.cumsum), "cumprod": _scan(np.cumprod),

@@ -24,18 +24,41 @@ def _binary(name, reference, promotion=rules.same, dtypes="all", extra="", **fie
 
 
 # -- unary primitives -----------------------------------------------------------------------
-_unary("neg", np.negative, dtypes="numeric", doc="-input")
-_unary("abs", np.abs, dtypes="numeric")
-_unary("sign", np.sign, dtypes="numeric", doc="-1, 0 or 1 by the sign of each element")
-for _name, _ref in [("exp", np.exp), ("expm1", np.expm1), ("log", np.log), ("log1p", np.log1p),
-                    ("sqrt", np.sqrt), ("sin", np.sin), ("cos", np.cos), ("tan", np.tan), ("tanh", np.tanh),
-                    ("erf", _erf)]:
-    _unary(_name, _ref, promotion=rules.to_float)
-_unary("floor", np.floor, dtypes="numeric", doc="integers pass through unchanged")
-_unary("ceil", np.ceil, dtypes="numeric", doc="integers pass through unchanged")
+# Derivatives take the names of what they need: ``grad``, op parameters, ``result``.
+_TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+
+
+def _zero_grad(grad):
+    """Piecewise-constant ops (floor, sign, ...): the gradient is zero almost everywhere."""
+    return F.zeros_like(grad)
+
+
+_unary("neg", np.negative, dtypes="numeric", doc="-input", derivative=lambda grad: F.neg(grad))
+_unary("abs", np.abs, dtypes="numeric", derivative=lambda grad, input: F.mul(grad, F.sign(input)),
+       doc="abs'(0) = 0, as in PyTorch")
+_unary("sign", np.sign, dtypes="numeric", doc="-1, 0 or 1 by the sign of each element", derivative=_zero_grad)
+_unary("exp", np.exp, promotion=rules.to_float, derivative=lambda grad, result: F.mul(grad, result))
+_unary("expm1", np.expm1, promotion=rules.to_float,
+       derivative=lambda grad, result: F.mul(grad, F.add(result, 1)))
+_unary("log", np.log, promotion=rules.to_float, derivative=lambda grad, input: F.div(grad, input))
+_unary("log1p", np.log1p, promotion=rules.to_float,
+       derivative=lambda grad, input: F.div(grad, F.add(input, 1)))
+_unary("sqrt", np.sqrt, promotion=rules.to_float,
+       derivative=lambda grad, result: F.div(grad, F.mul(result, 2)))
+_unary("sin", np.sin, promotion=rules.to_float, derivative=lambda grad, input: F.mul(grad, F.cos(input)))
+_unary("cos", np.cos, promotion=rules.to_float,
+       derivative=lambda grad, input: F.neg(F.mul(grad, F.sin(input))))
+_unary("tan", np.tan, promotion=rules.to_float,
+       derivative=lambda grad, result: F.mul(grad, F.add(F.mul(result, result), 1)))
+_unary("tanh", np.tanh, promotion=rules.to_float,
+       derivative=lambda grad, result: F.mul(grad, F.sub(1, F.mul(result, result))))
+_unary("erf", _erf, promotion=rules.to_float,
+       derivative=lambda grad, input: F.mul(grad, F.mul(F.exp(F.neg(F.mul(input, input))), _TWO_OVER_SQRT_PI)))
+_unary("floor", np.floor, dtypes="numeric", doc="integers pass through unchanged", derivative=_zero_grad)
+_unary("ceil", np.ceil, dtypes="numeric", doc="integers pass through unchanged", derivative=_zero_grad)
 defop("round(Tensor input, *, int decimals=0)", "elementwise", promotion=rules.same, dtypes="numeric",
       meta=broadcast_meta("round"), reference=lambda x, decimals=0: np.round(x, decimals), inplace=True,
-      doc="rounds half to even, like PyTorch")
+      derivative=_zero_grad, doc="rounds half to even, like PyTorch")
 _unary("logical_not", np.logical_not, promotion=rules.to_bool, differentiable=False)
 _unary("isnan", np.isnan, promotion=rules.to_bool, differentiable=False, inplace=False)
 
@@ -44,11 +67,13 @@ _LN2 = math.log(2.0)
 _unary("log2", np.log2, promotion=rules.to_float, kind="composite",
        composite=lambda x: F.div(F.log(x), _LN2))
 _unary("reciprocal", np.reciprocal, promotion=rules.to_float, kind="composite",
-       composite=lambda x: F.div(1, x))
+       composite=lambda x: F.div(1, x),
+       derivative=lambda grad, result: F.neg(F.mul(grad, F.mul(result, result))))
 _unary("rsqrt", lambda x: 1 / np.sqrt(x), promotion=rules.to_float, kind="composite",
        composite=lambda x: F.reciprocal(F.sqrt(x)))
 _unary("sigmoid", lambda x: 1 / (1 + np.exp(-x)), promotion=rules.to_float, kind="composite",
-       composite=lambda x: F.reciprocal(F.add(F.exp(F.neg(x)), 1)), doc="1 / (1 + exp(-input))")
+       composite=lambda x: F.reciprocal(F.add(F.exp(F.neg(x)), 1)), doc="1 / (1 + exp(-input))",
+       derivative=lambda grad, result: F.mul(grad, F.mul(result, F.sub(1, result))))
 _unary("isinf", np.isinf, promotion=rules.to_bool, dtypes="numeric", kind="composite", inplace=False,
        differentiable=False, composite=lambda x: F.eq(F.abs(x), math.inf))
 _unary("isfinite", np.isfinite, promotion=rules.to_bool, dtypes="numeric", kind="composite", inplace=False,
@@ -57,10 +82,12 @@ _unary("isfinite", np.isfinite, promotion=rules.to_bool, dtypes="numeric", kind=
 
 # -- binary primitives ----------------------------------------------------------------------
 _binary("add", lambda a, b, alpha=1: a + alpha * b, extra=", *, Scalar alpha=1", inplace=True,
-        doc="input + alpha * other")
+        doc="input + alpha * other", derivative=lambda grad, alpha: (grad, grad if alpha == 1 else F.mul(grad, alpha)))
 _binary("sub", lambda a, b, alpha=1: a - alpha * b, extra=", *, Scalar alpha=1", dtypes="numeric",
-        inplace=True, doc="input - alpha * other")
-_binary("mul", np.multiply, inplace=True)
+        inplace=True, doc="input - alpha * other",
+        derivative=lambda grad, alpha: (grad, F.neg(grad) if alpha == 1 else F.mul(grad, -alpha)))
+_binary("mul", np.multiply, inplace=True,
+        derivative={"input": lambda grad, other: F.mul(grad, other), "other": lambda grad, input: F.mul(grad, input)})
 
 
 def _div_promotion(rt, op, values):
@@ -82,14 +109,52 @@ def _check_rounding_mode(op, values):
         raise ValueError(f"div: rounding_mode must be None, 'trunc' or 'floor', got {mode!r}")
 
 
+def _div_input_derivative(grad, other, rounding_mode):
+    return F.zeros_like(grad) if rounding_mode is not None else F.div(grad, other)
+
+
+def _div_other_derivative(grad, other, rounding_mode, result):
+    """d(a/b)/db = -(a/b)/b, from the saved result, so the dividend need not be kept."""
+    if rounding_mode is not None:
+        return F.zeros_like(grad)
+    return F.neg(F.div(F.mul(grad, result), other))
+
+
+def _pow_derivative(grad, input, other, result):
+    """d/dx x^y = y x^(y-1) (0 where y == 0); d/dy x^y = x^y log x, taken as 0 where x == 0 and y >= 0
+    (PyTorch's choices)."""
+    if not hasattr(other, "_data"):
+        if other == 0:
+            return F.zeros_like(grad), None
+        return F.mul(grad, F.mul(F.pow(input, other - 1), other)), None
+    slope = F.mul(other, F.pow(input, F.sub(other, 1)))
+    grad_input = F.mul(grad, F.where(F.eq(other, 0), F.zeros_like(slope), slope))
+    log_base = F.where(F.logical_and(F.eq(input, 0), F.ge(other, 0)), F.zeros_like(result), F.log(input))
+    return grad_input, F.mul(grad, F.mul(result, log_base))
+
+
+def _extremum_derivative(pick):
+    """maximum/minimum: the gradient goes to the chosen operand; ties split it evenly, as in PyTorch."""
+    def derivative(grad, input, other):
+        chosen = F.to_dtype(pick(input, other), grad.dtype)
+        tied = F.mul(F.to_dtype(F.eq(input, other), grad.dtype), 0.5)
+        share = F.add(chosen, tied)
+        return F.mul(grad, share), F.mul(grad, F.sub(1, share))
+    return derivative
+
+
 _binary("div", _div_reference, promotion=_div_promotion, extra=", *, str? rounding_mode=None",
         normalize=_check_rounding_mode, inplace=True,
+        derivative={"input": _div_input_derivative, "other": _div_other_derivative},
         doc="true division; rounding_mode 'trunc' or 'floor' keeps integer dtypes")
-_binary("floor_divide", np.floor_divide, dtypes="numeric", inplace=True)
-_binary("remainder", np.remainder, dtypes="numeric", inplace=True, doc="Python's modulo: the sign of other")
-_binary("pow", np.power, dtypes="numeric", inplace=True)
-_binary("maximum", np.maximum, doc="elementwise max; NaN propagates")
-_binary("minimum", np.minimum, doc="elementwise min; NaN propagates")
+_binary("floor_divide", np.floor_divide, dtypes="numeric", inplace=True, differentiable=False)
+_binary("remainder", np.remainder, dtypes="numeric", inplace=True, doc="Python's modulo: the sign of other",
+        derivative=lambda grad, input, other: (grad, F.neg(F.mul(grad, F.floor_divide(input, other)))))
+_binary("pow", np.power, dtypes="numeric", inplace=True, derivative=_pow_derivative)
+_binary("maximum", np.maximum, doc="elementwise max; NaN propagates",
+        derivative=_extremum_derivative(lambda a, b: F.gt(a, b)))
+_binary("minimum", np.minimum, doc="elementwise min; NaN propagates",
+        derivative=_extremum_derivative(lambda a, b: F.lt(a, b)))
 for _name, _ref in [("eq", np.equal), ("ne", np.not_equal), ("lt", np.less), ("le", np.less_equal),
                     ("gt", np.greater), ("ge", np.greater_equal)]:
     _binary(_name, _ref, promotion=rules.to_bool, differentiable=False, inplace=True)
@@ -106,8 +171,13 @@ def _where_meta(condition, input, other):
     return broadcast_meta("where")(condition, input, other)
 
 
+def _where_derivative(grad, condition):
+    zeros = F.zeros_like(grad)
+    return None, F.where(condition, grad, zeros), F.where(condition, zeros, grad)
+
+
 defop("where(Index condition, Tensor input, Tensor other)", "elementwise", promotion=rules.same,
-      meta=_where_meta, reference=np.where, method=False,
+      meta=_where_meta, reference=np.where, method=False, derivative=_where_derivative,
       doc="input where condition is true, else other")
 
 
@@ -132,8 +202,28 @@ def _clamp_reference(x, min=None, max=None):
     return x
 
 
+def _clamp_derivative(grad, input, min, max):
+    """The gradient passes where min <= input <= max (bounds included), as in PyTorch."""
+    zeros = F.zeros_like(grad)
+    inside, grads = grad, []
+    if min is not None:
+        below = F.lt(input, min)
+        inside = F.where(below, zeros, inside)
+        grads.append(F.where(below, grad, zeros) if hasattr(min, "_data") else None)
+    else:
+        grads.append(None)
+    if max is not None:
+        above = F.gt(input, max)
+        inside = F.where(above, zeros, inside)
+        grads.append(F.where(above, grad, zeros) if hasattr(max, "_data") else None)
+    else:
+        grads.append(None)
+    return (inside, *grads)
+
+
 defop("clamp(Tensor input, Tensor? min=None, Tensor? max=None)", "elementwise", kind="composite",
       promotion=rules.same, dtypes="numeric", meta=broadcast_meta("clamp"), normalize=_clamp_check,
+      derivative=_clamp_derivative,
       composite=_clamp, reference=_clamp_reference, inplace=True, doc="min(max(input, min), max)")
 
 defop("lerp(Tensor input, Tensor end, Tensor weight)", "elementwise", kind="composite",

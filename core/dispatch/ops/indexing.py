@@ -1,2 +1,744 @@
-"""Placeholder: filled below."""
+"""Indexing, gathering and scattering, sorting, and the reorderings built on them.
+
+Primitives: argwhere, index, index_put_, gather, scatter, scatter_add and sort; everything else
+here is composed from them and from views. Index tensors are validated in ``normalize`` with Ember
+ops (dtype, bounds) and negative indices are wrapped there, so that kernels on every backend only
+ever see in-range, non-negative indices and need no checks of their own.
+"""
 from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import rules
+from ..dispatcher import wrap_dim
+from ..dtypes import bool_, int64
+from ..errors import DtypeError, ShapeError, describe
+from ..meta import broadcast_shapes, numel, require, shape
+from ..schema import Sample, defop
+from . import F
+
+
+def _is_tensor(value) -> bool:
+    return hasattr(value, "_data")
+
+
+def _size(in_shape: tuple, dim: int) -> int:
+    """The length of ``dim``; a 0-d tensor counts as one element along dim 0, as in PyTorch."""
+    return in_shape[dim] if in_shape else 1
+
+
+def _with_size(in_shape: tuple, dim: int, size) -> tuple:
+    return in_shape[:dim] + (size,) + in_shape[dim + 1:] if in_shape else in_shape
+
+
+def _in_input_dtype(rt, op, values):
+    """Output (and computation) in the first input's dtype: other operands are cast to it."""
+    dt = values[0]._dtype if _is_tensor(values[0]) else rt
+    return dt, dt
+
+
+# -- index validation shared by the ops that take index tensors --------------------------------
+
+def _check_index_dtype(op_name: str, index, what: str = "index") -> None:
+    if index._dtype.kind != "int":
+        hint = "; turn a bool mask into indices with nonzero() first" if index._dtype is bool_ else ""
+        raise DtypeError(f"{op_name}: {what} must be an integer tensor, got {describe(index)}{hint}")
+
+
+def _check_mask_dtype(op_name: str, mask) -> None:
+    if mask._dtype is not bool_:
+        raise DtypeError(f"{op_name}: mask must be a bool tensor, got {describe(mask)}")
+
+
+def _check_range(op_name: str, index, dim: int, size: int, negative_ok: bool) -> int:
+    """Raise IndexError unless every index fits dim; return the smallest (0 for an empty index).
+
+    Uses Ember reductions so it runs on any backend; this is the one data-dependent check.
+    """
+    if index.numel() == 0:
+        return 0
+    low, high = F.amin(index).item(), F.amax(index).item()
+    bad = high if high >= size else (low if low < (-size if negative_ok else 0) else None)
+    if bad is not None:
+        accepted = f"{-size}..{size - 1}" if negative_ok else f"0..{size - 1}"
+        raise IndexError(f"{op_name}: index {bad} is out of bounds for dim {dim} with size {size} "
+                         f"(expected {accepted if size else 'no index: the dim is empty'})")
+    return low
+
+
+def _wrapped(index, size: int):
+    """Negative indices made non-negative, in int64 so that adding ``size`` cannot overflow a narrow dtype."""
+    if index._dtype is not int64:
+        index = F.to_dtype(index, int64)
+    return F.remainder(index, size)
+
+
+def _checked_index(op_name: str, index, dim: int, size: int):
+    low = _check_range(op_name, index, dim, size, negative_ok=True)
+    return _wrapped(index, size) if low < 0 else index
+
+
+# -- argwhere, nonzero, unbind -----------------------------------------------------------------
+
+def _argwhere_samples(make, dtype):
+    yield Sample((make((3, 4)),))
+    yield Sample((make((2, 0, 3)),), note="empty")
+    yield Sample((make(()),), note="0-d")
+    yield Sample((make((5,), noncontiguous=True),))
+
+
+defop("argwhere(Tensor input)", "indexing", promotion=rules.to_int64, meta=lambda x: (None, len(shape(x))),
+      reference=np.argwhere, samples=_argwhere_samples, differentiable=False,
+      doc="(n, ndim) int64 coordinates of the nonzero elements in row-major order; n depends on the data")
+
+
+def _nonzero(x, as_tuple=False):
+    if not as_tuple:
+        return F.argwhere(x)
+    if x.ndim == 0:  # PyTorch treats a 0-d input as one element here
+        return (F.reshape(F.argwhere(F.reshape(x, (1,))), (-1,)),)
+    return F.unbind(F.argwhere(x), 1)
+
+
+def _nonzero_meta(x, as_tuple=False):
+    if as_tuple:
+        return ((None,),) * max(len(shape(x)), 1)
+    return None, len(shape(x))
+
+
+def _nonzero_reference(x, as_tuple=False):
+    return tuple(np.nonzero(np.reshape(x, -1) if x.ndim == 0 else x)) if as_tuple else np.argwhere(x)
+
+
+# The samples leave as_tuple out: it makes this one-output op return a tuple (tests/ cover it).
+defop("nonzero(Tensor input, *, bool as_tuple=False)", "indexing", kind="composite", promotion=rules.to_int64,
+      meta=_nonzero_meta, composite=_nonzero, reference=_nonzero_reference, samples=_argwhere_samples,
+      differentiable=False, doc="argwhere(input), or with as_tuple one 1-D index tensor per dim")
+
+
+def _unbind_meta(x, dim=0):
+    in_shape = shape(x)
+    if not in_shape:
+        raise IndexError(f"unbind: cannot unbind a 0-d tensor ({describe(x)})")
+    return (in_shape[:dim] + in_shape[dim + 1:],) * in_shape[dim]
+
+
+def _unbind_samples(make, dtype):
+    yield Sample((make((3, 4)),))
+    yield Sample((make((3, 4)), -1), note="negative dim")
+    yield Sample((make((2, 3, 4), noncontiguous=True), 1))
+    yield Sample((make((2, 0)), 1), note="no slices")
+
+
+defop("unbind(Tensor input, dim dim=0)", "indexing", kind="composite", promotion=rules.passthrough,
+      meta=_unbind_meta, composite=lambda x, dim=0: tuple(F.select(x, dim, i) for i in range(x.shape[dim])),
+      reference=lambda x, dim=0: tuple(np.moveaxis(x, dim, 0)), samples=_unbind_samples, outputs=("*",),
+      doc="the slices along dim, as views")
+
+
+# -- advanced indexing: index and index_put_ --------------------------------------------------
+
+def _advanced_shape(op_name: str, in_shape: tuple, indices) -> tuple:
+    """NumPy's result shape of ``input[indices]`` (None = the whole dim).
+
+    Adjacent index tensors replace their dims in place by their broadcast shape; separated ones
+    put the broadcast shape first, followed by the remaining dims.
+    """
+    dims = [d for d, index in enumerate(indices) if index is not None]
+    if not dims:
+        return in_shape
+    try:
+        broadcast = broadcast_shapes(op_name, *(shape(indices[d]) for d in dims))
+    except ShapeError:
+        raise ShapeError(f"{op_name}: index tensors of shapes "
+                         f"{', '.join(str(shape(indices[d])) for d in dims)} cannot be broadcast together "
+                         f"(indexing a tensor of shape {in_shape})") from None
+    if dims == list(range(dims[0], dims[-1] + 1)):
+        return in_shape[:dims[0]] + broadcast + in_shape[dims[-1] + 1:]
+    return broadcast + tuple(s for d, s in enumerate(in_shape) if d not in dims)
+
+
+def _normalize_indices(op, values):
+    """Validate an ``Index?[]`` list (count, dtypes, shapes, bounds) and wrap negative indices."""
+    x, indices = values[0], list(values[1])
+    in_shape = shape(x)
+    if len(indices) > len(in_shape):
+        raise IndexError(f"{op.name}: too many indices for a tensor of dimension {len(in_shape)} "
+                         f"(got {len(indices)}; {describe(x)})")
+    for d, index in enumerate(indices):
+        if index is not None:
+            _check_index_dtype(op.name, index, f"the index for dim {d}")
+    _advanced_shape(op.name, in_shape, indices)  # shape errors before reading any data
+    values[1] = [None if index is None else _checked_index(op.name, index, d, in_shape[d])
+                 for d, index in enumerate(indices)]
+
+
+def _np_key(indices) -> tuple:
+    return tuple(slice(None) if index is None else index for index in indices)
+
+
+def _index_reference(x, indices):
+    return np.array(x[_np_key(indices)])
+
+
+def _index_samples(make, dtype):
+    def idx(shape_, size, negative=True):
+        return make(shape_, dtype=int64, low=-size if negative else 0, high=size)
+    yield Sample((make((5,)), [idx((3,), 5)]), note="negative indices")
+    yield Sample((make((4, 5, 6)), [None, idx((2, 3), 5)]), note="one index tensor in the middle")
+    yield Sample((make((4, 5, 6), noncontiguous=True), [idx((2, 1), 4), idx((3,), 5)]),
+                 note="adjacent index tensors broadcast in place")
+    yield Sample((make((4, 5, 6)), [idx((2, 1), 4), None, idx((3,), 6)]),
+                 note="separated index tensors: broadcast dims go first")
+    yield Sample((make((3, 4)), [idx((), 3)]), note="0-d index")
+    yield Sample((make((3, 0)), [idx((2,), 3)]), note="empty input")
+    yield Sample((make((3,)), [idx((0,), 3, negative=False)]), note="empty index")
+    yield Sample((make(()), []), note="0-d input, no index")
+
+
+def _scattered_back(grad, input, indices):
+    """The gradient of input[indices]: grad added back at the indexed positions (duplicates add up)."""
+    zeros = F.zeros(tuple(input.shape), dtype=grad.dtype, device=grad.device)
+    return F.index_put_(zeros, indices, grad, True)
+
+
+def _index_put_self_derivative(grad, indices, accumulate):
+    if accumulate:
+        return grad
+    return F.index_put_(F.clone(grad), indices, F.zeros((), dtype=grad.dtype, device=grad.device))
+
+
+defop("index(Tensor input, Index?[] indices)", "indexing", promotion=rules.passthrough,
+      derivative={"input": _scattered_back},
+      meta=lambda x, indices: _advanced_shape("index", shape(x), indices), normalize=_normalize_indices,
+      reference=_index_reference, samples=_index_samples, method=False,
+      doc="NumPy advanced indexing input[indices] with integer tensors (None = the whole dim); a copy")
+
+
+def _broadcasts_to(source: tuple, target: tuple) -> bool:
+    return len(source) <= len(target) and all(s in (1, t) for s, t in zip(reversed(source), reversed(target)))
+
+
+def _index_put_meta(x, indices, values, accumulate=False):
+    target = _advanced_shape("index_put_", shape(x), indices)
+    require(_broadcasts_to(shape(values), target), "index_put_",
+            f"values of shape {shape(values)} cannot be broadcast to the indexed shape {target}", x, values)
+    return shape(x)
+
+
+def _index_put_reference(x, indices, values, accumulate=False):
+    out = np.array(x)
+    values = np.asarray(values).astype(out.dtype)
+    if accumulate:
+        np.add.at(out, _np_key(indices), values)
+    else:
+        out[_np_key(indices)] = values
+    return out
+
+
+def _index_put_samples(make, dtype):
+    x = make((6,))
+    yield Sample((x, [F.arange(-6, 0, 2, device=x.device)], make((3,))), note="distinct negative positions")
+    yield Sample((make((4, 5)), [make((2, 3), dtype=int64, low=-4, high=4)], make((5,)), True),
+                 note="accumulate with duplicates and negative indices; values broadcast")
+    yield Sample((make((4, 5, 6), noncontiguous=True), [make((3,), dtype=int64, low=0, high=4), None,
+                                                        make((1,), dtype=int64, low=0, high=6)], make(()), True),
+                 note="separated indices, 0-d values")
+    yield Sample((make((3, 4)), [make((0,), dtype=int64, low=0, high=3)], make(())), note="empty index")
+
+
+defop("index_put_(Tensor self, Index?[] indices, Tensor values, bool accumulate=False)", "indexing",
+      promotion=_in_input_dtype, meta=_index_put_meta, normalize=_normalize_indices, mutates=True,
+      derivative={"self": _index_put_self_derivative, "values": lambda grad, indices: F.index(grad, indices)},
+      reference=_index_put_reference, samples=_index_put_samples,
+      doc="self[indices] = values (broadcast, cast to self's dtype), in place; accumulate adds, "
+          "duplicates included")
+
+
+# -- gather, scatter, scatter_add -------------------------------------------------------------
+
+def _rank(value) -> int:
+    return max(len(shape(value)), 1)
+
+
+def _padded(value) -> tuple:
+    return shape(value) or (1,)
+
+
+def _check_gather_shapes(op_name: str, x, dim: int, index, src=None) -> None:
+    """PyTorch's rules: equal ranks; index no larger than src anywhere, nor than input off dim."""
+    require(_rank(index) == _rank(x), op_name, "index must have as many dimensions as input", x, index)
+    if src is not None:
+        require(_rank(index) == _rank(src), op_name, "index must have as many dimensions as src", index, src)
+    if numel(shape(index)) == 0:
+        return
+    index_shape, in_shape = _padded(index), _padded(x)
+    require(all(i <= s for d, (i, s) in enumerate(zip(index_shape, in_shape)) if d != dim), op_name,
+            f"index of shape {shape(index)} must be no larger than input of shape {shape(x)} "
+            f"in every dim but dim {dim}", x, index)
+    if src is not None:
+        require(all(i <= s for i, s in zip(index_shape, _padded(src))), op_name,
+                f"index of shape {shape(index)} must be no larger than src of shape {shape(src)}", index, src)
+
+
+def _along_dim_normalize(op, values):
+    """gather and scatter: dtypes, then index bounds (no negative indices, as in PyTorch)."""
+    x, dim, index = values[:3]
+    _check_index_dtype(op.name, index)
+    src = values[3] if len(values) > 3 else None
+    if _is_tensor(src) and src._dtype is not x._dtype:
+        raise DtypeError(f"{op.name}: src must have input's dtype {x._dtype.name}, got {describe(src)}")
+    _check_range(op.name, index, dim, _size(shape(x), dim), negative_ok=False)
+
+
+def _gather_meta(x, dim, index):
+    _check_gather_shapes("gather", x, dim, index)
+    return shape(index)
+
+
+def _scatter_meta(name):
+    def meta(x, dim, index, src):
+        _check_gather_shapes(name, x, dim, index, src if _is_tensor(src) else None)
+        return shape(x)
+    return meta
+
+
+def _gather_samples(make, dtype):
+    def idx(shape_, size):
+        return make(shape_, dtype=int64, low=0, high=size)
+    yield Sample((make((4, 5)), 0, idx((6, 3), 4)), note="index longer than input along dim")
+    yield Sample((make((4, 5), noncontiguous=True), 1, idx((2, 7), 5)))
+    yield Sample((make((3, 4, 5)), -1, idx((3, 4, 2), 5)))
+    yield Sample((make((3,)), 0, idx((0,), 3)), note="empty index")
+    yield Sample((make((5,)), 0, idx((), 5)), note="0-d index into 1-D input")
+    yield Sample((make(()), 0, idx((), 1)), note="0-d")
+
+
+def _gather_reference(x, dim, index):
+    x, idx = np.atleast_1d(x), np.atleast_1d(index)
+    dim %= idx.ndim
+    window = tuple(slice(None) if d == dim else slice(0, s) for d, s in enumerate(idx.shape))
+    return np.take_along_axis(x[window], idx, axis=dim).reshape(np.shape(index))
+
+
+def _gathered_back(grad, input, dim, index):
+    zeros = F.zeros(tuple(input.shape), dtype=grad.dtype, device=grad.device)
+    return F.scatter_add(zeros, dim, index, grad)
+
+
+def _src_derivative(grad, dim, index, src):
+    """gather(grad) at the scattered positions, padded with zeros where src is larger than index."""
+    picked = F.gather(grad, dim, index)
+    missing = [total - have for total, have in zip(tuple(src.shape), tuple(picked.shape))]
+    if not any(missing):
+        return picked
+    pads = [amount for m in reversed(missing) for amount in (0, m)]
+    return F.pad(picked, pads)
+
+
+defop("gather(Tensor input, dim dim, Index index)", "indexing", promotion=rules.passthrough,
+      derivative={"input": _gathered_back},
+      meta=_gather_meta, normalize=_along_dim_normalize, reference=_gather_reference,
+      samples=_gather_samples,
+      doc="out[i][j] = input[index[i][j]][j] for dim 0 (likewise for other dims); out has index's shape")
+
+
+def _scatter_reference(accumulate):
+    def reference(x, dim, index, src):
+        out = np.array(np.atleast_1d(x))
+        index = np.atleast_1d(index)
+        key = list(np.indices(index.shape, sparse=True))
+        key[dim] = index
+        src = np.asarray(src, dtype=out.dtype)
+        if src.ndim:
+            src = np.atleast_1d(src)[tuple(slice(0, s) for s in index.shape)]
+        (np.add.at if accumulate else _assign)(out, tuple(key), src)
+        return out.reshape(np.shape(x))
+    return reference
+
+
+def _assign(out, key, src):
+    out[key] = src
+
+
+def _distinct_index(make, size, index_shape, dim):
+    """An index with no position repeated along dim (where scatter's result would be unspecified)."""
+    full = index_shape[:dim] + (size,) + index_shape[dim + 1:]
+    return F.slice(F.argsort(make(full), dim), dim, 0, index_shape[dim])
+
+
+def _scatter_samples(distinct):
+    def index(make, size, index_shape, dim):
+        if distinct and index_shape:
+            return _distinct_index(make, size, index_shape, dim)
+        return make(index_shape, dtype=int64, low=0, high=size)
+
+    def samples(make, dtype):
+        yield Sample((make((4, 5)), 0, index(make, 4, (3, 5), 0), make((4, 6))), note="src larger than index")
+        yield Sample((make((4, 5), noncontiguous=True), 1, index(make, 5, (2, 3), 1),
+                      make((2, 3), noncontiguous=True)))
+        yield Sample((make((3, 4, 5)), -1, index(make, 5, (3, 4, 2), 2), make((3, 4, 2))))
+        yield Sample((make((3,)), 0, make((0,), dtype=int64, low=0, high=3), make((0,))), note="empty index")
+        yield Sample((make(()), 0, make((), dtype=int64, low=0, high=1), make(())), note="0-d")
+        yield Sample((make((4, 5)), 1, index(make, 5, (4, 2), 1), 3), note="a number as src")
+        if not distinct:
+            yield Sample((make((2, 3)), 0, make((5, 3), dtype=int64, low=0, high=2), make((5, 3))),
+                         note="repeated positions accumulate")
+    return samples
+
+
+def _declare_scatter(name, accumulate, doc):
+    defop(f"{name}(Tensor input, dim dim, Index index, Tensor src)", "indexing", promotion=_in_input_dtype,
+          meta=_scatter_meta(name), normalize=_along_dim_normalize,
+          derivative={"input": (lambda grad: grad) if accumulate else
+                      (lambda grad, dim, index: F.scatter(grad, dim, index, 0)), "src": _src_derivative},
+          reference=_scatter_reference(accumulate), samples=_scatter_samples(distinct=not accumulate),
+          inplace=True, doc=doc)
+
+
+_declare_scatter("scatter", False, "a copy of input with out[index[i][j]][j] = src[i][j] for dim 0; src may be "
+                                   "a number; duplicate positions keep one of the values")
+_declare_scatter("scatter_add", True, "a copy of input with src[i][j] added at out[index[i][j]][j] for dim 0; "
+                                      "duplicate positions accumulate")
+
+
+# -- index_select, masked_fill, masked_select --------------------------------------------------
+
+def _index_select_normalize(op, values):
+    x, dim, index = values
+    _check_index_dtype("index_select", index)
+    if len(shape(index)) > 1:
+        raise ShapeError(f"index_select: index must be 0-d or 1-D, got {describe(index)}")
+    if not shape(x):
+        require(index.numel() == 1, "index_select", "a 0-d input takes exactly one index", x, index)
+    values[2] = _checked_index("index_select", index, dim, _size(shape(x), dim))
+
+
+def _index_select(x, dim, index):
+    if x.ndim == 0:
+        return F.reshape(F.index(F.reshape(x, (1,)), [F.reshape(index, (1,))]), ())
+    return F.index(x, [None] * dim + [F.reshape(index, (-1,))])
+
+
+def _index_select_samples(make, dtype):
+    yield Sample((make((4, 5)), 1, make((7,), dtype=int64, low=-5, high=5)), note="repeats, negative indices")
+    yield Sample((make((4, 5), noncontiguous=True), 0, make((), dtype=int64, low=0, high=4)), note="0-d index")
+    yield Sample((make((4, 0)), 0, make((2,), dtype=int64, low=0, high=4)), note="empty input")
+    yield Sample((make(()), 0, make((1,), dtype=int64, low=0, high=1)), note="0-d input")
+
+
+defop("index_select(Tensor input, dim dim, Index index)", "indexing", kind="composite",
+      promotion=rules.passthrough,
+      meta=lambda x, dim, index: _with_size(shape(x), dim, numel(shape(index))),
+      normalize=_index_select_normalize, composite=_index_select,
+      reference=lambda x, dim, index: np.take(x, np.reshape(index, -1), axis=dim) if x.ndim else x.copy(),
+      samples=_index_select_samples, doc="the entries of index (a 0-d or 1-D integer tensor) along dim")
+
+
+def _masked_fill_normalize(op, values):
+    _check_mask_dtype("masked_fill", values[1])
+    value = values[2]
+    if _is_tensor(value) and shape(value):
+        raise ShapeError(f"masked_fill: value must be a number or a 0-d tensor, got {describe(value)}")
+
+
+def _masked_fill(x, mask, value):
+    if _is_tensor(value):
+        value = F.to_dtype(value, x.dtype)
+    else:
+        value = F.full((), value, dtype=x.dtype, device=x.device)
+    return F.where(mask, value, x)
+
+
+def _masked_fill_samples(make, dtype):
+    yield Sample((make((3, 4)), make((3, 4), dtype=bool_), 5))
+    yield Sample((make((3, 4), noncontiguous=True), make((4,), dtype=bool_), make(())), note="broadcast mask")
+    yield Sample((make((3,)), make((2, 3), dtype=bool_), 0), note="the mask broadcasts input")
+    yield Sample((make((0, 2)), make((0, 2), dtype=bool_), 1), note="empty")
+    yield Sample((make(()), make((), dtype=bool_), 1), note="0-d")
+
+
+defop("masked_fill(Tensor input, Index mask, Tensor value)", "indexing", kind="composite",
+      promotion=_in_input_dtype, meta=lambda x, mask, value: broadcast_shapes("masked_fill", shape(x), shape(mask)),
+      normalize=_masked_fill_normalize, composite=_masked_fill, inplace=True, samples=_masked_fill_samples,
+      reference=lambda x, mask, value: np.where(mask, np.asarray(value).astype(x.dtype), x),
+      doc="value (a number or 0-d tensor, cast to input's dtype) where the bool mask is true")
+
+
+def _masked_select(x, mask):
+    size = broadcast_shapes("masked_select", tuple(x.shape), tuple(mask.shape))
+    flat = F.reshape(F.expand(x, size), (-1,))
+    chosen = F.reshape(F.argwhere(F.reshape(F.expand(mask, size), (-1,))), (-1,))
+    return F.index(flat, [chosen])
+
+
+def _masked_select_samples(make, dtype):
+    yield Sample((make((3, 4)), make((3, 4), dtype=bool_)))
+    yield Sample((make((3, 4), noncontiguous=True), make((2, 1, 4), dtype=bool_)), note="broadcast")
+    yield Sample((make((0, 4)), make((4,), dtype=bool_)), note="empty")
+    yield Sample((make(()), make((), dtype=bool_)), note="0-d")
+
+
+def _masked_select_meta(x, mask):
+    broadcast_shapes("masked_select", shape(x), shape(mask))
+    return (None,)  # how many elements are selected depends on the data
+
+
+defop("masked_select(Tensor input, Index mask)", "indexing", kind="composite", promotion=rules.passthrough,
+      meta=_masked_select_meta,
+      normalize=lambda op, values: _check_mask_dtype("masked_select", values[1]), composite=_masked_select,
+      reference=lambda x, mask: np.broadcast_to(x, np.broadcast_shapes(x.shape, mask.shape))[
+          np.broadcast_to(mask, np.broadcast_shapes(x.shape, mask.shape))],
+      samples=_masked_select_samples, doc="a 1-D tensor of the elements where the (broadcast) bool mask is true")
+
+
+# -- reorderings: flip, roll, tril, triu, diff --------------------------------------------------
+
+def _wrap_dims(op_name: str, dims, ndim: int) -> tuple:
+    return tuple(wrap_dim(op_name, d, ndim) for d in dims)
+
+
+def _flip_normalize(op, values):
+    dims = _wrap_dims("flip", values[1], len(shape(values[0])))
+    if len(set(dims)) != len(dims):
+        raise ValueError(f"flip: dims {values[1]} name a dimension more than once")
+    values[1] = dims
+
+
+def _flip(x, dims):
+    if x.ndim == 0 or not dims:
+        return F.clone(x)
+    for d in dims:
+        x = F.index(x, [None] * d + [F.arange(x.shape[d] - 1, -1, -1, device=x.device)])
+    return x
+
+
+def _flip_samples(make, dtype):
+    yield Sample((make((3, 4, 5)), (0, -1)))
+    yield Sample((make((3, 4), noncontiguous=True), (1,)))
+    yield Sample((make((2, 0)), (0, 1)), note="empty")
+    yield Sample((make(()), (0,)), note="0-d")
+    yield Sample((make((3,)), ()), note="no dims: a copy")
+
+
+defop("flip(Tensor input, int[] dims)", "indexing", kind="composite", promotion=rules.passthrough,
+      meta=lambda x, dims: shape(x), normalize=_flip_normalize, composite=_flip,
+      reference=lambda x, dims: np.flip(x, tuple(dims)).copy() if x.ndim else x.copy(), samples=_flip_samples,
+      doc="a copy with the order of the elements reversed along dims")
+
+
+def _roll_normalize(op, values):
+    x, shifts, dims = values
+    if dims is None:
+        require(len(shifts) == 1, "roll", f"without dims, shifts must be one number, got {shifts}", x)
+        return
+    require(len(shifts) == len(dims) and len(shifts) > 0, "roll",
+            f"shifts {shifts} and dims {dims} must have the same, non-zero length", x)
+    if not shape(x):
+        raise IndexError(f"roll: a 0-d tensor has no dims to roll along; dims {dims} ({describe(x)})")
+    values[2] = _wrap_dims("roll", dims, len(shape(x)))
+
+
+def _roll_along(x, shift, dim):
+    n = x.shape[dim]
+    shift = shift % n if n else 0
+    if not shift:
+        return x
+    return F.cat([F.slice(x, dim, n - shift), F.slice(x, dim, 0, n - shift)], dim)
+
+
+def _roll(x, shifts, dims=None):
+    if dims is None:
+        return F.reshape(_roll(F.reshape(x, (-1,)), shifts, (0,)), tuple(x.shape))
+    out = x
+    for shift, dim in zip(shifts, dims):
+        out = _roll_along(out, shift, dim)
+    return F.clone(out) if out is x else out
+
+
+def _roll_samples(make, dtype):
+    yield Sample((make((3, 4)), (1, -6), (0, 1)))
+    yield Sample((make((3, 4), noncontiguous=True), (2,)), note="flattened")
+    yield Sample((make((3, 4)), (1, 2), (1, 1)), note="one dim twice")
+    yield Sample((make((0, 4)), (1,), (0,)), note="empty")
+    yield Sample((make(()), (3,)), note="0-d")
+
+
+defop("roll(Tensor input, int[] shifts, int[]? dims=None)", "indexing", kind="composite",
+      promotion=rules.passthrough, meta=lambda x, shifts, dims=None: shape(x), normalize=_roll_normalize,
+      composite=_roll, samples=_roll_samples,
+      reference=lambda x, shifts, dims=None: np.roll(x, shifts[0] if dims is None else tuple(shifts), axis=dims),
+      doc="elements shifted cyclically along dims (the flattened tensor without dims)")
+
+
+def _triangle(name, keep):
+    def composite(x, diagonal=0):
+        rows = F.unsqueeze(F.arange(x.shape[-2], device=x.device), 1)
+        columns = F.arange(x.shape[-1], device=x.device)
+        inside = keep(F.sub(columns, rows), diagonal)
+        return F.where(inside, x, F.zeros((), dtype=x.dtype, device=x.device))
+
+    def meta(x, diagonal=0):
+        require(len(shape(x)) >= 2, name, "input must have at least 2 dimensions", x)
+        return shape(x)
+
+    def samples(make, dtype):
+        yield Sample((make((4, 5)),))
+        yield Sample((make((2, 5, 4), noncontiguous=True), -1), note="batched, below the diagonal")
+        yield Sample((make((3, 3)), 2))
+        yield Sample((make((0, 3)), 0), note="empty")
+
+    reference = getattr(np, name)
+    defop(f"{name}(Tensor input, int diagonal=0)", "indexing", kind="composite", promotion=rules.passthrough,
+          meta=meta, composite=composite, reference=lambda x, diagonal=0: reference(x, diagonal), inplace=True,
+          samples=samples, doc=f"the {'lower' if name == 'tril' else 'upper'} triangle of the last two dims "
+                               f"(from diagonal), zeros elsewhere")
+
+
+_triangle("tril", lambda offset, diagonal: F.le(offset, diagonal))
+_triangle("triu", lambda offset, diagonal: F.ge(offset, diagonal))
+
+
+def _diff_normalize(op, values):
+    x, n, dim, prepend, append = values
+    require(len(shape(x)) >= 1, "diff", "input must have at least one dimension", x)
+    if n < 0:
+        raise ValueError(f"diff: n must be non-negative, got {n}")
+    for name, extra in (("prepend", prepend), ("append", append)):
+        if extra is None:
+            continue
+        require(_is_tensor(extra) and len(shape(extra)) == len(shape(x)), "diff",
+                f"{name} must be a tensor with as many dimensions as input", x, extra)
+        require(all(a == b for d, (a, b) in enumerate(zip(shape(extra), shape(x))) if d != dim), "diff",
+                f"{name}'s shape must match input's except along dim {dim}", x, extra)
+
+
+def _diff_meta(x, n=1, dim=-1, prepend=None, append=None):
+    length = sum(shape(t)[dim] for t in (prepend, x, append) if t is not None)
+    return _with_size(shape(x), dim, max(length - n, 0))
+
+
+def _diff(x, n=1, dim=-1, prepend=None, append=None):
+    pieces = [t for t in (prepend, x, append) if t is not None]
+    out = F.cat(pieces, dim) if len(pieces) > 1 else x
+    for _ in range(n):
+        later, earlier = F.slice(out, dim, 1), F.slice(out, dim, 0, -1)
+        out = F.ne(later, earlier) if out.dtype is bool_ else F.sub(later, earlier)
+    return F.clone(out) if out is x else out
+
+
+def _diff_reference(x, n=1, dim=-1, prepend=None, append=None):
+    pieces = [t for t in (prepend, x, append) if t is not None]
+    return np.diff(np.concatenate(pieces, axis=dim) if len(pieces) > 1 else x, n, axis=dim)
+
+
+def _diff_samples(make, dtype):
+    yield Sample((make((6,)),))
+    yield Sample((make((3, 5), noncontiguous=True), 2, 0), note="second difference along dim 0")
+    yield Sample((make((3, 4)), 1, -1, make((3, 2)), make((3, 1))), note="prepend and append")
+    yield Sample((make((2, 3)), 5), note="n beyond the length")
+    yield Sample((make((2, 3)), 0), note="n = 0")
+    yield Sample((make((0, 3)), 1, 0), note="empty")
+
+
+defop("diff(Tensor input, int n=1, dim dim=-1, Tensor? prepend=None, Tensor? append=None)", "indexing",
+      kind="composite", promotion=rules.same, meta=_diff_meta, normalize=_diff_normalize, composite=_diff,
+      reference=_diff_reference, samples=_diff_samples,
+      doc="the n-th forward difference along dim (logical xor for bool), after joining prepend and append")
+
+
+# -- sorting --------------------------------------------------------------------------------------
+
+def _sort_reference_1d(row, descending):
+    keys = [(v != v, 0 if v != v else v) for v in row.tolist()]  # v != v: NaN, sorted as the largest
+    return sorted(range(len(row)), key=keys.__getitem__, reverse=descending)  # sorted() is stable both ways
+
+
+def _sort_reference(x, dim=-1, descending=False, stable=False):
+    if x.ndim == 0:
+        return x.copy(), np.zeros((), np.int64)
+    order = np.apply_along_axis(_sort_reference_1d, dim, x, descending).astype(np.int64).reshape(x.shape)
+    return np.take_along_axis(x, order, dim), order
+
+
+def _with_nans(make, dtype, shape_):
+    """A sample input with NaNs (for float dtypes) and repeated values, to check order and stability."""
+    x = make(shape_)
+    x = F.cat([x, x], -1)
+    if not dtype.is_floating_point:
+        return x
+    return F.where(make(tuple(x.shape), dtype=bool_), F.full((), math.nan, dtype=dtype, device=x.device), x)
+
+
+def _sort_samples(make, dtype):
+    yield Sample((make((4, 5)),))
+    yield Sample((_with_nans(make, dtype, (3, 4)), -1, True), note="descending, ties and NaN")
+    yield Sample((_with_nans(make, dtype, (3, 4)), 0), {"stable": True}, note="ties and NaN")
+    yield Sample((make((2, 3, 4), noncontiguous=True), 1, True))
+    yield Sample((make((0, 3)), 0), note="empty")
+    yield Sample((make(()),), note="0-d")
+
+
+def _sort_meta(x, dim=-1, descending=False, stable=False):
+    return shape(x), shape(x)
+
+
+def _sort_derivative(grads, input, dim, results):
+    """Each sorted value's gradient goes back to where that value came from."""
+    if not tuple(input.shape):
+        return grads[0]
+    return F.scatter(F.zeros_like(input, dtype=grads[0].dtype), dim, results[1], grads[0])
+
+
+defop("sort(Tensor input, dim dim=-1, bool descending=False, *, bool stable=False)", "indexing",
+      promotion=rules.with_indices, meta=_sort_meta, reference=_sort_reference, samples=_sort_samples,
+      derivative=_sort_derivative,
+      outputs=("values", "indices"),
+      doc="values and int64 indices sorted along dim; always stable; NaN sorts as the largest value")
+
+
+defop("argsort(Tensor input, dim dim=-1, bool descending=False, *, bool stable=False)", "indexing",
+      kind="composite", promotion=rules.to_int64, meta=lambda x, *rest: shape(x),
+      composite=lambda x, dim=-1, descending=False, stable=False: F.sort(x, dim, descending).indices,
+      reference=lambda x, dim=-1, descending=False, stable=False: _sort_reference(x, dim, descending)[1],
+      samples=_sort_samples, differentiable=False, doc="the indices that sort input along dim (stable)")
+
+
+def _topk_meta(x, k, dim=-1, largest=True, sorted=True):
+    size = _size(shape(x), dim)
+    require(0 <= k <= size, "topk", f"k={k} is out of range for dim {dim} of size {size}", x)
+    out = _with_size(shape(x), dim, k)
+    return out, out
+
+
+def _topk(x, k, dim=-1, largest=True, sorted=True):
+    values, indices = F.sort(x, dim, largest)
+    if x.ndim == 0:
+        return values, indices
+    return F.slice(values, dim, 0, k), F.slice(indices, dim, 0, k)
+
+
+def _topk_reference(x, k, dim=-1, largest=True, sorted=True):
+    values, indices = _sort_reference(x, dim, largest)
+    if x.ndim == 0:
+        return values, indices
+    window = (slice(None),) * (dim % x.ndim) + (slice(0, k),)
+    return values[window], indices[window]
+
+
+def _topk_samples(make, dtype):
+    yield Sample((make((4, 6)), 2))
+    yield Sample((_with_nans(make, dtype, (3, 10)), 3, -1, True), note="ties and NaN")
+    yield Sample((_with_nans(make, dtype, (3, 10)), 4, 1, False), note="smallest, ties and NaN")
+    yield Sample((make((5, 3), noncontiguous=True), 5, 0), note="k = size")
+    yield Sample((make((3, 4)), 0), note="k = 0")
+    yield Sample((make(()), 1), note="0-d")
+
+
+defop("topk(Tensor input, int k, dim dim=-1, bool largest=True, bool sorted=True)", "indexing",
+      kind="composite", promotion=rules.with_indices, dtypes="numeric", meta=_topk_meta, composite=_topk,
+      reference=_topk_reference, samples=_topk_samples, outputs=("values", "indices"),
+      doc="the k largest (or smallest) values along dim and their indices, always in sorted order; "
+          "ties keep the lower index first")

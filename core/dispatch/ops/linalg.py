@@ -29,7 +29,31 @@ def _matmul_meta(a, b):
     return out
 
 
+def _as_matrices(grad, input_ndim: int, other_ndim: int):
+    """The output gradient with the dims that 1-D operands dropped put back."""
+    if input_ndim == 1:
+        grad = F.unsqueeze(grad, -2)
+    if other_ndim == 1:
+        grad = F.unsqueeze(grad, -1)
+    return grad
+
+
+def _matmul_input_derivative(grad, input, other):
+    """grad @ other^T; the engine sums broadcast batch dims."""
+    b = F.unsqueeze(other, -1) if other.ndim == 1 else other
+    out = F.matmul(_as_matrices(grad, input.ndim, other.ndim), F.transpose(b, -1, -2))
+    return F.squeeze(out, [-2]) if input.ndim == 1 else out
+
+
+def _matmul_other_derivative(grad, input, other):
+    """input^T @ grad."""
+    a = F.unsqueeze(input, 0) if input.ndim == 1 else input
+    out = F.matmul(F.transpose(a, -1, -2), _as_matrices(grad, input.ndim, other.ndim))
+    return F.squeeze(out, [-1]) if other.ndim == 1 else out
+
+
 defop("matmul(Tensor input, Tensor other)", "linalg", promotion=rules.same, dtypes="numeric", meta=_matmul_meta,
+      derivative={"input": _matmul_input_derivative, "other": _matmul_other_derivative},
       reference=np.matmul, doc="matrix product with NumPy/PyTorch broadcasting of batch dims")
 
 

@@ -1,2 +1,954 @@
-"""Placeholder: filled below."""
+"""Neural-network ops: padding, convolution, pooling, softmax, one_hot and activations.
+
+Every op here is a composite written in Ember ops, so it runs on any backend; backends override
+the heavy ones (the CPU backend: conv, pooling, softmax, pad). ``normalize`` turns PyTorch's
+"int or tuple" attributes into one value per spatial dim before meta, composite or kernel see them.
+Convolution padding reaches them as ``((before, after), ...)`` per spatial dim, because
+``padding='same'`` may pad one side more than the other.
+"""
 from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import rules
+from ..dtypes import int64
+from ..errors import ShapeError
+from ..meta import require, shape
+from ..schema import Sample, defop
+from . import F
+
+_erf = np.vectorize(math.erf, otypes=[np.float64])
+
+
+# -- attribute helpers ------------------------------------------------------------------------------
+
+def _ints(op_name: str, name: str, value, n: int) -> tuple:
+    """An int or a list of 1 or n ints -> n ints, as PyTorch accepts ``stride=2`` or ``stride=(2, 1)``."""
+    if isinstance(value, (list, tuple)):
+        value = tuple(value)
+    else:
+        value = (value,)
+    if not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in value):
+        raise TypeError(f"{op_name}(): argument '{name}' must be an int or a tuple of ints, got {value!r}")
+    value = tuple(int(v) for v in value)
+    if len(value) == 1:
+        value *= n
+    if len(value) != n:
+        raise ValueError(f"{op_name}: expected {name} to be a single integer or a list of {n} integers, "
+                         f"got {name}={list(value)}")
+    return value
+
+
+def _at_least(op_name: str, name: str, values: tuple, low: int) -> tuple:
+    if any(v < low for v in values):
+        kind = "positive" if low == 1 else "non-negative"
+        raise ValueError(f"{op_name}: {name} must be {kind}, got {name}={values}")
+    return values
+
+
+def _batched(x, n: int):
+    """(input with a batch dim, whether it had one): unbatched (C, *spatial) input gets a batch of 1."""
+    return (x, True) if x.ndim == n + 2 else (F.unsqueeze(x, 0), False)
+
+
+def _unbatch(out, batched: bool):
+    return out if batched else F.squeeze(out, 0)
+
+
+# -- pad ---------------------------------------------------------------------------------------------
+
+_PAD_MODES = ("constant", "reflect", "replicate", "circular")
+
+
+def _pad_pairs(pad: tuple) -> list:
+    """PyTorch's flat pad list (last dim first) -> [(dim offset from the end, before, after), ...]."""
+    return [(k + 1, pad[2 * k], pad[2 * k + 1]) for k in range(len(pad) // 2)]
+
+
+def _pad_normalize(op, values):
+    x, pad, mode, value = values
+    ndim = len(shape(x))
+    if len(pad) % 2:
+        raise ValueError(f"pad: the padding length must be divisible by 2, got pad={pad}")
+    if len(pad) // 2 > ndim:
+        raise ValueError(f"pad: pad={pad} pads {len(pad) // 2} dimension(s) but the input of shape "
+                         f"{shape(x)} has only {ndim}")
+    if mode not in _PAD_MODES:
+        raise ValueError(f"pad: unknown mode {mode!r}; expected one of {', '.join(_PAD_MODES)}")
+    if mode != "constant":
+        if value is not None and value != 0:
+            raise ValueError(f"pad: mode {mode!r} doesn't take a value argument, got value={value}")
+        k = len(pad) // 2
+        if not 1 <= k <= 3 or ndim not in (k + 1, k + 2):
+            raise ShapeError(f"pad: mode {mode!r} with {len(pad)} padding values pads the last {k} dim(s) of a "
+                             f"{k + 1}-D or {k + 2}-D input, got input of shape {shape(x)}")
+        if mode != "circular" and not all(shape(x)[-k - 1:]):
+            raise ShapeError(f"pad: mode {mode!r} needs non-empty channel and padded dims (only the batch dim may "
+                             f"be empty), got input of shape {shape(x)}")
+
+
+def _pad_meta(x, pad, mode="constant", value=None):
+    out = list(shape(x))
+    for back, before, after in _pad_pairs(pad):
+        size = out[-back]
+        if mode == "reflect":
+            require(before < size and after < size, "pad",
+                    f"reflect padding {(before, after)} must be smaller than the padded dimension's size {size}", x)
+        if mode == "circular":
+            cropped = size - max(-before, 0) - max(-after, 0)
+            require(before <= cropped and after <= cropped, "pad",
+                    f"circular padding {(before, after)} wraps around more than once "
+                    f"(dimension of size {size})", x)
+        require(size + before + after >= 0, "pad",
+                f"padding {(before, after)} would give dim {len(out) - back} a negative size", x)
+        out[-back] = size + before + after
+    return tuple(out)
+
+
+def _pad_constant(x, dim: int, before: int, after: int, value):
+    size = x.shape[dim]
+    x = F.slice(x, dim, max(-before, 0), size - max(-after, 0))
+    pieces = [x]
+    for width, front in ((before, True), (after, False)):
+        if width > 0:
+            filler_shape = tuple(width if d == dim else s for d, s in enumerate(x.shape))
+            filler = F.full(filler_shape, value, dtype=x.dtype, device=x.device)
+            pieces.insert(0 if front else len(pieces), filler)
+    return F.cat(pieces, dim) if len(pieces) > 1 else x
+
+
+def _edge_pieces(x, dim: int, before: int, after: int, mode: str):
+    """The slabs to put before and after x along dim for the reflect, replicate and circular modes."""
+    size = x.shape[dim]
+    if mode == "replicate":
+        def edge(i, width):
+            slab = F.slice(x, dim, i, i + 1)
+            return F.expand(slab, tuple(width if d == dim else s for d, s in enumerate(slab.shape)))
+        return ([edge(0, before)] if before > 0 else []), ([edge(size - 1, after)] if after > 0 else [])
+    if mode == "circular":
+        return ([F.slice(x, dim, size - before, size)] if before > 0 else []), \
+               ([F.slice(x, dim, 0, after)] if after > 0 else [])
+    # reflect: mirrored around the first and last element, without repeating them; no flip op needed
+    front = [F.slice(x, dim, i, i + 1) for i in range(before, 0, -1)]
+    back = [F.slice(x, dim, i, i + 1) for i in range(size - 2, size - 2 - after, -1)]
+    return front, back
+
+
+def _pad(x, pad, mode="constant", value=None):
+    for back, before, after in _pad_pairs(pad):
+        dim = x.ndim - back
+        if mode == "constant":
+            x = _pad_constant(x, dim, before, after, 0.0 if value is None else value)
+            continue
+        if mode == "circular":  # circular crops first and wraps the cropped tensor, like PyTorch
+            x = _pad_constant(x, dim, min(before, 0), min(after, 0), 0.0)
+            before, after = max(before, 0), max(after, 0)
+        # reflect and replicate read their slabs from the uncropped input, then crop
+        front, end = _edge_pieces(x, dim, max(before, 0), max(after, 0), mode)
+        if front or end:
+            x = F.cat(front + [x] + end, dim)
+        if before < 0 or after < 0:
+            x = F.slice(x, dim, max(-before, 0), x.shape[dim] - max(-after, 0))
+    return x
+
+
+def _pad_reference(x, pad, mode="constant", value=None):
+    """Index arithmetic per padded dim: which source element each output position reads."""
+    for back, before, after in _pad_pairs(tuple(pad)):
+        axis = x.ndim - back
+        size = x.shape[axis]
+        if mode == "circular":
+            start, stop = max(-before, 0), size - max(-after, 0)
+            x = np.take(x, np.arange(start, stop), axis=axis)
+            size, before, after = stop - start, max(before, 0), max(after, 0)
+        source = np.arange(-before, size + after)
+        if mode == "constant":
+            inside = (source >= 0) & (source < size)
+            taken = np.take(x, np.clip(source, 0, max(size - 1, 0)), axis=axis) if size else \
+                np.zeros(x.shape[:axis] + (len(source),) + x.shape[axis + 1:], x.dtype)
+            mask = inside.reshape((-1,) + (1,) * (x.ndim - axis - 1))
+            x = np.where(mask, taken, 0 if value is None else value).astype(x.dtype)
+            continue
+        if mode == "reflect":
+            source = np.abs(source)
+            source = np.where(source >= size, 2 * (size - 1) - source, source)
+        elif mode == "replicate":
+            source = np.clip(source, 0, size - 1)
+        else:
+            source = source % size
+        x = np.take(x, source, axis=axis)
+    return x
+
+
+def _pad_samples(make, dtype):
+    yield Sample((make((2, 3, 4)), (1, 2)))
+    yield Sample((make((2, 3, 4)), (1, 0, 0, 2)), {"value": 3.0})
+    yield Sample((make((2, 5, 6), noncontiguous=True), (-1, 2, 2, -2)), note="negative padding crops")
+    yield Sample((make((3,)), (0, 0)))
+    yield Sample((make((2, 3, 4)), (0, 0, 0, 0, 1, 1)), note="padding the first dim")
+    if dtype.is_floating_point:
+        for mode in ("reflect", "replicate", "circular"):
+            yield Sample((make((2, 3, 5)), (2, 3)), {"mode": mode})
+            yield Sample((make((1, 2, 4, 5)), (1, 2, 3, 0)), {"mode": mode})
+            yield Sample((make((4, 5)), (-1, 2)), {"mode": mode}, note="negative padding")
+            yield Sample((make((1, 2, 3, 3, 4)), (1, 1, 1, 2, 2, 1)), {"mode": mode})
+
+
+defop("pad(Tensor input, int[] pad, str mode='constant', float? value=None)", "nn", kind="composite",
+      promotion=rules.same, meta=_pad_meta, normalize=_pad_normalize, composite=_pad,
+      reference=_pad_reference, samples=_pad_samples, method=False,
+      doc="pads (or with negative values crops) the last dims; pad lists (before, after) pairs from the last "
+          "dim backwards; modes constant, reflect, replicate and circular as in PyTorch")
+
+
+# -- convolution --------------------------------------------------------------------------------------
+
+def _conv_padding(op_name: str, padding, kernel: tuple, stride: tuple, dilation: tuple) -> tuple:
+    """PyTorch's padding forms -> ((before, after), ...) per spatial dim; 'same' puts any odd pixel after."""
+    n = len(kernel)
+    if isinstance(padding, str):
+        if padding == "valid":
+            return ((0, 0),) * n
+        if padding != "same":
+            raise ValueError(f"{op_name}: invalid padding string {padding!r}; expected 'valid', 'same' or ints")
+        if any(s != 1 for s in stride):
+            raise ValueError(f"{op_name}: padding='same' is not supported for strided convolutions "
+                             f"(stride={stride})")
+        totals = [d * (k - 1) for k, d in zip(kernel, dilation)]
+        return tuple((t // 2, t - t // 2) for t in totals)
+    if isinstance(padding, (list, tuple)) and len(padding) == n and all(isinstance(p, tuple) for p in padding):
+        pairs = tuple(_ints(op_name, "padding", p, 2) for p in padding)
+    else:
+        pairs = tuple((p, p) for p in _ints(op_name, "padding", padding, n))
+    _at_least(op_name, "padding", tuple(v for pair in pairs for v in pair), 0)
+    return pairs
+
+
+def _conv_normalize(n: int):
+    def normalize(op, values):
+        weight = values[1]
+        require(len(shape(weight)) == n + 2, op.name, f"expected a {n + 2}-D weight "
+                f"(out_channels, in_channels / groups, *kernel)", weight)
+        values[3] = _at_least(op.name, "stride", _ints(op.name, "stride", values[3], n), 1)
+        values[5] = _at_least(op.name, "dilation", _ints(op.name, "dilation", values[5], n), 1)
+        values[4] = _conv_padding(op.name, values[4], shape(weight)[2:], values[3], values[5])
+        if values[6] <= 0:
+            raise ValueError(f"{op.name}: groups must be positive, got groups={values[6]}")
+    return normalize
+
+
+def _check_channels(op_name: str, x, weight, bias, groups: int, in_channels: int, out_channels: int):
+    """The channel rules shared by convolution and transposed convolution."""
+    n = len(shape(weight)) - 2
+    require(len(shape(x)) in (n + 1, n + 2), op_name,
+            f"expected {n + 1}-D (unbatched) or {n + 2}-D (batched) input", x)
+    require(shape(weight)[0] > 0 and shape(weight)[0] % groups == 0, op_name,
+            f"weight's dim 0 must be a positive multiple of groups={groups}", weight)
+    channels = shape(x)[-n - 1]
+    require(channels == in_channels, op_name,
+            f"weight of shape {shape(weight)} with groups={groups} expects input with {in_channels} channels, "
+            f"got {channels}", x, weight)
+    if bias is not None:
+        require(shape(bias) == (out_channels,), op_name,
+                f"bias must be 1-D with {out_channels} elements to match the output channels", bias)
+
+
+def _conv_meta(op_name: str):
+    def meta(x, weight, bias, stride, padding, dilation, groups):
+        ws = shape(weight)
+        _check_channels(op_name, x, weight, bias, groups, ws[1] * groups, ws[0])
+        n = len(ws) - 2
+        padded, kernel = [], []
+        for size, (before, after), k, s, d in zip(shape(x)[-n:], padding, ws[2:], stride, dilation):
+            padded.append(size + before + after)
+            kernel.append(d * (k - 1) + 1)
+        require(all(p >= k for p, k in zip(padded, kernel)), op_name,
+                f"padded input size {tuple(padded)} is smaller than the (dilated) kernel size {tuple(kernel)}",
+                x, weight)
+        out = tuple((p - k) // s + 1 for p, k, s in zip(padded, kernel, stride))
+        lead = shape(x)[:1] if len(shape(x)) == n + 2 else ()
+        return lead + (ws[0],) + out
+    return meta
+
+
+def _windows(x, kernel: tuple, stride: tuple, dilation: tuple):
+    """(N, C, H, W) -> view (N, C, OH, OW, kh, kw) of the dilated sliding windows."""
+    for axis, (k, s, d) in enumerate(zip(kernel, stride, dilation), start=2):
+        x = F.unfold(x, axis, d * (k - 1) + 1, s)
+    for axis, d in ((4, dilation[0]), (5, dilation[1])):
+        if d > 1:
+            x = F.slice(x, axis, None, None, d)
+    return x
+
+
+def _conv2d(x, weight, bias, stride, padding, dilation, groups):
+    """im2col: every window becomes a column, and one batched matmul per group does the rest."""
+    x, batched = _batched(x, 2)
+    (top, bottom), (left, right) = padding
+    if top or bottom or left or right:
+        x = F.pad(x, (left, right, top, bottom))
+    out_channels = weight.shape[0]
+    windows = _windows(x, tuple(weight.shape[2:]), stride, dilation)
+    n, _, oh, ow = windows.shape[:4]
+    depth = weight.numel() // out_channels  # in_channels / groups * kh * kw, the length of one column
+    cols = F.reshape(F.permute(windows, (0, 1, 4, 5, 2, 3)), (n, groups, depth, oh * ow))
+    out = F.matmul(F.reshape(weight, (groups, out_channels // groups, depth)), cols)
+    out = F.reshape(out, (n, out_channels, oh, ow))
+    if bias is not None:
+        out = F.add(out, F.reshape(bias, (out_channels, 1, 1)))
+    return _unbatch(out, batched)
+
+
+def _conv1d(x, weight, bias, stride, padding, dilation, groups):
+    """A conv2d over a height of one."""
+    out = F.conv2d(F.unsqueeze(x, -2), F.unsqueeze(weight, -2), bias, (1,) + stride, ((0, 0),) + padding,
+                   (1,) + dilation, groups)
+    return F.squeeze(out, -2)
+
+
+def _conv_reference(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """Direct N-d convolution: one strided input slice per kernel tap, contracted over channels."""
+    n = weight.ndim - 2
+    batched = x.ndim == n + 2
+    x = np.asarray(x, np.float64) if batched else np.asarray(x, np.float64)[None]
+    stride = (stride,) * n if isinstance(stride, int) else tuple(stride) * (n if len(stride) == 1 else 1)
+    dilation = (dilation,) * n if isinstance(dilation, int) else tuple(dilation) * (n if len(dilation) == 1 else 1)
+    if padding == "valid":
+        pads = [(0, 0)] * n
+    elif padding == "same":
+        pads = [(d * (k - 1) // 2, d * (k - 1) - d * (k - 1) // 2) for k, d in zip(weight.shape[2:], dilation)]
+    else:
+        p = (padding,) * n if isinstance(padding, int) else tuple(padding) * (n if len(padding) == 1 else 1)
+        pads = [(v, v) for v in p]
+    x = np.pad(x, [(0, 0), (0, 0)] + pads)
+    kernel = weight.shape[2:]
+    out_size = [(x.shape[2 + i] - dilation[i] * (kernel[i] - 1) - 1) // stride[i] + 1 for i in range(n)]
+    out = np.zeros((x.shape[0], weight.shape[0], *out_size))
+    in_group, out_group = weight.shape[1], weight.shape[0] // groups
+    for g in range(groups):
+        xs = x[:, g * in_group:(g + 1) * in_group]
+        ws = np.asarray(weight[g * out_group:(g + 1) * out_group], np.float64)
+        for tap in np.ndindex(*kernel):
+            index = tuple(slice(t * d, t * d + (o - 1) * s + 1, s)
+                          for t, d, o, s in zip(tap, dilation, out_size, stride))
+            patch = xs[(slice(None), slice(None)) + index]
+            out[:, g * out_group:(g + 1) * out_group] += np.einsum("nc...,oc->no...", patch, ws[(..., *tap)])
+    if bias is not None:
+        out += np.reshape(bias, (-1,) + (1,) * n)
+    return out if batched else out[0]
+
+
+def _conv2d_samples(make, dtype):
+    w = lambda *s: make(s, low=-1, high=1)  # noqa: E731
+    yield Sample((make((2, 3, 7, 6)), w(4, 3, 3, 3), make((4,))))
+    yield Sample((make((2, 3, 7, 6)), w(4, 3, 3, 2)), {"stride": 2, "padding": 1})
+    yield Sample((make((1, 2, 9, 8)), w(3, 2, 2, 3), None, (2, 1), (1, 2), (2, 3)), note="per-dim attributes")
+    yield Sample((make((2, 4, 6, 6)), w(6, 2, 3, 3), make((6,))), {"groups": 2, "padding": 1})
+    yield Sample((make((1, 4, 5, 5)), w(4, 1, 3, 3)), {"groups": 4}, note="depthwise")
+    yield Sample((make((3, 6, 5), noncontiguous=True), w(2, 3, 1, 2)), note="unbatched, non-contiguous")
+    yield Sample((make((1, 2, 5, 6)), w(3, 2, 2, 3)), {"padding": "same", "dilation": 2})
+    yield Sample((make((1, 2, 5, 6)), w(3, 2, 3, 3)), {"padding": "valid"})
+
+
+def _conv1d_samples(make, dtype):
+    w = lambda *s: make(s, low=-1, high=1)  # noqa: E731
+    yield Sample((make((2, 3, 9)), w(4, 3, 3), make((4,))))
+    yield Sample((make((2, 4, 9)), w(2, 2, 2)), {"stride": 2, "padding": 1, "dilation": 2, "groups": 2})
+    yield Sample((make((3, 8), noncontiguous=True), w(5, 3, 4)), {"padding": "same"}, note="unbatched")
+
+
+_CONV_TAIL = "int[] stride=1, Any padding=0, int[] dilation=1, int groups=1)"
+_CONV_DOC = ("{n}-D cross-correlation; padding is ints, 'valid' or 'same'; input (N, C, {dims}) or unbatched "
+             "(C, {dims})")
+defop(f"conv2d(Tensor input, Tensor weight, Tensor? bias=None, {_CONV_TAIL}", "nn", kind="composite",
+      promotion=rules.same, dtypes="float", meta=_conv_meta("conv2d"), normalize=_conv_normalize(2),
+      composite=_conv2d, reference=_conv_reference, samples=_conv2d_samples, method=False,
+      tolerances={"float16": (2e-2, 2e-2), "bfloat16": (5e-2, 5e-2)},
+      doc=_CONV_DOC.format(n=2, dims="H, W"))
+defop(f"conv1d(Tensor input, Tensor weight, Tensor? bias=None, {_CONV_TAIL}", "nn", kind="composite",
+      promotion=rules.same, dtypes="float", meta=_conv_meta("conv1d"), normalize=_conv_normalize(1),
+      composite=_conv1d, reference=_conv_reference, samples=_conv1d_samples, method=False,
+      tolerances={"float16": (2e-2, 2e-2), "bfloat16": (5e-2, 5e-2)},
+      doc=_CONV_DOC.format(n=1, dims="L"))
+
+
+# -- transposed convolution -----------------------------------------------------------------------------
+
+def _conv_transpose_normalize(op, values):
+    values[3] = _at_least(op.name, "stride", _ints(op.name, "stride", values[3], 2), 1)
+    values[4] = _at_least(op.name, "padding", _ints(op.name, "padding", values[4], 2), 0)
+    values[5] = _at_least(op.name, "output_padding", _ints(op.name, "output_padding", values[5], 2), 0)
+    values[7] = _at_least(op.name, "dilation", _ints(op.name, "dilation", values[7], 2), 1)
+    if values[6] <= 0:
+        raise ValueError(f"conv_transpose2d: groups must be positive, got groups={values[6]}")
+    for extra, s, d in zip(values[5], values[3], values[7]):
+        if extra >= max(s, d):
+            raise ValueError(f"conv_transpose2d: output_padding must be smaller than either stride or dilation, "
+                             f"got output_padding={values[5]}, stride={values[3]}, dilation={values[7]}")
+
+
+def _transposed_size(size, k, s, p, extra, d) -> int:
+    return (size - 1) * s - 2 * p + d * (k - 1) + extra + 1
+
+
+def _conv_transpose_meta(x, weight, bias, stride, padding, output_padding, groups, dilation):
+    require(len(shape(weight)) == 4, "conv_transpose2d",
+            "expected a 4-D weight (in_channels, out_channels / groups, kH, kW)", weight)
+    ws = shape(weight)
+    _check_channels("conv_transpose2d", x, weight, bias, groups, ws[0], ws[1] * groups)
+    out = tuple(_transposed_size(*args) for args in zip(shape(x)[-2:], ws[2:], stride, padding,
+                                                         output_padding, dilation))
+    require(all(o > 0 for o in out), "conv_transpose2d",
+            f"calculated output size {out} is too small (padding={padding}, stride={stride})", x, weight)
+    lead = shape(x)[:1] if len(shape(x)) == 4 else ()
+    return lead + (ws[1] * groups,) + out
+
+
+def _spread(x, dim: int, step: int):
+    """Put step - 1 zeros between neighbours along dim: where a strided convolution's inputs land."""
+    if step == 1 or x.shape[dim] == 0:
+        return x
+    size = x.shape[dim]
+    gap_shape = x.shape[:dim + 1] + (step - 1,) + x.shape[dim + 1:]
+    x = F.cat([F.unsqueeze(x, dim + 1), F.zeros(gap_shape, dtype=x.dtype, device=x.device)], dim + 1)
+    return F.slice(F.flatten(x, dim, dim + 1), dim, 0, (size - 1) * step + 1)
+
+
+def _place(x, dim: int, offset: int, length: int):
+    """x moved to start at ``offset`` on a zero line of ``length`` along dim; None when nothing lands on it."""
+    size = x.shape[dim]
+    start, end = max(0, -offset), min(size, length - offset)
+    if end <= start:
+        return None
+    pad = [0, 0] * (x.ndim - 1 - dim) + [offset + start, length - offset - end]
+    return F.pad(F.slice(x, dim, start, end), pad)
+
+
+def _conv_transpose2d(x, weight, bias, stride, padding, output_padding, groups, dilation):
+    """matmul to per-tap columns, then col2im: each tap's plane is spread by stride and added at its offset."""
+    x, batched = _batched(x, 2)
+    n, in_channels, h, w = x.shape
+    _, out_group, kh, kw = weight.shape
+    out_channels = out_group * groups
+    taps = F.transpose(F.reshape(weight, (groups, in_channels // groups, out_group * kh * kw)), 1, 2)
+    cols = F.matmul(taps, F.reshape(x, (n, groups, in_channels // groups, h * w)))
+    cols = _spread(_spread(F.reshape(cols, (n, out_channels, kh, kw, h, w)), 4, stride[0]), 5, stride[1])
+    size = tuple(_transposed_size(*a) for a in zip((h, w), (kh, kw), stride, padding, output_padding, dilation))
+    out = None
+    for i in range(kh):
+        for j in range(kw):
+            plane = _place(F.select(F.select(cols, 2, i), 2, j), 2, i * dilation[0] - padding[0], size[0])
+            plane = plane if plane is None else _place(plane, 3, j * dilation[1] - padding[1], size[1])
+            if plane is not None:
+                out = plane if out is None else F.add(out, plane)
+    if out is None:
+        out = F.zeros((n, out_channels) + size, dtype=x.dtype, device=x.device)
+    if bias is not None:
+        out = F.add(out, F.reshape(bias, (out_channels, 1, 1)))
+    return _unbatch(out, batched)
+
+
+def _conv_transpose_reference(x, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    """The definition: every input pixel scatters weight * value onto the output, one pixel at a time."""
+    pair = lambda v: (v, v) if isinstance(v, int) else tuple(v) * (2 if len(v) == 1 else 1)  # noqa: E731
+    stride, padding, output_padding, dilation = map(pair, (stride, padding, output_padding, dilation))
+    batched = x.ndim == 4
+    x = np.asarray(x, np.float64) if batched else np.asarray(x, np.float64)[None]
+    weight = np.asarray(weight, np.float64)
+    n, in_channels, h, w = x.shape
+    in_group, out_group, kh, kw = in_channels // groups, weight.shape[1], weight.shape[2], weight.shape[3]
+    size = [_transposed_size(*a) for a in zip((h, w), (kh, kw), stride, padding, output_padding, dilation)]
+    out = np.zeros((n, out_group * groups, *size))
+    for g in range(groups):
+        xs = x[:, g * in_group:(g + 1) * in_group]
+        ws = weight[g * in_group:(g + 1) * in_group]
+        for y, z, i, j in np.ndindex(h, w, kh, kw):
+            oy = y * stride[0] + i * dilation[0] - padding[0]
+            oz = z * stride[1] + j * dilation[1] - padding[1]
+            if 0 <= oy < size[0] and 0 <= oz < size[1]:
+                out[:, g * out_group:(g + 1) * out_group, oy, oz] += xs[:, :, y, z] @ ws[:, :, i, j]
+    if bias is not None:
+        out += np.reshape(bias, (-1, 1, 1))
+    return out if batched else out[0]
+
+
+def _conv_transpose_samples(make, dtype):
+    w = lambda *s: make(s, low=-1, high=1)  # noqa: E731
+    yield Sample((make((2, 3, 4, 5)), w(3, 2, 3, 3), make((2,))))
+    yield Sample((make((2, 3, 4, 4)), w(3, 2, 3, 2)), {"stride": 2, "padding": 1, "output_padding": 1})
+    yield Sample((make((1, 4, 3, 5)), w(4, 3, 2, 3), make((6,)), (2, 3), (1, 0), (1, 2), 2, (2, 1)),
+                 note="per-dim attributes and groups")
+    yield Sample((make((2, 4, 3), noncontiguous=True), w(2, 3, 3, 3)), {"dilation": 2}, note="unbatched")
+    yield Sample((make((1, 1, 1, 1)), w(1, 1, 5, 5)), {"padding": 2}, note="taps cropped away entirely")
+
+
+defop("conv_transpose2d(Tensor input, Tensor weight, Tensor? bias=None, int[] stride=1, int[] padding=0, "
+      "int[] output_padding=0, int groups=1, int[] dilation=1)", "nn", kind="composite", promotion=rules.same,
+      dtypes="float", meta=_conv_transpose_meta, normalize=_conv_transpose_normalize,
+      composite=_conv_transpose2d, reference=_conv_transpose_reference, samples=_conv_transpose_samples,
+      method=False, tolerances={"float16": (2e-2, 2e-2), "bfloat16": (5e-2, 5e-2)},
+      doc="the gradient of conv2d with respect to its input ('deconvolution'); weight is "
+          "(in_channels, out_channels / groups, kH, kW)")
+
+
+# -- pooling ------------------------------------------------------------------------------------------------
+
+def pool_output_size(size: int, k: int, s: int, p: int, d: int, ceil_mode: bool) -> int:
+    """PyTorch's rule: in ceil mode the last window must start inside the input or the left padding."""
+    span = size + 2 * p - d * (k - 1) - 1
+    out = (span + (s - 1 if ceil_mode else 0)) // s + 1
+    if ceil_mode and (out - 1) * s >= size + p:
+        out -= 1
+    return out
+
+
+def _pool_normalize(op, values):
+    """kernel_size, stride (default: kernel_size), padding and dilation -> pairs; PyTorch's limits."""
+    kernel = _at_least(op.name, "kernel_size", _ints(op.name, "kernel_size", values[1], 2), 1)
+    stride = values[2] if values[2] else kernel
+    values[1], values[2] = kernel, _at_least(op.name, "stride", _ints(op.name, "stride", stride, 2), 1)
+    values[3] = _at_least(op.name, "padding", _ints(op.name, "padding", values[3], 2), 0)
+    if op.name == "max_pool2d":
+        values[4] = _at_least(op.name, "dilation", _ints(op.name, "dilation", values[4], 2), 1)
+    if any(p > k // 2 for p, k in zip(values[3], kernel)):
+        raise ValueError(f"{op.name}: padding should be at most half of the kernel size, got padding={values[3]} "
+                         f"and kernel_size={kernel}")
+
+
+def _pool_meta(op_name: str, x, kernel, stride, padding, dilation, ceil_mode):
+    in_shape = shape(x)
+    require(len(in_shape) in (3, 4) and all(in_shape[-3:]), op_name,
+            "expected a 3-D (C, H, W) or 4-D (N, C, H, W) input with non-zero channels and spatial sizes", x)
+    out = tuple(pool_output_size(*args, ceil_mode) for args in zip(in_shape[-2:], kernel, stride, padding, dilation))
+    require(all(o > 0 for o in out), op_name,
+            f"calculated output size {out} is too small for kernel_size={kernel}, padding={padding}", x)
+    return in_shape[:-2] + out
+
+
+def _pool_windows(x, kernel, stride, padding, dilation, ceil_mode, fill):
+    """Padded with ``fill`` (extra on the right in ceil mode) -> (N, C, OH, OW, kh, kw) window view."""
+    h, w = x.shape[-2:]
+    out = [pool_output_size(*a, ceil_mode) for a in zip((h, w), kernel, stride, padding, dilation)]
+    right = [max(0, (o - 1) * s + d * (k - 1) + 1 - size - p)
+             for o, s, d, k, size, p in zip(out, stride, dilation, kernel, (h, w), padding)]
+    if any(padding) or any(right):
+        x = F.pad(x, (padding[1], right[1], padding[0], right[0]), value=fill)
+    windows = _windows(x, kernel, stride, dilation)
+    return F.slice(F.slice(windows, 2, 0, out[0]), 3, 0, out[1])
+
+
+def _lowest(dtype) -> float:
+    """The padding value max pooling can never pick: -inf, or an integer dtype's minimum."""
+    if dtype.is_floating_point:
+        return -math.inf
+    return -(2 ** (8 * dtype.itemsize - 1)) if dtype.is_signed else 0
+
+
+def _max_pool2d(x, kernel_size, stride, padding, dilation, ceil_mode):
+    x, batched = _batched(x, 2)
+    windows = _pool_windows(x, kernel_size, stride, padding, dilation, ceil_mode, _lowest(x.dtype))
+    return _unbatch(F.amax(windows, (-2, -1)), batched)
+
+
+def _pool_counts(size: int, k: int, s: int, p: int, out: int, include_pad: bool, device):
+    """How many elements each window averages: clipped to the padded input, or to the input itself."""
+    start = F.sub(F.mul(F.arange(out, device=device), s), p)
+    end = F.minimum(F.add(start, k), size + p)
+    if not include_pad:
+        start, end = F.maximum(start, 0), F.minimum(end, size)
+    return F.sub(end, start)
+
+
+def _avg_pool2d(x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
+    x, batched = _batched(x, 2)
+    windows = _pool_windows(x, kernel_size, stride, padding, (1, 1), ceil_mode, 0.0)
+    total = F.sum(windows, (-2, -1))
+    if divisor_override is not None:
+        return _unbatch(F.div(total, divisor_override), batched)
+    rows, cols = (_pool_counts(*a, count_include_pad, x.device)
+                  for a in zip(x.shape[-2:], kernel_size, stride, padding, total.shape[-2:]))
+    return _unbatch(F.div(total, F.mul(F.unsqueeze(rows, 1), cols)), batched)
+
+
+def _pool_reference_windows(x, kernel_size, stride, padding, dilation, ceil_mode):
+    """Yield (oh, ow, valid row indices, valid column indices, (hstart, hend, wstart, wend) clipped to the
+    padded input) for each output pixel, straight from PyTorch's loops."""
+    pair = lambda v: (v, v) if isinstance(v, int) else tuple(v) * (2 if len(v) == 1 else 1)  # noqa: E731
+    kernel = pair(kernel_size)
+    stride = pair(stride) if stride not in (None, [], ()) else kernel
+    padding, dilation = pair(padding), pair(dilation)
+    h, w = x.shape[-2:]
+    oh, ow = (pool_output_size(*a, ceil_mode) for a in zip((h, w), kernel, stride, padding, dilation))
+    for i, j in np.ndindex(oh, ow):
+        hs, ws = i * stride[0] - padding[0], j * stride[1] - padding[1]
+        rows = [r for r in range(hs, hs + dilation[0] * (kernel[0] - 1) + 1, dilation[0]) if 0 <= r < h]
+        cols = [c for c in range(ws, ws + dilation[1] * (kernel[1] - 1) + 1, dilation[1]) if 0 <= c < w]
+        box = (hs, min(hs + kernel[0], h + padding[0]), ws, min(ws + kernel[1], w + padding[1]))
+        yield i, j, rows, cols, box, (oh, ow)
+
+
+def _max_pool_reference(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
+    out = None
+    for i, j, rows, cols, _, size in _pool_reference_windows(x, kernel_size, stride, padding, dilation, ceil_mode):
+        if out is None:
+            out = np.zeros(x.shape[:-2] + size, x.dtype)
+        out[..., i, j] = np.max(x[..., rows, :][..., cols], axis=(-2, -1))
+    return out
+
+
+def _avg_pool_reference(x, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+                        divisor_override=None):
+    out = None
+    for i, j, rows, cols, box, size in _pool_reference_windows(x, kernel_size, stride, padding, 1, ceil_mode):
+        if out is None:
+            out = np.zeros(x.shape[:-2] + size)
+        if divisor_override:
+            divisor = divisor_override
+        elif count_include_pad:
+            divisor = (box[1] - box[0]) * (box[3] - box[2])
+        else:
+            divisor = len(rows) * len(cols)
+        out[..., i, j] = np.sum(np.asarray(x, np.float64)[..., rows, :][..., cols], axis=(-2, -1)) / divisor
+    return out
+
+
+def _max_pool_samples(make, dtype):
+    yield Sample((make((2, 3, 6, 6)), 2))
+    yield Sample((make((2, 3, 7, 8)), 3), {"stride": 2, "padding": 1})
+    yield Sample((make((1, 2, 9, 8)), (3, 2), (2, 1), (1, 0), (2, 3)), note="per-dim attributes and dilation")
+    yield Sample((make((2, 5, 5), noncontiguous=True), 2), {"ceil_mode": True}, note="unbatched")
+    yield Sample((make((1, 1, 6, 7)), 3, 2, 1), {"ceil_mode": True})
+    yield Sample((make((1, 1, 5, 5)), 2, 3), {"ceil_mode": True}, note="last ceil window dropped")
+
+
+def _avg_pool_samples(make, dtype):
+    yield Sample((make((2, 3, 6, 6)), 2))
+    yield Sample((make((2, 3, 7, 8)), 3), {"stride": 2, "padding": 1})
+    yield Sample((make((2, 3, 7, 8)), 3), {"stride": 2, "padding": 1, "count_include_pad": False})
+    yield Sample((make((1, 2, 9, 8)), (3, 2), (2, 1), (1, 0)), note="per-dim attributes")
+    yield Sample((make((2, 5, 5), noncontiguous=True), 2), {"ceil_mode": True}, note="unbatched")
+    for include in (True, False):
+        yield Sample((make((1, 1, 6, 7)), 3, 2, 1, True, include), note="ceil mode clips the divisor")
+    yield Sample((make((1, 2, 6, 6)), 3), {"padding": 1, "divisor_override": 5})
+
+
+defop("max_pool2d(Tensor input, int[] kernel_size, int[]? stride=None, int[] padding=0, int[] dilation=1, "
+      "bool ceil_mode=False)", "nn", kind="composite", promotion=rules.same, dtypes="numeric",
+      meta=lambda x, k, s, p, d, ceil: _pool_meta("max_pool2d", x, k, s, p, d, ceil),
+      normalize=_pool_normalize, composite=_max_pool2d, reference=_max_pool_reference,
+      samples=_max_pool_samples, method=False,
+      doc="the maximum of each (dilated) window; padding counts as -inf; NaN propagates")
+
+
+def _avg_pool_normalize(op, values):
+    _pool_normalize(op, values)
+    if values[6] is not None and values[6] == 0:
+        raise ValueError("avg_pool2d: divisor_override must not be zero")
+
+
+defop("avg_pool2d(Tensor input, int[] kernel_size, int[]? stride=None, int[] padding=0, bool ceil_mode=False, "
+      "bool count_include_pad=True, int? divisor_override=None)", "nn", kind="composite", promotion=rules.same,
+      dtypes="float", meta=lambda x, k, s, p, ceil, *rest: _pool_meta("avg_pool2d", x, k, s, p, (1, 1), ceil),
+      normalize=_avg_pool_normalize, composite=_avg_pool2d, reference=_avg_pool_reference,
+      samples=_avg_pool_samples, method=False,
+      doc="the mean of each window; count_include_pad counts zero padding in the divisor")
+
+
+# -- adaptive average pooling ---------------------------------------------------------------------------------
+
+def _bins(size: int, out: int) -> list:
+    """PyTorch's adaptive bins: [floor(i * size / out), ceil((i + 1) * size / out))."""
+    return [(i * size // out, -(-(i + 1) * size // out)) for i in range(out)]
+
+
+def _adaptive_normalize(op, values):
+    x, output_size = values
+    sizes = output_size if isinstance(output_size, (list, tuple)) else (output_size,)
+    if len(sizes) == 1:
+        sizes = tuple(sizes) * 2
+    if len(sizes) != 2:
+        raise ValueError(f"adaptive_avg_pool2d: output_size must be an int or a pair, got {output_size!r}")
+    spatial = shape(x)[-2:]
+    resolved = []
+    for i, s in enumerate(sizes):
+        if s is None:
+            s = spatial[i] if len(spatial) == 2 else 0
+        s = _ints(op.name, "output_size", s, 1)[0]
+        if s < 0:
+            raise ValueError(f"adaptive_avg_pool2d: output_size must be non-negative, got {output_size!r}")
+        resolved.append(s)
+    values[1] = tuple(resolved)
+
+
+def _adaptive_meta(x, output_size):
+    in_shape = shape(x)
+    require(len(in_shape) in (3, 4) and all(in_shape[-3:]), "adaptive_avg_pool2d",
+            "expected a 3-D (C, H, W) or 4-D (N, C, H, W) input with non-zero channels and spatial sizes", x)
+    return in_shape[:-2] + tuple(output_size)
+
+
+def _adaptive_mean(x, dim: int, out: int):
+    size = x.shape[dim]
+    if size == out:
+        return x
+    if size % out == 0:
+        split = x.shape[:dim] + (out, size // out) + x.shape[dim + 1:]
+        return F.mean(F.reshape(x, split), dim + 1)
+    return F.cat([F.mean(F.slice(x, dim, a, b), dim, True) for a, b in _bins(size, out)], dim)
+
+
+def _adaptive_avg_pool2d(x, output_size):
+    """Bins are rectangles, so averaging rows then columns gives each bin's mean."""
+    if 0 in output_size:
+        return F.zeros(tuple(x.shape[:-2]) + output_size, dtype=x.dtype, device=x.device)
+    return _adaptive_mean(_adaptive_mean(x, x.ndim - 2, output_size[0]), x.ndim - 1, output_size[1])
+
+
+def _adaptive_reference(x, output_size):
+    sizes = (output_size, output_size) if isinstance(output_size, int) else tuple(output_size) * (
+        2 if len(output_size) == 1 else 1)
+    h, w = x.shape[-2:]
+    sizes = (h if sizes[0] is None else sizes[0], w if sizes[1] is None else sizes[1])
+    out = np.zeros(x.shape[:-2] + sizes)
+    for i, (a, b) in enumerate(_bins(h, sizes[0])):
+        for j, (c, d) in enumerate(_bins(w, sizes[1])):
+            out[..., i, j] = np.mean(np.asarray(x, np.float64)[..., a:b, c:d], axis=(-2, -1))
+    return out
+
+
+def _adaptive_samples(make, dtype):
+    yield Sample((make((2, 3, 6, 6)), 3), note="divisible")
+    yield Sample((make((2, 3, 7, 5)), (3, 2)), note="overlapping bins")
+    yield Sample((make((3, 5, 7), noncontiguous=True), (4, None)), note="unbatched, None keeps a size")
+    yield Sample((make((1, 2, 5, 5)), 1), note="global average")
+    yield Sample((make((1, 2, 3, 2)), (5, 4)), note="more bins than inputs")
+
+
+defop("adaptive_avg_pool2d(Tensor input, Any output_size)", "nn", kind="composite", promotion=rules.same,
+      dtypes="float", meta=_adaptive_meta, normalize=_adaptive_normalize, composite=_adaptive_avg_pool2d,
+      reference=_adaptive_reference, samples=_adaptive_samples, method=False,
+      doc="average pooling to a fixed output size (an int, or a pair whose None keeps the input size)")
+
+
+# -- softmax ------------------------------------------------------------------------------------------------
+
+def _softmax_input(x, dim, dtype):
+    """Cast to dtype; a 0-d tensor is treated as one element along dim 0, like PyTorch."""
+    if dtype is not None and x.dtype is not dtype:
+        x = F.to_dtype(x, dtype)
+    return (F.reshape(x, (1,)), True) if x.ndim == 0 else (x, False)
+
+
+def _softmax(x, dim, dtype=None):
+    x, scalar = _softmax_input(x, dim, dtype)
+    if x.numel() == 0:
+        return F.clone(x)
+    e = F.exp(F.sub(x, F.amax(x, dim, True)))  # shifting by the max keeps exp from overflowing
+    out = F.div(e, F.sum(e, dim, True))
+    return F.reshape(out, ()) if scalar else out
+
+
+def _log_softmax(x, dim, dtype=None):
+    x, scalar = _softmax_input(x, dim, dtype)
+    if x.numel() == 0:
+        return F.clone(x)
+    shifted = F.sub(x, F.amax(x, dim, True))
+    out = F.sub(shifted, F.log(F.sum(F.exp(shifted), dim, True)))
+    return F.reshape(out, ()) if scalar else out
+
+
+def _softmax_reference(x, dim, dtype=None):
+    x = np.asarray(x, np.float64)
+    if x.ndim == 0:
+        return np.ones_like(x)
+    e = np.exp(x - np.max(x, axis=dim, keepdims=True))
+    return e / np.sum(e, axis=dim, keepdims=True)
+
+
+def _log_softmax_reference(x, dim, dtype=None):
+    x = np.asarray(x, np.float64)
+    if x.ndim == 0:
+        return np.zeros_like(x)
+    shifted = x - np.max(x, axis=dim, keepdims=True)
+    return shifted - np.log(np.sum(np.exp(shifted), axis=dim, keepdims=True))
+
+
+def _softmax_samples(make, dtype):
+    yield Sample((make((3, 5)), 1))
+    yield Sample((make((3, 5), low=-100, high=100), 0), note="large magnitudes")
+    yield Sample((make((2, 3, 4), noncontiguous=True), -2))
+    yield Sample((make(()), 0), note="0-d")
+    yield Sample((make((0, 4)), 1), note="empty")
+    yield Sample((make((2, 3)), -1), {"dtype": dtype})
+
+
+defop("softmax(Tensor input, dim dim, dtype? dtype=None)", "nn", kind="composite",
+      promotion=rules.float_or_requested, dtypes="float", meta=lambda x, dim, dtype=None: shape(x),
+      composite=_softmax, reference=_softmax_reference, samples=_softmax_samples,
+      doc="exp(x) / sum(exp(x)) along dim, shifted by the max for stability; dtype= casts the input first")
+defop("log_softmax(Tensor input, dim dim, dtype? dtype=None)", "nn", kind="composite",
+      promotion=rules.float_or_requested, dtypes="float", meta=lambda x, dim, dtype=None: shape(x),
+      composite=_log_softmax, reference=_log_softmax_reference, samples=_softmax_samples,
+      doc="log(softmax(x)) computed as x - max - log(sum(exp(x - max)))")
+
+
+# -- one_hot --------------------------------------------------------------------------------------------------
+
+def _one_hot_normalize(op, values):
+    """Resolves num_classes=-1 and checks the class values: this reads the data, as PyTorch does."""
+    x, num_classes = values
+    if num_classes < -1:
+        raise ValueError(f"one_hot: num_classes must be -1 or non-negative, got {num_classes}")
+    if x.numel() == 0:
+        if num_classes == -1:
+            raise ValueError("one_hot: cannot infer the number of classes from an empty tensor; pass num_classes")
+        return
+    low, high = F.amin(x).item(), F.amax(x).item()
+    if low < 0:
+        raise ValueError(f"one_hot: class values must be non-negative, got {low}")
+    if num_classes == -1:
+        values[1] = high + 1
+    elif high >= num_classes:
+        raise ValueError(f"one_hot: class values must be smaller than num_classes={num_classes}, got {high}")
+
+
+def _one_hot(x, num_classes=-1):
+    return F.to_dtype(F.eq(F.unsqueeze(x, -1), F.arange(num_classes, device=x.device)), int64)
+
+
+def _one_hot_reference(x, num_classes=-1):
+    if num_classes == -1:
+        num_classes = int(np.max(x)) + 1
+    return (np.asarray(x)[..., None] == np.arange(num_classes)).astype(np.int64)
+
+
+def _one_hot_samples(make, dtype):
+    yield Sample((make((6,), low=0, high=4),))
+    yield Sample((make((2, 3), low=0, high=5), 7))
+    yield Sample((make((), low=0, high=3), 3), note="0-d")
+    yield Sample((make((0,), low=0, high=3), 3), note="empty")
+
+
+defop("one_hot(Index tensor, int num_classes=-1)", "nn", kind="composite",
+      promotion=lambda rt, op, values: (rt, int64), dtypes="int",
+      meta=lambda x, num_classes=-1: shape(x) + (num_classes,), normalize=_one_hot_normalize,
+      composite=_one_hot, reference=_one_hot_reference, samples=_one_hot_samples, method=False,
+      differentiable=False, doc="int64 indicators with a new last dim; num_classes=-1 means max + 1")
+
+
+# -- activations ------------------------------------------------------------------------------------------------
+
+def _activation(signature: str, composite, reference, dtypes="float", **fields):
+    return defop(signature, "nn", kind="composite", promotion=rules.same, dtypes=dtypes,
+                 meta=lambda x, *attrs: shape(x), composite=composite, reference=reference,
+                 samples=fields.pop("samples", _activation_samples), method=fields.pop("method", False), **fields)
+
+
+def _activation_samples(make, dtype):
+    low, high = (-8, 8) if dtype.is_floating_point else (-20, 20)
+    yield Sample((make((4, 5), low=low, high=high),))
+    yield Sample((make((2, 3, 4), low=low, high=high, noncontiguous=True),))
+    yield Sample((make(()),), note="0-d")
+    yield Sample((make((0, 3)),), note="empty")
+
+
+def _with_attrs(*samples):
+    """Samples that also pass attributes, after the plain ones."""
+    def generate(make, dtype):
+        yield from _activation_samples(make, dtype)
+        for args, kwargs in samples:
+            yield Sample((make((3, 7), low=-30, high=30),) + args, kwargs)
+    return generate
+
+
+def _leaky_relu(x, negative_slope=0.01):
+    return F.where(F.gt(x, 0), x, F.mul(x, negative_slope))
+
+
+def _elu(x, alpha=1.0):
+    # expm1 sees only the non-positive part, so the unused branch cannot overflow (nor its gradient)
+    return F.where(F.gt(x, 0), x, F.mul(F.expm1(F.minimum(x, 0)), alpha))
+
+
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+
+
+def _gelu_check(op, values):
+    if values[1] not in ("none", "tanh"):
+        raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {values[1]!r}")
+
+
+def _gelu(x, approximate="none"):
+    if approximate == "tanh":
+        inner = F.mul(F.add(x, F.mul(F.mul(F.mul(x, x), x), 0.044715)), _SQRT_2_OVER_PI)
+        return F.mul(F.mul(x, 0.5), F.add(F.tanh(inner), 1))
+    return F.mul(F.mul(x, 0.5), F.add(F.erf(F.mul(x, 1 / math.sqrt(2.0))), 1))
+
+
+def _gelu_reference(x, approximate="none"):
+    x = np.asarray(x, np.float64)
+    if approximate == "tanh":
+        return 0.5 * x * (1 + np.tanh(_SQRT_2_OVER_PI * (x + 0.044715 * x ** 3)))
+    return 0.5 * x * (1 + _erf(x / math.sqrt(2.0)))
+
+
+def _softplus(x, beta=1.0, threshold=20.0):
+    scaled = F.mul(x, beta)
+    # above the threshold softplus is the identity; clamping keeps exp finite in the unused branch
+    soft = F.div(F.log1p(F.exp(F.minimum(scaled, threshold))), beta)
+    return F.where(F.gt(scaled, threshold), x, soft)
+
+
+def _softplus_reference(x, beta=1.0, threshold=20.0):
+    x = np.asarray(x, np.float64)
+    with np.errstate(over="ignore"):
+        return np.where(x * beta > threshold, x, np.log1p(np.exp(x * beta)) / beta)
+
+
+def _hardtanh_check(op, values):
+    if values[1] > values[2]:
+        raise ValueError(f"hardtanh: min_val cannot be greater than max_val, got {values[1]} > {values[2]}")
+
+
+def _hardtanh(x, min_val=-1.0, max_val=1.0):
+    if not x.dtype.is_floating_point:  # integer tensors stay integer, like PyTorch
+        min_val, max_val = int(min_val), int(max_val)
+    return F.clamp(x, min_val, max_val)
+
+
+def _logsigmoid(x):
+    # log(1 / (1 + exp(-x))) = min(x, 0) - log1p(exp(-|x|)), finite for every x
+    return F.sub(F.minimum(x, 0), F.log1p(F.exp(F.neg(F.abs(x)))))
+
+
+def _sigmoid_reference(x):
+    return 1 / (1 + np.exp(-np.asarray(x, np.float64)))
+
+
+_activation("relu(Tensor input)", lambda x: F.where(F.le(x, 0), 0, x), lambda x: np.where(x > 0, x, 0 * x),
+            dtypes="numeric", method=True, inplace=True, doc="max(x, 0); NaN stays NaN")
+_activation("leaky_relu(Tensor input, float negative_slope=0.01)", _leaky_relu,
+            lambda x, negative_slope=0.01: np.where(x > 0, x, x * negative_slope),
+            samples=_with_attrs(((0.2,), {}), ((), {"negative_slope": -1.5})), doc="x if x > 0 else x * slope")
+_activation("elu(Tensor input, float alpha=1.0)", _elu,
+            lambda x, alpha=1.0: np.where(x > 0, x, alpha * np.expm1(np.minimum(x, 0))),
+            samples=_with_attrs(((0.5,), {}), ((), {"alpha": 2.0})), doc="x if x > 0 else alpha * (exp(x) - 1)")
+_activation("gelu(Tensor input, *, str approximate='none')", _gelu, _gelu_reference, normalize=_gelu_check,
+            samples=_with_attrs(((), {"approximate": "tanh"})),
+            doc="x * Phi(x) with the normal CDF via erf, or its tanh approximation")
+_activation("silu(Tensor input)", lambda x: F.mul(x, F.sigmoid(x)), lambda x: x * _sigmoid_reference(x),
+            doc="x * sigmoid(x) (swish)")
+_activation("mish(Tensor input)", lambda x: F.mul(x, F.tanh(F.softplus(x))),
+            lambda x: x * np.tanh(_softplus_reference(x)), doc="x * tanh(softplus(x))")
+_activation("softplus(Tensor input, float beta=1.0, float threshold=20.0)", _softplus, _softplus_reference,
+            samples=_with_attrs(((2.0,), {}), ((0.5, 5.0), {})),
+            doc="log(1 + exp(beta * x)) / beta, the identity where beta * x > threshold")
+_activation("hardtanh(Tensor input, float min_val=-1.0, float max_val=1.0)", _hardtanh,
+            lambda x, min_val=-1.0, max_val=1.0: np.clip(x, min_val, max_val).astype(x.dtype),
+            dtypes="numeric", normalize=_hardtanh_check, samples=_with_attrs(((-2.0, 3.0), {})),
+            doc="x clamped to [min_val, max_val]")
+_activation("logsigmoid(Tensor input)", _logsigmoid,
+            lambda x: -_softplus_reference(-np.asarray(x, np.float64), 1.0, np.inf),
+            doc="log(sigmoid(x)), stable for large |x|")

@@ -31,16 +31,97 @@ def _np_reduce(fn):
     return reference
 
 
+# -- derivatives ------------------------------------------------------------------------------
+
+def keep_reduced_dims(t, in_shape: tuple, dim, keepdim: bool):
+    """A reduction's output (or its gradient) viewed with the reduced dims kept as size 1."""
+    if keepdim:
+        return t
+    dims = range(len(in_shape)) if dim is None else ((dim,) if isinstance(dim, int) else dim)
+    return F.reshape(t, reduced(in_shape, tuple(dims), True))
+
+
+def _sum_derivative(grad, input, dim, keepdim):
+    return F.expand(keep_reduced_dims(grad, tuple(input.shape), dim, keepdim), tuple(input.shape))
+
+
+def _extremum_derivative(grad, input, dim, keepdim, result):
+    """amax/amin: the gradient is shared evenly by the elements equal to the extremum."""
+    in_shape = tuple(input.shape)
+    result = keep_reduced_dims(result, in_shape, dim, keepdim)
+    hits = F.to_dtype(F.eq(input, result), grad.dtype)
+    count = F.sum(hits, dim, True)
+    return F.mul(F.div(hits, count), keep_reduced_dims(grad, in_shape, dim, keepdim))
+
+
+def _exclusive_products(x, dim):
+    """For each element, the product of all other elements along dim (exact with zeros)."""
+    length = x.shape[dim]
+    ones = F.ones_like(F.slice(x, dim, 0, 1))
+    before = F.cumprod(F.cat([ones, F.slice(x, dim, 0, length - 1)], dim), dim)
+    flipped = F.flip(x, [dim])
+    after = F.flip(F.cumprod(F.cat([ones, F.slice(flipped, dim, 0, length - 1)], dim), dim), [dim])
+    return F.mul(before, after)
+
+
+def _prod_derivative(grad, input, dim, keepdim):
+    in_shape = tuple(input.shape)
+    if input.ndim == 0:
+        return grad
+    x = input if dim is not None else F.reshape(input, (-1,))
+    others = _exclusive_products(x, dim if dim is not None else 0)
+    if dim is None:
+        return F.mul(F.reshape(others, in_shape), grad)
+    return F.mul(others, keep_reduced_dims(grad, in_shape, dim, keepdim))
+
+
+def _cumsum_derivative(grad, input, dim):
+    if input.ndim == 0:
+        return grad
+    return F.flip(F.cumsum(F.flip(grad, [dim]), dim), [dim])
+
+
+def _along(t, dim: int, ndim: int):
+    """A 1-D tensor reshaped to lie along ``dim`` of an ``ndim``-dimensional shape."""
+    return F.reshape(t, tuple(-1 if d == dim else 1 for d in range(ndim)))
+
+
+def _cumprod_derivative(grad, input, dim, result):
+    """d out_j / d x_i = prod_{k <= j, k != i} x_k for j >= i. Without zeros that is out_j / x_i; with
+    zeros, the products are formed explicitly, one input position at a time."""
+    if input.ndim == 0:
+        return grad
+    if bool(F.all(F.ne(input, 0))):
+        return F.div(_cumsum_derivative(F.mul(grad, result), input, dim), input)
+    n = input.shape[dim]
+    x = F.unsqueeze(input, dim + 1)  # x_k along dim, broadcast over j along dim + 1
+    positions = F.arange(n, device=input.device)
+    k = _along(positions, dim, input.ndim + 1)
+    j = F.transpose(k, dim, dim + 1)
+    j_out = _along(positions, dim, input.ndim)
+    zeros, ones = F.zeros_like(grad), F.ones_like(x)
+    pieces = []
+    for i in range(n):
+        keep = F.logical_and(F.le(k, j), F.ne(k, i))
+        products = F.prod(F.where(keep, x, ones), dim)  # the k axis is gone; j now lies along dim
+        pieces.append(F.sum(F.where(F.ge(j_out, i), F.mul(grad, products), zeros), dim, True))
+    return F.cat(pieces, dim)
+
+
 # -- primitives -------------------------------------------------------------------------------
 defop("sum(Tensor input, dim[]? dim=None, bool keepdim=False, *, dtype? dtype=None)", "reduction",
       promotion=rules.accumulate, meta=_reduce_meta("sum"), reference=_np_reduce(np.sum),
+      derivative=_sum_derivative,
       doc="bool and integer inputs sum in int64")
 defop("prod(Tensor input, dim? dim=None, bool keepdim=False, *, dtype? dtype=None)", "reduction",
-      promotion=rules.accumulate, meta=_reduce_meta("prod"), reference=_np_reduce(np.prod))
+      promotion=rules.accumulate, meta=_reduce_meta("prod"), reference=_np_reduce(np.prod),
+      derivative=_prod_derivative)
 defop("amax(Tensor input, dim[]? dim=None, bool keepdim=False)", "reduction", promotion=rules.same,
-      meta=_reduce_meta("amax", needs_elements=True), reference=_np_reduce(np.max), doc="NaN propagates")
+      meta=_reduce_meta("amax", needs_elements=True), reference=_np_reduce(np.max), doc="NaN propagates",
+      derivative=_extremum_derivative)
 defop("amin(Tensor input, dim[]? dim=None, bool keepdim=False)", "reduction", promotion=rules.same,
-      meta=_reduce_meta("amin", needs_elements=True), reference=_np_reduce(np.min), doc="NaN propagates")
+      meta=_reduce_meta("amin", needs_elements=True), reference=_np_reduce(np.min), doc="NaN propagates",
+      derivative=_extremum_derivative)
 
 
 def _arg_reference(fn):
@@ -65,9 +146,11 @@ def _scan_meta(x, dim, dtype=None):
 
 
 defop("cumsum(Tensor input, dim dim, *, dtype? dtype=None)", "reduction", promotion=rules.accumulate,
-      meta=_scan_meta, reference=lambda x, dim, dtype=None: np.cumsum(x, axis=dim) if x.ndim else x.copy())
+      meta=_scan_meta, reference=lambda x, dim, dtype=None: np.cumsum(x, axis=dim) if x.ndim else x.copy(),
+      derivative=_cumsum_derivative)
 defop("cumprod(Tensor input, dim dim, *, dtype? dtype=None)", "reduction", promotion=rules.accumulate,
-      meta=_scan_meta, reference=lambda x, dim, dtype=None: np.cumprod(x, axis=dim) if x.ndim else x.copy())
+      meta=_scan_meta, reference=lambda x, dim, dtype=None: np.cumprod(x, axis=dim) if x.ndim else x.copy(),
+      derivative=_cumprod_derivative)
 
 
 # -- composites -------------------------------------------------------------------------------
@@ -130,9 +213,17 @@ def _logsumexp_reference(x, dim, keepdim=False):
     return out if keepdim else np.squeeze(out, axis=tuple(dim))
 
 
+def _logsumexp_derivative(grad, input, dim, keepdim, result):
+    """softmax(input) * grad, from the saved result."""
+    in_shape = tuple(input.shape)
+    weights = F.exp(F.sub(input, keep_reduced_dims(result, in_shape, dim, keepdim)))
+    return F.mul(weights, keep_reduced_dims(grad, in_shape, dim, keepdim))
+
+
 defop("logsumexp(Tensor input, dim[]? dim, bool keepdim=False)", "reduction", kind="composite",
       promotion=rules.to_float, meta=_reduce_meta("logsumexp", needs_elements=True), composite=_logsumexp,
-      reference=_logsumexp_reference, doc="log(sum(exp(input))) without overflow")
+      reference=_logsumexp_reference, derivative=_logsumexp_derivative,
+      doc="log(sum(exp(input))) without overflow")
 
 
 def _all(x, dim=None, keepdim=False):
@@ -159,6 +250,16 @@ def _min_dim(x, dim, keepdim=False):
     return F.amin(x, dim, keepdim), F.argmin(x, dim, keepdim)
 
 
+def _selected_derivative(grads, input, dim, keepdim, results):
+    """max/min along dim: the whole gradient goes to the selected index, as in PyTorch."""
+    in_shape = tuple(input.shape)
+    if not in_shape:
+        return grads[0]
+    indices = keep_reduced_dims(results[1], in_shape, dim, keepdim)
+    grad = keep_reduced_dims(grads[0], in_shape, dim, keepdim)
+    return F.scatter(F.zeros_like(input, dtype=grad.dtype), dim, indices, grad)
+
+
 def _dim_pair_meta(name):
     inner = _reduce_meta(name, needs_elements=True)
 
@@ -170,13 +271,13 @@ def _dim_pair_meta(name):
 
 defop("max(Tensor input, dim dim, bool keepdim=False)", "reduction", kind="composite",
       promotion=rules.with_indices, dtypes="numeric", meta=_dim_pair_meta("max"), composite=_max_dim,
-      outputs=("values", "indices"),
+      outputs=("values", "indices"), derivative=_selected_derivative,
       reference=lambda x, dim, keepdim=False: (np.max(x, axis=dim, keepdims=keepdim),
                                                np.argmax(x, axis=dim, keepdims=keepdim)),
       doc="values and indices of the maximum along dim; ember.max(x) and ember.max(x, y) also work")
 defop("min(Tensor input, dim dim, bool keepdim=False)", "reduction", kind="composite",
       promotion=rules.with_indices, dtypes="numeric", meta=_dim_pair_meta("min"), composite=_min_dim,
-      outputs=("values", "indices"),
+      outputs=("values", "indices"), derivative=_selected_derivative,
       reference=lambda x, dim, keepdim=False: (np.min(x, axis=dim, keepdims=keepdim),
                                                np.argmin(x, axis=dim, keepdims=keepdim)))
 
@@ -218,11 +319,32 @@ def _norm_reference(x, p="fro", dim=None, keepdim=False, dtype=None):
     return np.sum(np.abs(x) ** p, axis=axis, keepdims=keepdim) ** (1.0 / p)
 
 
+def _norm_derivative(grad, input, p, dim, keepdim, result):
+    """d||x||_p/dx = sign(x) |x|^(p-1) / ||x||^(p-1); zero where the norm is zero (PyTorch's subgradient)."""
+    in_shape = tuple(input.shape)
+    grad = keep_reduced_dims(grad, in_shape, dim, keepdim)
+    norm = keep_reduced_dims(result, in_shape, dim, keepdim)
+    x = input if input.dtype is grad.dtype else F.to_dtype(input, grad.dtype)
+    zeros = F.zeros_like(x)
+    if p == 0:
+        return zeros
+    if p == 1:
+        return F.mul(F.sign(x), grad)
+    if p in (math.inf, -math.inf):
+        hits = F.to_dtype(F.eq(F.abs(x), norm), x.dtype)
+        return F.mul(F.mul(F.sign(x), F.div(hits, F.sum(hits, dim, True))), grad)
+    if p in ("fro", 2, 2.0):
+        scaled = F.div(x, norm)
+    else:
+        scaled = F.div(F.mul(F.sign(x), F.pow(F.abs(x), p - 1)), F.pow(norm, p - 1))
+    return F.mul(F.where(F.eq(norm, 0), zeros, scaled), grad)
+
+
 def _norm_meta(x, p="fro", dim=None, keepdim=False, dtype=None):
     return _reduce_meta("norm")(x, dim, keepdim)
 
 
 defop("norm(Tensor input, Any p='fro', dim[]? dim=None, bool keepdim=False, *, dtype? dtype=None)",
       "reduction", kind="composite", promotion=rules.float_or_requested, dtypes="float", meta=_norm_meta,
-      normalize=_norm_check, composite=_norm, reference=_norm_reference,
+      normalize=_norm_check, composite=_norm, reference=_norm_reference, derivative=_norm_derivative,
       doc="vector p-norm over dim (all elements by default); 'fro' is the 2-norm")

@@ -62,6 +62,56 @@ def view_strides(old_shape: tuple, old_strides: tuple, new_shape: tuple):
     return tuple(new_strides) if view_d == -1 else None
 
 
+# -- derivatives ------------------------------------------------------------------------------
+
+def _zeros_along(like, dim: int, size: int):
+    return F.zeros(tuple(like.shape[:dim]) + (size,) + tuple(like.shape[dim + 1:]), dtype=like.dtype,
+                   device=like.device)
+
+
+def place_slice(grad, in_shape: tuple, dim: int, start: int, step: int):
+    """The gradient of ``input[..., start::step, ...]``: grad put back among zeros shaped like the input.
+
+    Written with cat and reshape only, so it is differentiable itself (for double backward)."""
+    count = grad.shape[dim]
+    if step > 1 and count > 1:
+        spread = F.cat([F.unsqueeze(grad, dim + 1), F.unsqueeze(_zeros_along(grad, dim, count), dim + 1)
+                        if step == 2 else _zeros_along(F.unsqueeze(grad, dim + 1), dim + 1, step - 1)], dim + 1)
+        grad = F.slice(F.flatten(spread, dim, dim + 1), dim, 0, (count - 1) * step + 1)
+    after = in_shape[dim] - start - grad.shape[dim]
+    parts = ([_zeros_along(grad, dim, start)] if start else []) + [grad] + \
+        ([_zeros_along(grad, dim, after)] if after > 0 else [])
+    return F.cat(parts, dim) if len(parts) > 1 else grad
+
+
+def _unfold_derivative(grad, input, dimension, size, step):
+    """Overlapping windows add their gradients back into the positions they covered."""
+    in_shape = tuple(input.shape) or (1,)
+    total = None
+    for k in range(size):
+        part = place_slice(F.select(grad, -1, k), in_shape, dimension, k, step)
+        total = part if total is None else F.add(total, part)
+    if total is None:
+        total = F.zeros(in_shape, dtype=grad.dtype, device=grad.device)
+    return F.reshape(total, tuple(input.shape))
+
+
+def _cat_derivative(grad, tensors, dim):
+    pieces, start = [], 0
+    for t in tensors:
+        size = t.shape[dim]
+        pieces.append(F.slice(grad, dim, start, start + size))
+        start += size
+    return [pieces]
+
+
+def _inverse(dims) -> tuple:
+    out = [0] * len(dims)
+    for i, d in enumerate(dims):
+        out[d] = i
+    return tuple(out)
+
+
 def _view_normalize(op, values):
     values[1] = infer_size(op.name, values[1], numel(shape(values[0])))
 
@@ -76,6 +126,7 @@ def _view_meta(x, size):
 
 
 defop("view(Tensor input, int[] size)", "view", promotion=rules.passthrough, meta=_view_meta,
+      derivative=lambda grad, input: F.reshape(grad, tuple(input.shape)),
       normalize=_view_normalize, view=True, reference=lambda x, size: np.reshape(x, size),
       doc="the same storage in another shape; -1 infers one size")
 
@@ -90,6 +141,7 @@ def _permute_normalize(op, values):
 
 
 defop("permute(Tensor input, int[] dims)", "view", promotion=rules.passthrough,
+      derivative=lambda grad, dims: F.permute(grad, _inverse(dims)),
       meta=lambda x, dims: tuple(shape(x)[d] for d in dims), normalize=_permute_normalize, view=True,
       reference=lambda x, dims: np.transpose(x, dims))
 
@@ -114,6 +166,7 @@ def _expand_normalize(op, values):
 
 
 defop("expand(Tensor input, int[] size)", "view", promotion=rules.passthrough, meta=lambda x, size: size,
+      derivative=lambda grad: grad,  # the engine sums broadcast gradients back to the input's shape
       normalize=_expand_normalize, view=True, reference=lambda x, size: np.broadcast_to(x, size),
       doc="size-1 dimensions repeated without copying; -1 keeps a size")
 
@@ -139,6 +192,7 @@ def _slice_meta(x, dim, start, end, step):
 
 
 defop("slice(Tensor input, dim dim=0, int? start=None, int? end=None, int step=1)", "view",
+      derivative=lambda grad, input, dim, start, step: place_slice(grad, tuple(input.shape), dim, start, step),
       promotion=rules.passthrough, meta=_slice_meta, normalize=_slice_normalize, view=True,
       reference=lambda x, dim=0, start=None, end=None, step=1:
       x[(slice(None),) * dim + (slice(start, end, step),)],
@@ -163,11 +217,13 @@ def _unfold_reference(x, dimension, size, step):
 
 
 defop("unfold(Tensor input, dim dimension, int size, int step)", "view", promotion=rules.passthrough,
+      derivative=_unfold_derivative,
       meta=_unfold_meta, view=True, reference=_unfold_reference,
       doc="sliding windows of length size along dimension, as a view with a new last dimension")
 
 # -- copies and casts -------------------------------------------------------------------------
 defop("clone(Tensor input)", "view", promotion=rules.passthrough, meta=lambda x: shape(x),
+      derivative=lambda grad: grad,
       reference=np.copy, doc="a copy in fresh contiguous memory")
 
 
@@ -176,6 +232,7 @@ def _to_dtype_promotion(rt, op, values):
 
 
 defop("to_dtype(Tensor input, dtype dtype)", "view", promotion=_to_dtype_promotion, meta=lambda x, dtype: shape(x),
+      derivative=lambda grad: grad,  # the engine casts gradients to each input's dtype
       reference=lambda x, dtype: x, method=False, doc="a copy converted to dtype (C-style truncation of floats)")
 
 
@@ -191,6 +248,7 @@ def _copy_meta(dst, src):
 
 
 defop("copy_(Index self, Index src)", "view", promotion=rules.passthrough, meta=_copy_meta, mutates=True,
+      derivative=lambda grad: (None, grad),  # the old values of self are overwritten
       method=False, reference=lambda dst, src: np.broadcast_to(src, np.shape(dst)),
       doc="writes src (broadcast and cast) into self")
 
@@ -210,6 +268,7 @@ def _cat_meta(tensors, dim=0):
 
 
 defop("cat(Tensor[] tensors, dim dim=0)", "view", promotion=rules.same, meta=_cat_meta, method=False,
+      derivative=_cat_derivative,
       reference=lambda tensors, dim=0: np.concatenate(tensors, axis=dim),
       doc="joins tensors along an existing dim (promoting dtypes)")
 

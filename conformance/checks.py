@@ -1,0 +1,126 @@
+"""Running one sample of one op on the backend and checking it against the oracle."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ember.dispatch.ops import F
+
+from .compare import mismatch, tolerance
+from .oracle import (bound_values, expected_dtypes, expected_shapes, host, multi_output, numpy_dtype,
+                     outputs_of, run_reference)
+
+
+class Unsupported(Exception):
+    """The sample needs a dtype that the backend under test does not support."""
+
+
+def on_device(op, sample, device):
+    """The sample with ``device=`` set for ops that create tensors (their samples cannot know the device)."""
+    index = op.param_index.get("device")
+    if index is None or len(sample.args) > index or "device" in sample.kwargs:
+        return sample
+    return replace(sample, kwargs={**sample.kwargs, "device": device})
+
+
+def describe(op, sample) -> str:
+    def show(v):
+        if hasattr(v, "_data"):
+            return f"tensor{tuple(v.shape)}:{v.dtype.name}{'' if v.is_contiguous() else ' (strided)'}"
+        if isinstance(v, (list, tuple)) and any(hasattr(x, "_data") for x in v):
+            return "[" + ", ".join(show(x) for x in v) + "]"
+        return repr(v)
+    parts = [show(a) for a in sample.args] + [f"{k}={show(v)}" for k, v in sample.kwargs.items()]
+    note = f"  [{sample.note}]" if sample.note else ""
+    return f"{op.name}({', '.join(parts)}){note}"
+
+
+def call(op, sample):
+    return getattr(F, op.name)(*sample.args, **sample.kwargs)
+
+
+def expected_types(op, sample, target):
+    """(values, compute, out) for the sample; Unsupported when the backend lacks one of the dtypes."""
+    values = bound_values(op, sample.args, dict(sample.kwargs))
+    compute, out = expected_dtypes(op, values)
+    outs = out if isinstance(out, tuple) else (out,)
+    if not target.supports(compute, *outs) or not all(target.supports(t.dtype) for t in _tensors(sample)):
+        raise Unsupported(describe(op, sample))
+    return values, compute, out
+
+
+def _tensors(sample):
+    for v in (*sample.args, *sample.kwargs.values()):
+        items = v if isinstance(v, (list, tuple)) else (v,)
+        yield from (x for x in items if hasattr(x, "_data"))
+
+
+def _per_output(op, out, count: int) -> list:
+    if isinstance(out, tuple):
+        return list(out)
+    return [out] * count
+
+
+def check_meta(op, sample, target) -> bool:
+    """Output dtypes by the promotion rule, shapes by the meta function, storage in the declared dtype.
+
+    True when checked, False when the schema refuses the sample (and the op was seen to refuse it too).
+    """
+    where = describe(op, sample)
+    try:
+        values, _, out = expected_types(op, sample, target)
+        shapes = expected_shapes(op, values)
+    except Unsupported:
+        raise
+    except Exception as refused:
+        _assert_refuses(op, sample, where, refused)
+        return False
+    result = call(op, sample)
+    outputs = outputs_of(op, result)
+    if multi_output(op):
+        assert len(outputs) == len(shapes), f"{where}: {len(outputs)} outputs, meta says {len(shapes)}"
+    else:
+        shapes = [shapes]
+    for t, shape, dt in zip(outputs, shapes, _per_output(op, out, len(outputs))):
+        assert t.dtype is dt, f"{where}: dtype {t.dtype.name}, the promotion rule says {dt.name}"
+        assert tuple(t.shape) == tuple(shape), f"{where}: shape {tuple(t.shape)}, meta says {tuple(shape)}"
+        stored = host(t).dtype
+        assert stored == numpy_dtype(dt), f"{where}: a {dt.name} result is stored as {stored}"
+        assert t.device == target.device, f"{where}: result on {t.device}, expected {target.device}"
+    if op.mutates:
+        assert result is sample.args[0], f"{where}: an op that writes into its input must return that input"
+    if op.view:
+        base = sample.args[0]
+        assert result.data_ptr_id() == base.data_ptr_id(), f"{where}: a view must share its input's storage"
+    return True
+
+
+def check_values(op, sample, target) -> bool:
+    """Compare with the reference; True when values were compared, False when both sides refused the input."""
+    where = describe(op, sample)
+    try:
+        _, compute, out = expected_types(op, sample, target)
+        expected = run_reference(op, sample.args, sample.kwargs, compute)
+    except Unsupported:
+        raise
+    except Exception as refused:
+        _assert_refuses(op, sample, where, refused)
+        return False
+    result = call(op, sample)
+    outputs = outputs_of(op, result)
+    assert len(outputs) == len(expected), f"{where}: {len(outputs)} outputs, the reference has {len(expected)}"
+    for k, (t, ref, dt) in enumerate(zip(outputs, expected, _per_output(op, out, len(outputs)))):
+        problem = mismatch(host(t), ref, dt, *tolerance(op, dt))
+        label = f" output {k}" if len(outputs) > 1 else ""
+        assert problem is None, f"{where}{label} ({dt.name}): {problem}"
+    return True
+
+
+def _assert_refuses(op, sample, where, refused) -> None:
+    """The reference (or the schema) refused the input: the op must refuse it too, with its name in the message."""
+    try:
+        call(op, sample)
+    except Exception as exc:
+        assert op.name in str(exc), (f"{where}: the error does not name the op: {type(exc).__name__}: {exc}")
+        return
+    raise AssertionError(f"{where}: the reference refused this input ({type(refused).__name__}: {refused}) "
+                         f"but the op returned a result")

@@ -1,0 +1,35 @@
+"""The hypothesis profiles of the suite: ``quick`` (the default, CI) and ``thorough`` (on demand)."""
+from __future__ import annotations
+
+import os
+
+ENV_VAR = "EMBER_HYPOTHESIS_PROFILE"
+DEFAULT = "quick"
+
+
+def register() -> None:
+    """Register both profiles with hypothesis (idempotent)."""
+    from hypothesis import HealthCheck, settings
+
+    relaxed = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much,
+               HealthCheck.differing_executors]
+    # No example database: the suite runs from any directory and must leave nothing behind.
+    settings.register_profile("quick", max_examples=8, derandomize=True, deadline=None, database=None,
+                              suppress_health_check=relaxed, print_blob=False)
+    settings.register_profile("thorough", max_examples=200, deadline=None, database=None,
+                              suppress_health_check=relaxed, print_blob=True)
+
+
+def requested(config) -> str | None:
+    """The profile named on the command line or in the environment, if any."""
+    return config.getoption("--hypothesis-profile", None) or os.environ.get(ENV_VAR) or None
+
+
+def load_for_conformance(config) -> str:
+    """Make the chosen profile (default ``quick``) current; called when the suite is collected."""
+    from hypothesis import settings
+
+    register()
+    name = requested(config) or DEFAULT
+    settings.load_profile(name)
+    return name

@@ -1,0 +1,146 @@
+"""The backward engine: walks the graph from the roots in dependency order, one pass.
+
+Gradients of broadcast inputs are reduced to the input's shape here, in one place, and cast
+to the input's dtype, so derivative formulas never deal with broadcasting.
+"""
+from __future__ import annotations
+
+from ..dispatch.ops import F
+from .anomaly import check_gradients
+from .graph import AccumulateGrad, Node, edge_of
+from .grad_mode import state
+
+
+def sum_to_shape(grad, shape: tuple):
+    """Sum ``grad`` over the dims that broadcasting added or expanded from size 1."""
+    gshape = tuple(grad._data.shape)
+    if gshape == shape:
+        return grad
+    lead = len(gshape) - len(shape)
+    dims = list(range(lead)) + [lead + i for i, s in enumerate(shape) if s == 1 and gshape[lead + i] != 1]
+    if dims:
+        grad = F.sum(grad, dims, True)
+    return F.view(grad, shape) if tuple(grad._data.shape) != shape else grad
+
+
+def _fit(grad, meta):
+    shape, dtype, device = meta
+    grad = sum_to_shape(grad, shape)
+    if grad._dtype is not dtype:
+        grad = F.to_dtype(grad, dtype)
+    if grad._device is not device:
+        grad = grad.to(device)
+    return grad
+
+
+def _add(existing, new):
+    return new if existing is None else F.add(existing, new)
+
+
+def _dependencies(roots: list[Node]) -> dict:
+    """How many edges point at each node reachable from the roots."""
+    counts: dict = {}
+    seen = set()
+    stack = list(roots)
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        for edge in node.next_edges:
+            if edge is not None:
+                child = edge[0]
+                counts[child] = counts.get(child, 0) + 1
+                stack.append(child)
+    return counts
+
+
+def _run_hooks(hooks, grad):
+    for hook in hooks:
+        result = hook(grad)
+        if result is not None:
+            grad = result
+    return grad
+
+
+def run_backward(roots, grad_roots, retain_graph: bool, create_graph: bool, capture=None):
+    """Propagate ``grad_roots`` from ``roots`` (tensors). With ``capture`` (a dict edge -> None),
+    gradients arriving at those edges are stored there instead of being accumulated into ``.grad``."""
+    buffers: dict = {}
+    root_nodes = []
+    for tensor, grad in zip(roots, grad_roots):
+        edge = edge_of(tensor)
+        if edge is None:
+            raise RuntimeError("element 0 of tensors does not require grad and does not have a grad_fn")
+        node, nr = edge
+        slots = buffers.setdefault(node, [None] * node.num_outputs)
+        slots[nr] = _add(slots[nr], grad)
+        root_nodes.append(node)
+    counts = _dependencies(root_nodes)
+    ready = [n for n in dict.fromkeys(root_nodes) if counts.get(n, 0) == 0]
+    handed: set = set()  # ids of gradient tensors already stored in some leaf's .grad
+    previous = (state.enabled, state.inference)
+    state.enabled, state.inference = create_graph, False
+    try:
+        while ready:
+            node = ready.pop()
+            grads = buffers.pop(node, None) or [None] * node.num_outputs
+            _process(node, grads, buffers, counts, ready, retain_graph, create_graph, capture, handed)
+    finally:
+        state.enabled, state.inference = previous
+
+
+def _process(node, grads, buffers, counts, ready, retain_graph, create_graph, capture, handed):
+    if node.pre_hooks:
+        for nr, hooks in node.pre_hooks.items():
+            if grads[nr] is not None:
+                grads[nr] = _run_hooks(hooks, grads[nr])
+    if capture is not None:
+        for nr, grad in enumerate(grads):
+            if (node, nr) in capture and grad is not None:
+                capture[(node, nr)] = _add(capture[(node, nr)], grad)
+    if isinstance(node, AccumulateGrad):
+        if capture is None:
+            _accumulate(node, grads[0], create_graph, handed)
+        return
+    if all(g is None for g in grads):
+        input_grads = [None] * len(node.next_edges)
+    else:
+        if any(g is None for g in grads):
+            grads = [g if g is not None else _zeros_for(node, nr, grads) for nr, g in enumerate(grads)]
+        input_grads = node.apply(grads, retain_graph)
+        if state.anomaly:
+            check_gradients(node, input_grads)
+    for edge, grad, meta in zip(node.next_edges, input_grads, getattr(node, "input_meta", ())):
+        if edge is None:
+            continue
+        child, nr = edge
+        if grad is not None:
+            grad = _fit(grad, meta) if meta is not None else grad
+            slots = buffers.setdefault(child, [None] * child.num_outputs)
+            slots[nr] = _add(slots[nr], grad)
+        counts[child] -= 1
+        if counts[child] == 0:
+            ready.append(child)
+
+
+def _zeros_for(node, nr, grads):
+    """A zero gradient for an output of a multi-output node that nothing downstream used."""
+    shape, dtype, device = node.output_meta[nr]
+    return F.zeros(shape, dtype=dtype, device=device)
+
+
+def _accumulate(node: AccumulateGrad, grad, create_graph: bool, handed: set) -> None:
+    """``leaf.grad += grad``. A fresh ``.grad`` never shares memory with another leaf's, because
+    optimizers and clipping update gradients in place."""
+    leaf = node.variable
+    if grad is None:
+        return
+    grad = _run_hooks(node.hooks, grad)
+    if leaf.grad is None:
+        if not create_graph and (grad._base is not None or id(grad) in handed or grad.requires_grad):
+            grad = F.clone(grad.detach())
+        handed.add(id(grad))
+        leaf.grad = grad
+    else:
+        leaf.grad = F.add(leaf.grad, grad)

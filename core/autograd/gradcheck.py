@@ -1,0 +1,95 @@
+"""Finite-difference checks of analytical gradients, in float64 (PyTorch's gradcheck/gradgradcheck)."""
+from __future__ import annotations
+
+from ..dispatch.ops import F
+from ..tensor import Tensor
+from .functional import grad as autograd_grad
+from .grad_mode import no_grad
+
+
+class GradcheckError(RuntimeError):
+    """The analytical and numerical Jacobians differ."""
+
+
+def _outputs(fn, inputs):
+    out = fn(*inputs)
+    return [o for o in (out if isinstance(out, (tuple, list)) else (out,))
+            if isinstance(o, Tensor) and o._dtype.is_floating_point]
+
+
+def _differentiable(inputs):
+    return [i for i, t in enumerate(inputs) if isinstance(t, Tensor) and t.requires_grad]
+
+
+def _numerical_jacobian(fn, inputs, index, eps):
+    """d(flattened outputs)/d(input[index]) by central differences, one input element at a time."""
+    x = inputs[index]
+    flat = x.detach().reshape(-1)
+    columns = []
+    with no_grad():
+        for k in range(flat.numel()):
+            original = flat[k].item()
+            flat[k] = original + eps
+            plus = [o.detach().reshape(-1) for o in _outputs(fn, inputs)]
+            flat[k] = original - eps
+            minus = [o.detach().reshape(-1) for o in _outputs(fn, inputs)]
+            flat[k] = original
+            columns.append(F.cat([(p - m) / (2 * eps) for p, m in zip(plus, minus)]) if plus else None)
+    return columns
+
+
+def _analytical_jacobian(fn, inputs, index):
+    """Row by row: the gradient of each output element with respect to input[index]."""
+    outputs = _outputs(fn, inputs)
+    rows = []
+    for out in outputs:
+        flat = out.reshape(-1)
+        for k in range(flat.numel()):
+            (g,) = autograd_grad([flat[k]], [inputs[index]], retain_graph=True, allow_unused=True)
+            rows.append(F.zeros_like(inputs[index]).reshape(-1) if g is None else g.reshape(-1))
+    return rows
+
+
+def gradcheck(fn, inputs, *, eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1e-3,
+              raise_exception: bool = True) -> bool:
+    """True when autograd's Jacobian of ``fn`` matches central differences for every input requiring grad.
+
+    Inputs should be float64 tensors; anything else loses the precision finite differences need.
+    """
+    inputs = tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)
+    for index in _differentiable(inputs):
+        if inputs[index]._dtype.name != "float64":
+            raise GradcheckError(f"gradcheck: input {index} is {inputs[index]._dtype.name}; use float64 inputs")
+        numerical = _numerical_jacobian(fn, inputs, index, eps)
+        analytical = _analytical_jacobian(fn, inputs, index)
+        for k, column in enumerate(numerical):
+            for row_index, row in enumerate(analytical):
+                a = row[k].item()
+                n = column[row_index].item() if column is not None else 0.0
+                if abs(a - n) > atol + rtol * abs(n):
+                    if raise_exception:
+                        raise GradcheckError(f"Jacobian mismatch for output element {row_index} with respect to "
+                                             f"input {index}, element {k}: numerical {n:.8g}, analytical {a:.8g}")
+                    return False
+    return True
+
+
+def gradgradcheck(fn, inputs, grad_outputs=None, *, eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1e-3,
+                  raise_exception: bool = True) -> bool:
+    """gradcheck of the map (inputs, grad_outputs) -> vector-Jacobian product: second derivatives."""
+    inputs = tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)
+    outputs = _outputs(fn, inputs)
+    if grad_outputs is None:
+        from .. import random as _random  # noqa: F401  (seeded by the caller)
+        grad_outputs = [F.rand_normal(tuple(o.shape), dtype=o.dtype, device=o.device).requires_grad_()
+                        for o in outputs]
+    diff = _differentiable(inputs)
+
+    def first_derivative(*args):
+        xs, gs = args[:len(inputs)], args[len(inputs):]
+        outs = _outputs(fn, xs)
+        grads = autograd_grad(outs, [xs[i] for i in diff], list(gs), create_graph=True, allow_unused=True)
+        return tuple(g for g in grads if g is not None)
+
+    return gradcheck(first_derivative, tuple(inputs) + tuple(grad_outputs), eps=eps, atol=atol, rtol=rtol,
+                     raise_exception=raise_exception)

@@ -1,0 +1,58 @@
+"""What a graph node keeps for its backward: tensors with the version they had when saved."""
+from __future__ import annotations
+
+import weakref
+
+from ..tensor import wrap_view
+
+_MODIFIED = ("one of the variables needed for gradient computation has been modified by an inplace "
+             "operation: {what} of {op} is at version {now}; expected version {then} instead")
+
+
+class SavedTensor:
+    """An input kept as the tensor itself (it already points at older nodes), or an output kept as a
+    detached alias plus a weak link to its node (a strong one would be a reference cycle)."""
+
+    __slots__ = ("tensor", "version", "node_ref", "output_nr", "requires_grad")
+
+    def __init__(self, tensor, node=None) -> None:
+        self.version = tensor._version[0]
+        if node is None:
+            self.tensor = tensor
+            self.node_ref = None
+        else:
+            self.tensor = wrap_view(tensor._data, tensor._dtype, tensor._device, tensor)
+            self.node_ref = weakref.ref(node)
+            self.output_nr = tensor._output_nr
+            self.requires_grad = tensor.requires_grad
+
+    def unpack(self, op_name: str, what: str):
+        t = self.tensor
+        if t._version[0] != self.version:
+            raise RuntimeError(_MODIFIED.format(what=what, op=op_name, now=t._version[0], then=self.version))
+        if self.node_ref is None:
+            return t
+        out = wrap_view(t._data, t._dtype, t._device, t)
+        node = self.node_ref()
+        if node is not None:
+            out.requires_grad = self.requires_grad
+            out.grad_fn = node
+            out._output_nr = self.output_nr
+        return out
+
+
+def save(value, node=None):
+    """Wrap tensors (and lists of tensors) for saving; other values are kept as they are."""
+    if hasattr(value, "_version") and hasattr(value, "_data"):
+        return SavedTensor(value, node)
+    if isinstance(value, (list, tuple)) and value and all(hasattr(v, "_version") for v in value if v is not None):
+        return [None if v is None else SavedTensor(v, node) for v in value]
+    return value
+
+
+def unpack(value, op_name: str, what: str):
+    if isinstance(value, SavedTensor):
+        return value.unpack(op_name, what)
+    if isinstance(value, list) and value and any(isinstance(v, SavedTensor) for v in value):
+        return [None if v is None else v.unpack(op_name, what) for v in value]
+    return value

@@ -1,0 +1,65 @@
+"""Activation checkpointing: run a block without saving activations, recompute them in backward."""
+from __future__ import annotations
+
+from ..autograd.function import Function
+from ..autograd.functional import backward as autograd_backward
+from ..autograd.grad_mode import enable_grad
+from ..dispatch import registry
+from ..tensor import Tensor
+
+
+def _rng_states():
+    backend = registry.get_backend("cpu")
+    return backend.default_generator(None).get_state()
+
+
+def _restore_rng(state) -> None:
+    registry.get_backend("cpu").default_generator(None).set_state(state)
+
+
+class _Checkpoint(Function):
+    @staticmethod
+    def forward(ctx, fn, preserve_rng_state, *args):
+        ctx.fn = fn
+        ctx.rng = _rng_states() if preserve_rng_state else None
+        ctx.tensor_positions = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
+        ctx.save_for_backward(*[a for a in args if isinstance(a, Tensor)])
+        ctx.args = [None if isinstance(a, Tensor) else a for a in args]
+        return fn(*args)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        tensors = ctx.saved_tensors
+        args = list(ctx.args)
+        detached = []
+        for position, t in zip(ctx.tensor_positions, tensors):
+            d = t.detach()
+            d.requires_grad = t.requires_grad
+            args[position] = d
+            detached.append(d)
+        current = _rng_states() if ctx.rng is not None else None
+        if ctx.rng is not None:
+            _restore_rng(ctx.rng)
+        try:
+            with enable_grad():
+                outputs = ctx.fn(*args)
+        finally:
+            if current is not None:
+                _restore_rng(current)
+        outputs = outputs if isinstance(outputs, tuple) else (outputs,)
+        pairs = [(o, g) for o, g in zip(outputs, grads) if isinstance(o, Tensor) and o.requires_grad]
+        if pairs:
+            autograd_backward([o for o, _ in pairs], [g for _, g in pairs])
+        grads_in = [None] * len(ctx.args)
+        for position, d in zip(ctx.tensor_positions, detached):
+            grads_in[position] = d.grad
+        return (None, None, *grads_in)
+
+
+def checkpoint(function, *args, use_reentrant: bool = True, preserve_rng_state: bool = True):
+    """``function(*args)`` whose intermediate activations are recomputed during backward instead of stored.
+
+    Gradients reach the tensors in ``args`` and the parameters ``function`` uses (through its own graph,
+    rebuilt in backward)."""
+    return _Checkpoint.apply(function, preserve_rng_state, *args)
+
