@@ -22,6 +22,15 @@ def cases(torch):
     tx = torch.from_numpy(x.numpy().copy()) if torch else None
     tm = torch.from_numpy(m.numpy().copy()) if torch else None
     pick = (lambda f: f) if torch else (lambda f: None)
+    g = ember.tensor(np.linspace(-1, 1, 10, dtype=np.float32), requires_grad=True)
+    tg = torch.linspace(-1, 1, 10, requires_grad=True) if torch else None
+
+    def chain(t):
+        return ((t * 2 + 1).tanh() * t).sum()
+
+    def chain_backward(t):
+        chain(t).backward()
+        t.grad = None
     return [
         ("x + x (10 float32)", lambda: x + x, pick(lambda: tx + tx)),
         ("x * 2.0 (10 float32)", lambda: x * 2.0, pick(lambda: tx * 2.0)),
@@ -31,6 +40,8 @@ def cases(torch):
         ("x[2:5] (10 float32)", lambda: x[2:5], pick(lambda: tx[2:5])),
         ("m @ m (64×64 float32)", lambda: m @ m, pick(lambda: tm @ tm)),
         ("m.amax(dim=1) (64×64)", lambda: m.amax(dim=1), pick(lambda: tm.amax(dim=1))),
+        ("x + x, requires_grad (10 float32)", lambda: g + g, pick(lambda: tg + tg)),
+        ("5-op chain + backward (10 float32)", lambda: chain_backward(g), pick(lambda: chain_backward(tg))),
     ]
 
 

@@ -34,8 +34,12 @@ def describe(op, sample) -> str:
     return f"{op.name}({', '.join(parts)}){note}"
 
 
-def call(op, sample):
-    return getattr(F, op.name)(*sample.args, **sample.kwargs)
+def call(op, sample, composite: bool = False):
+    """Run the op as users do, or (``composite=True``) its core definition even where the backend overrides it."""
+    if not composite:
+        return getattr(F, op.name)(*sample.args, **sample.kwargs)
+    result = op.composite(*bound_values(op, sample.args, dict(sample.kwargs)))
+    return tuple(result) if multi_output(op) else result
 
 
 def expected_types(op, sample, target):
@@ -52,6 +56,11 @@ def _tensors(sample):
     for v in (*sample.args, *sample.kwargs.values()):
         items = v if isinstance(v, (list, tuple)) else (v,)
         yield from (x for x in items if hasattr(x, "_data"))
+
+
+def _fits(actual: tuple, predicted: tuple) -> bool:
+    """Whether a shape matches the meta's prediction; None stands for a data-dependent size (nonzero)."""
+    return len(actual) == len(predicted) and all(p is None or a == p for a, p in zip(actual, predicted))
 
 
 def _per_output(op, out, count: int) -> list:
@@ -82,7 +91,7 @@ def check_meta(op, sample, target) -> bool:
         shapes = [shapes]
     for t, shape, dt in zip(outputs, shapes, _per_output(op, out, len(outputs))):
         assert t.dtype is dt, f"{where}: dtype {t.dtype.name}, the promotion rule says {dt.name}"
-        assert tuple(t.shape) == tuple(shape), f"{where}: shape {tuple(t.shape)}, meta says {tuple(shape)}"
+        assert _fits(tuple(t.shape), tuple(shape)), f"{where}: shape {tuple(t.shape)}, meta says {tuple(shape)}"
         stored = host(t).dtype
         assert stored == numpy_dtype(dt), f"{where}: a {dt.name} result is stored as {stored}"
         assert t.device == target.device, f"{where}: result on {t.device}, expected {target.device}"
@@ -94,7 +103,7 @@ def check_meta(op, sample, target) -> bool:
     return True
 
 
-def check_values(op, sample, target) -> bool:
+def check_values(op, sample, target, composite: bool = False) -> bool:
     """Compare with the reference; True when values were compared, False when both sides refused the input."""
     where = describe(op, sample)
     try:
@@ -105,7 +114,7 @@ def check_values(op, sample, target) -> bool:
     except Exception as refused:
         _assert_refuses(op, sample, where, refused)
         return False
-    result = call(op, sample)
+    result = call(op, sample, composite)
     outputs = outputs_of(op, result)
     assert len(outputs) == len(expected), f"{where}: {len(outputs)} outputs, the reference has {len(expected)}"
     for k, (t, ref, dt) in enumerate(zip(outputs, expected, _per_output(op, out, len(outputs)))):

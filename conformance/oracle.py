@@ -7,6 +7,8 @@ to float64, so the reference is exact and only the op's own rounding counts).
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from ember.dispatch import dispatcher
@@ -42,7 +44,8 @@ def is_tensor(value) -> bool:
 def bound_values(op, args: tuple, kwargs: dict) -> list:
     """The values the op's meta and promotion rule see: bound, converted and normalized like a real call."""
     values = dispatcher.bind(op, args, kwargs)
-    tensors = [values[i] for i in op.tensor_positions if is_tensor(values[i])]
+    tensors = [t for i in op.tensor_positions
+               for t in (values[i] if isinstance(values[i], (list, tuple)) else (values[i],)) if is_tensor(t)]
     ndim = tensors[0].ndim if tensors else 0
     for i in op.attr_positions:
         values[i] = dispatcher._convert(op, op.params[i], values[i], ndim)
@@ -106,6 +109,7 @@ def reference_inputs(op, args: tuple, kwargs: dict, compute):
 def run_reference(op, args: tuple, kwargs: dict, compute) -> list:
     """The reference's outputs as a list of arrays (NumPy floating-point warnings silenced)."""
     ref_args, ref_kwargs = reference_inputs(op, args, kwargs, compute)
-    with np.errstate(all="ignore"):
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # mean of an empty slice and the like: NaN is the answer
         out = op.reference(*ref_args, **ref_kwargs)
     return [np.asarray(o) for o in out] if multi_output(op) else [np.asarray(out)]

@@ -28,14 +28,17 @@ DIM_TYPES = ("dim", "dim?", "dim[]?")
 
 
 def fixed_samples(op, make, dtype) -> list:
-    """The op's declared samples, else the default ones for its category (possibly none)."""
-    if op.samples is not None:
-        return list(op.samples(make, dtype))
-    if op.category == "elementwise":
-        return list(_elementwise_samples(op, make, dtype))
+    """The op's declared samples, plus the defaults that its signature and category allow.
+
+    Elementwise ops and reductions always get the generated defaults (declared samples add
+    attribute variants to them); other ops get defaults only when they declare no samples.
+    """
+    declared = list(op.samples(make, dtype)) if op.samples is not None else []
+    if op.category == "elementwise" and _elementwise_signature(op):
+        return declared + list(_elementwise_samples(op, make, dtype))
     if op.category == "reduction" and _reduction_signature(op):
-        return list(_reduction_samples(op, make))
-    return list(_generic_samples(op, make))
+        return declared + list(_reduction_samples(op, make))
+    return declared or list(_generic_samples(op, make))
 
 
 def has_generated_samples(op) -> bool:
@@ -98,10 +101,11 @@ def _elementwise_samples(op, make, dtype):
         yield _sample(op, {p.name: _make_input(op, p, make, s) for p, s in zip(params, shapes)}, f"shapes {shapes}")
     yield _sample(op, {p.name: _make_input(op, p, make, (2, 3, 4), noncontiguous=True) for p in params},
                   "non-contiguous (2, 3, 4)")
-    if n >= 2 and params[1].type == "Tensor":
-        values = {p.name: _make_input(op, p, make, (2, 3)) for p in params}
-        values[params[1].name] = _scalar_for(op, params[1], make)
-        yield _sample(op, values, "Python number operand")
+    for k, p in enumerate(params if n >= 2 else ()):
+        if p.type == "Tensor":
+            values = {q.name: _make_input(op, q, make, (2, 3)) for q in params}
+            values[p.name] = _scalar_for(op, p, make)
+            yield _sample(op, values, f"Python number {p.name}")
     for p in params:
         if p.optional:
             values = {q.name: _make_input(op, q, make, (2, 3)) for q in params}
@@ -189,9 +193,11 @@ def _draw_elementwise(data, op, make) -> Sample:
     params = _tensor_params(op)
     shapes = data.draw(mutually_broadcastable_shapes(num_shapes=len(params), min_dims=0, max_dims=3, max_side=4),
                        label="shapes").input_shapes
+    # at most one operand a Python number (never the only operand, so the result has a device)
+    number = data.draw(st.integers(0, 3 * len(params)), label="operand that is a number") if len(params) > 1 else -1
     values = {}
     for k, (p, shape) in enumerate(zip(params, shapes)):
-        if k and p.type in PROMOTED and data.draw(st.integers(0, 4), label=f"{p.name} is a number") == 0:
+        if k == number and p.type in PROMOTED:
             values[p.name] = _scalar_for(op, p, make)
         else:
             values[p.name] = _make_input(op, p, make, shape,

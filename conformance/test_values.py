@@ -12,30 +12,45 @@ from hypothesis import given, strategies as st
 from ember.conformance.cases import op_dtype_params
 from ember.conformance.checks import Unsupported, check_values, on_device
 from ember.conformance.make import Maker
+from ember.conformance.plugin import target_of
 from ember.conformance.samples import draw_sample, fixed_samples, has_generated_samples
 
 
 def pytest_generate_tests(metafunc) -> None:
-    if metafunc.definition.name == "test_values":
+    name = metafunc.definition.name
+    if name == "test_values":
         cases = op_dtype_params(metafunc.config, where=lambda op: op.reference is not None)
+    elif name == "test_composite_values":
+        target = target_of(metafunc.config)
+        cases = op_dtype_params(metafunc.config, where=lambda op: op.kind == "composite" and target.available
+                                and op.reference is not None and op.name in target.impl.kernels)
     else:
         cases = op_dtype_params(metafunc.config, where=has_generated_samples)
     metafunc.parametrize("op,dtype", cases)
 
 
-def test_values(op, dtype, make, backend):
+def _check_fixed_samples(op, dtype, make, backend, composite=False) -> None:
     samples = fixed_samples(op, make, dtype)
     if not samples:
         pytest.skip(f"{op.name} declares no samples for {dtype.name}")
     compared = unsupported = 0
     for sample in samples:
         try:
-            compared += check_values(op, on_device(op, sample, backend.device), backend)
+            compared += check_values(op, on_device(op, sample, backend.device), backend, composite)
         except Unsupported:
             unsupported += 1
     if unsupported == len(samples):
         pytest.skip(f"every sample of {op.name} needs a dtype {backend.name} lacks")
     assert compared, f"{op.name}: every {dtype.name} sample was refused; no value was compared"
+
+
+def test_values(op, dtype, make, backend):
+    _check_fixed_samples(op, dtype, make, backend)
+
+
+def test_composite_values(op, dtype, make, backend):
+    """The core definition of a composite that this backend overrides: other backends run it."""
+    _check_fixed_samples(op, dtype, make, backend, composite=True)
 
 
 @given(data=st.data())

@@ -51,11 +51,12 @@ def _inplace_method(op: OpDef):
 
 def _binary_operator(name: str, reflected: bool = False):
     op = OPS[name]
+    function = getattr(F, name)
     if not reflected:
-        return getattr(F, name)
+        return function
 
     def operator(self, other):
-        return _call(op, (other, self), {})
+        return function(other, self)
     return operator
 
 

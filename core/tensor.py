@@ -6,7 +6,7 @@ from typing import Any
 from .dispatch import dispatcher, registry
 from .dispatch.device import device as Device
 from .dispatch.dtypes import as_dtype, dtype as DType, float16, float32, float64, int64
-from .dispatch.errors import DtypeError
+from .dispatch.errors import DeviceError, DtypeError
 
 
 class Size(tuple):
@@ -305,7 +305,10 @@ def _parse_to_args(t: Tensor, args, kwargs):
             except TypeError:
                 raise TypeError(f"to(): expected a device, dtype or tensor, got {a!r}") from None
     if dev is not None:
-        dev = registry.resolve_device(dev)
+        try:
+            dev = registry.resolve_device(dev)
+        except DeviceError as exc:
+            raise DeviceError(f"to: {exc}") from None
     if dt is not None:
         dt = as_dtype(dt)
     return dev, dt, copy

@@ -227,3 +227,65 @@ def test_backward_frees_saved_tensors():
     node = z.grad_fn
     z.sum().backward()
     assert node.saved is None
+
+
+def test_gradcheck_and_gradgradcheck_accept_correct_and_reject_wrong_gradients():
+    x = leaf([0.3, -1.2, 2.0])
+    assert ember.autograd.gradcheck(lambda t: (t * t).sin(), (x,))
+    assert ember.autograd.gradcheck(lambda t: (t * t).sin(), (x,), fast_mode=True)
+    assert ember.autograd.gradgradcheck(lambda t: (t * t * t).sum(), (x,))
+
+    class WrongSquare(Function):
+        @staticmethod
+        def forward(ctx, t):
+            ctx.save_for_backward(t)
+            return t * t
+
+        @staticmethod
+        def backward(ctx, g):
+            (t,) = ctx.saved_tensors
+            return g * t  # should be 2 * g * t
+
+    with pytest.raises(ember.autograd.GradcheckError, match="mismatch"):
+        ember.autograd.gradcheck(WrongSquare.apply, (x,))
+    with pytest.raises(ember.autograd.GradcheckError, match="mismatch"):
+        ember.autograd.gradcheck(WrongSquare.apply, (x,), fast_mode=True)
+    assert not ember.autograd.gradcheck(WrongSquare.apply, (x,), raise_exception=False)
+
+
+def test_setitem_with_gradients_routes_them_to_the_value_and_the_rest():
+    x = leaf([1.0, 2.0, 3.0])
+    v = leaf([10.0])
+    y = x * 2
+    y[1:2] = v * 3
+    (y * y).sum().backward()
+    assert x.grad.tolist() == [8.0, 0.0, 24.0] and v.grad.tolist() == [180.0]
+    z = x * 1
+    with pytest.raises(RuntimeError, match="view of a tensor that requires grad"):
+        z[0:2].mul_(2)
+
+
+def test_max_along_dim_sends_the_gradient_to_the_selected_index():
+    x = leaf([[1.0, 3.0, 3.0], [2.0, 0.0, 2.0]])
+    ember.max(x, dim=1).values.sum().backward()
+    assert x.grad.tolist() == [[0.0, 1.0, 0.0], [1.0, 0.0, 0.0]]
+    x.grad = None
+    x.amax(dim=1).sum().backward()  # amax shares ties evenly
+    assert x.grad.tolist() == [[0.0, 0.5, 0.5], [0.5, 0.0, 0.5]]
+
+
+def test_pytorch_conventions_at_non_differentiable_points():
+    x = leaf([0.0, -1.0, 2.0])
+    x.abs().sum().backward()
+    assert x.grad.tolist() == [0.0, -1.0, 1.0]
+    if hasattr(ember, "relu"):
+        x.grad = None
+        ember.relu(x).sum().backward()
+        assert x.grad.tolist() == [0.0, 0.0, 1.0]
+
+
+def test_integer_and_bool_outputs_do_not_require_grad():
+    x = leaf([1.0, 2.0])
+    assert not (x > 1).requires_grad
+    assert not x.argmax().requires_grad
+    assert ember.max(x, dim=0).values.requires_grad and not ember.max(x, dim=0).indices.requires_grad

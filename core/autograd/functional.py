@@ -23,7 +23,7 @@ def _default_grads(outputs, grad_outputs):
             if out.numel() != 1:
                 raise RuntimeError(f"grad can be implicitly created only for scalar outputs; got an output of "
                                    f"shape {tuple(out.shape)}: pass gradient=")
-            g = F.ones_like(out)
+            g = F.full(tuple(out.shape), 1, dtype=out.dtype, device=out.device)
         elif not isinstance(g, Tensor):
             g = F.full_like(out, g)
         elif tuple(g.shape) != tuple(out.shape):

@@ -138,7 +138,10 @@ def _convert(op: OpDef, p, v, ndim: int):
     if t in ("dtype", "dtype?"):
         return as_dtype(v)
     if t == "device?":
-        return registry.resolve_device(v)
+        try:
+            return registry.resolve_device(v)
+        except DeviceError as exc:
+            raise DeviceError(f"{op.name}: {exc}") from None
     if t in ("str", "str?"):
         if not isinstance(v, str):
             raise TypeError(f"{op.name}(): argument '{p.name}' must be str, not {type(v).__name__}")

@@ -28,7 +28,7 @@ def eligible(op: OpDef) -> bool:
             and all(p.default is not REQUIRED for p in op.params[len(tensors):]))
 
 
-def _plan(op: OpDef, device, dtype, scalar_type=None):
+def _plan(op: OpDef, device, dtype, scalar_type=None, scalar_first=False):
     """(kernel, defaults, out dtype) for a same-dtype call, or None when the generic path must run."""
     try:
         backend = get_backend(device.type)
@@ -39,8 +39,9 @@ def _plan(op: OpDef, device, dtype, scalar_type=None):
         values = [tensor] * len(op.tensor_positions)
         scalars = []
         if scalar_type is not None:
-            values[-1] = scalar_type(1)
-            scalars = [values[-1]]
+            at = 0 if scalar_first else -1
+            values[at] = scalar_type(1)
+            scalars = [values[at]]
         values += [p.default for p in op.params[len(values):]]
         tensors = [v for v in values if v is tensor]
         compute, out = _promote(op, values, tensors, scalars)
@@ -59,22 +60,40 @@ class _ProbeArray:
     shape = (1,)
 
 
+def _recorder(op: OpDef):
+    """How the fast path records autograd: None when the op never records, False when recording needs
+    the generic path (a composite that must decompose), else a function of (values, output)."""
+    if not op.differentiable:
+        return None
+    if op.kind == "composite" and op.derivative is None:
+        return False
+
+    def record(values, out):
+        if hooks.grad_enabled():
+            hooks.record(op, values, out)
+    return record
+
+
 def make_unary(op: OpDef):
     plans: dict = {}
     tensor_type = hooks.tensor_type
     wrap = hooks.wrap
+    recorder = _recorder(op)
 
     def function(*args, **kwargs):
         if len(args) == 1 and not kwargs:
             a = args[0]
-            if a.__class__ is tensor_type and not a.requires_grad:
+            if a.__class__ is tensor_type and (recorder is not False or not a.requires_grad):
                 key = (a._device, a._dtype)
                 plan = plans.get(key, _MISS)
                 if plan is _MISS:
                     plan = plans[key] = _plan(op, a._device, a._dtype)
                 if plan is not None:
-                    kernel, extra, out = plan
-                    return wrap(kernel(a._data, *extra), out, a._device)
+                    kernel, extra, out_dtype = plan
+                    out = wrap(kernel(a._data, *extra), out_dtype, a._device)
+                    if a.requires_grad and recorder:
+                        recorder([a, *extra], out)
+                    return out
         return call(op, args, kwargs)
     return function
 
@@ -84,13 +103,15 @@ def make_binary(op: OpDef):
     tensor_type = hooks.tensor_type
     wrap = hooks.wrap
     name = op.name
+    recorder = _recorder(op)
 
     def function(*args, **kwargs):
         if len(args) == 2 and not kwargs:
             a, b = args
-            if a.__class__ is tensor_type and not a.requires_grad:
+            if a.__class__ is tensor_type:
                 if b.__class__ is tensor_type:
-                    if b._device is a._device and b._dtype is a._dtype and not b.requires_grad:
+                    if b._device is a._device and b._dtype is a._dtype and (
+                            recorder is not False or not (a.requires_grad or b.requires_grad)):
                         key = (a._device, a._dtype)
                         plan = plans.get(key, _MISS)
                         if plan is _MISS:
@@ -99,16 +120,35 @@ def make_binary(op: OpDef):
                             da, db = a._data, b._data
                             if da.shape != db.shape:
                                 broadcast_shapes(name, da.shape, db.shape)
-                            kernel, extra, out = plan
-                            return wrap(kernel(da, db, *extra), out, a._device)
-                elif b.__class__ is float or (b.__class__ is int and 0 <= b < 128):
+                            kernel, extra, out_dtype = plan
+                            out = wrap(kernel(da, db, *extra), out_dtype, a._device)
+                            if (a.requires_grad or b.requires_grad) and recorder:
+                                recorder([a, b, *extra], out)
+                            return out
+                elif (b.__class__ is float or (b.__class__ is int and 0 <= b < 128)) and (
+                        recorder is not False or not a.requires_grad):
                     key = (a._device, a._dtype, b.__class__)
                     plan = plans.get(key, _MISS)
                     if plan is _MISS:
                         plan = plans[key] = _plan(op, a._device, a._dtype, b.__class__)
                     if plan is not None:
-                        kernel, extra, out = plan
-                        return wrap(kernel(a._data, b, *extra), out, a._device)
+                        kernel, extra, out_dtype = plan
+                        out = wrap(kernel(a._data, b, *extra), out_dtype, a._device)
+                        if a.requires_grad and recorder:
+                            recorder([a, b, *extra], out)
+                        return out
+            elif b.__class__ is tensor_type and (a.__class__ is float or (a.__class__ is int and 0 <= a < 128)) \
+                    and (recorder is not False or not b.requires_grad):
+                key = (b._device, b._dtype, a.__class__, 0)
+                plan = plans.get(key, _MISS)
+                if plan is _MISS:
+                    plan = plans[key] = _plan(op, b._device, b._dtype, a.__class__, scalar_first=True)
+                if plan is not None:
+                    kernel, extra, out_dtype = plan
+                    out = wrap(kernel(a, b._data, *extra), out_dtype, b._device)
+                    if b.requires_grad and recorder:
+                        recorder([a, b, *extra], out)
+                    return out
         return call(op, args, kwargs)
     return function
 

@@ -6,6 +6,11 @@ import warnings
 import numpy as np
 from scipy import special
 
+from ..dtypes import LOW_PRECISION, NUMPY_DTYPE
+from ember.dispatch.dtypes import bfloat16
+
+_BFLOAT16 = NUMPY_DTYPE[bfloat16]
+
 # Floating-point exceptions (log(0), 0/0) give inf/NaN as in PyTorch, without NumPy warnings.
 warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"ember\.backends\.cpu")
 
@@ -14,8 +19,32 @@ def _unary(ufunc):
     return lambda a: ufunc(a, out=...)
 
 
+def _in_kind(ufunc):
+    """A ufunc without a half-precision loop (SciPy's) computes in float32 and answers in the input dtype."""
+    def kernel(a):
+        if a.dtype in LOW_PRECISION:
+            return ufunc(a.astype(np.float32)).astype(a.dtype)
+        return ufunc(a, out=...)
+    return kernel
+
+
+def _weak(a, b):
+    """The operands as NumPy should see them. A Python float (on either side: the fast path passes them
+    through) is a weak scalar that takes the array's dtype, but ml_dtypes' bfloat16 does not implement
+    that (it answers in float32), so cast the number to bfloat16 here, as PyTorch does."""
+    if b.__class__ is float and getattr(a, "dtype", None) is _BFLOAT16:
+        return a, _BFLOAT16.type(b)
+    if a.__class__ is float and getattr(b, "dtype", None) is _BFLOAT16:
+        return _BFLOAT16.type(a), b
+    return a, b
+
+
 def _binary(ufunc):
-    return lambda a, b: ufunc(a, b, out=...)
+    def kernel(a, b):
+        if a.__class__ is float or b.__class__ is float:
+            a, b = _weak(a, b)
+        return ufunc(a, b, out=...)
+    return kernel
 
 
 def _integral(a) -> bool:
@@ -46,16 +75,25 @@ def _erf(a):
     return special.erf(a, out=...) if a.dtype.itemsize >= 4 else special.erf(a.astype(np.float32)).astype(a.dtype)
 
 
+def _scaled(b, alpha):
+    """alpha * b in b's dtype; integer alphas wrap into it (alpha=-1 on uint8 multiplies by 255)."""
+    if b.dtype.kind in "iu":
+        alpha = np.array(alpha).astype(b.dtype)
+    return np.multiply(b, alpha, out=...).astype(b.dtype, copy=False)
+
+
 def _add(a, b, alpha):
+    a, b = _weak(a, b)
     if alpha == 1:
         return np.add(a, b, out=...)
-    return np.add(a, np.multiply(b, alpha, out=...).astype(b.dtype, copy=False), out=...)
+    return np.add(a, _scaled(b, alpha), out=...)
 
 
 def _sub(a, b, alpha):
+    a, b = _weak(a, b)
     if alpha == 1:
         return np.subtract(a, b, out=...)
-    return np.subtract(a, np.multiply(b, alpha, out=...).astype(b.dtype, copy=False), out=...)
+    return np.subtract(a, _scaled(b, alpha), out=...)
 
 
 def _check_integer_divisor(op, b):
@@ -64,6 +102,7 @@ def _check_integer_divisor(op, b):
 
 
 def _div(a, b, rounding_mode):
+    a, b = _weak(a, b)
     if rounding_mode is None:
         return np.true_divide(a, b, out=...)
     if rounding_mode == "floor":
@@ -78,16 +117,19 @@ def _div(a, b, rounding_mode):
 
 
 def _floor_divide(a, b):
+    a, b = _weak(a, b)
     _check_integer_divisor("floor_divide", b)
     return np.floor_divide(a, b, out=...)
 
 
 def _remainder(a, b):
+    a, b = _weak(a, b)
     _check_integer_divisor("remainder", b)
     return np.remainder(a, b, out=...)
 
 
 def _pow(a, b):
+    a, b = _weak(a, b)
     if _integral(b) and _integral(a) and np.any(b < 0):
         raise ValueError("pow: integers to negative integer powers are not allowed")
     return np.power(a, b, out=...)
@@ -110,6 +152,6 @@ KERNELS = {
     "logical_and": _binary(np.logical_and), "logical_or": _binary(np.logical_or),
     "logical_xor": _binary(np.logical_xor), "where": _where,
     # composites the CPU runs faster as one ufunc
-    "reciprocal": _unary(np.reciprocal), "sigmoid": _unary(special.expit),
+    "reciprocal": _unary(np.reciprocal), "sigmoid": _in_kind(special.expit),
     "isinf": _unary(np.isinf), "isfinite": _unary(np.isfinite), "log2": _unary(np.log2),
 }

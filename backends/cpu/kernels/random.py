@@ -16,7 +16,10 @@ def _uniform(size, low, high, generator, dtype, device):
     out = generator.numpy.random(size, dtype=draw)
     if low != 0.0 or high != 1.0:
         out = out * (high - low) + low
-    return out.astype(target, copy=False)
+    out = out.astype(target, copy=False)
+    # rounding (to half precision, or of low + u * (high - low)) can land on high itself: keep [low, high)
+    below_high = np.nextafter(np.array(high, dtype=target), np.array(-np.inf, dtype=target))
+    return np.minimum(out, below_high)
 
 
 def _normal(size, mean, std, generator, dtype, device):

@@ -8,10 +8,55 @@ import numpy as np
 from .. import rules
 from ..dtypes import get_default_dtype
 from ..errors import ShapeError
-from ..schema import defop
+from ..schema import Sample, defop
 from . import F
 
 _TAIL = "*, dtype? dtype=None, device? device=None"
+
+
+def _fill_value(dtype):
+    """A fill value that means the same in every dtype's category."""
+    return True if dtype.kind == "bool" else (7 if dtype.kind == "int" else 2.5)
+
+
+def _sized_samples(make, dtype):
+    for size in ((2, 3), (), (0, 4)):
+        yield Sample((size,), {"dtype": dtype}, note=f"size {size}")
+
+
+def _arange_samples(make, dtype):
+    yield Sample((5,), {"dtype": dtype}, note="end only")
+    yield Sample((1, 7, 2), {"dtype": dtype})
+    yield Sample((6, 0, -2), {"dtype": dtype}, note="descending")
+    yield Sample((0.5, 3.0, 0.25), {"dtype": dtype}, note="float steps")
+    yield Sample((3, 3), {"dtype": dtype}, note="empty")
+
+
+def _full_samples(make, dtype):
+    for size in ((2, 3), (), (0,)):
+        yield Sample((size, _fill_value(dtype)), {"dtype": dtype}, note=f"size {size}")
+
+
+def _eye_samples(make, dtype):
+    yield Sample((3,), {"dtype": dtype})
+    yield Sample((2, 4), {"dtype": dtype}, note="rectangular")
+    yield Sample((0,), {"dtype": dtype}, note="empty")
+
+
+def _linspace_samples(make, dtype):
+    yield Sample((0, 10, 11), {"dtype": dtype})
+    yield Sample((1.0, 2.0, 5), {"dtype": dtype}, note="fractions")
+    yield Sample((3, 3, 1), {"dtype": dtype}, note="one step")
+    yield Sample((0, 1, 0), {"dtype": dtype}, note="no steps")
+
+
+def _like_samples(*fill):
+    def samples(make, dtype):
+        yield Sample((make((2, 3)), *fill))
+        yield Sample((make(()), *fill), note="0-d")
+        yield Sample((make((3, 4), noncontiguous=True), *fill), note="non-contiguous")
+        yield Sample((make((2, 0)), *fill), {"dtype": "int32"}, note="empty, dtype=int32")
+    return samples
 
 
 def _size_meta(size, *rest):
@@ -34,20 +79,25 @@ def _arange_normalize(op, values):
 
 defop(f"arange(Scalar start, Scalar? end=None, Scalar step=1, {_TAIL})", "creation", promotion=rules.creation,
       meta=lambda start, end, step, *rest: (max(0, math.ceil((end - start) / step)),),
-      normalize=_arange_normalize, method=False,
-      reference=lambda start, end, step, dtype=None, device=None: np.arange(start, end, step),
+      normalize=_arange_normalize, method=False, samples=_arange_samples,
+      reference=lambda start, end=None, step=1, dtype=None, device=None:
+      np.arange(0, start, step) if end is None else np.arange(start, end, step),
       doc="start, start + step, ... up to but excluding end; integer arguments give int64")
 defop(f"full(int[] size, Scalar fill_value, {_TAIL})", "creation", promotion=rules.creation, meta=_size_meta,
+      samples=_full_samples,
       method=False, reference=lambda size, value, dtype=None, device=None: np.full(size, value),
       doc="the dtype follows fill_value when not given: full((2,), 3) is int64")
 defop(f"empty(int[] size, {_TAIL})", "creation", promotion=rules.creation, meta=_size_meta, method=False,
+      samples=_sized_samples,
       doc="uninitialised memory")
 
 defop(f"zeros(int[] size, {_TAIL})", "creation", kind="composite", promotion=rules.creation, meta=_size_meta,
+      samples=_sized_samples,
       method=False, composite=lambda size, dtype=None, device=None: F.full(size, 0, dtype=dtype or
                                                                               get_default_dtype(), device=device),
       reference=lambda size, dtype=None, device=None: np.zeros(size))
 defop(f"ones(int[] size, {_TAIL})", "creation", kind="composite", promotion=rules.creation, meta=_size_meta,
+      samples=_sized_samples,
       method=False, composite=lambda size, dtype=None, device=None: F.full(size, 1, dtype=dtype or
                                                                              get_default_dtype(), device=device),
       reference=lambda size, dtype=None, device=None: np.ones(size))
@@ -61,6 +111,7 @@ def _eye(n, m=None, dtype=None, device=None):
 
 defop(f"eye(int n, int? m=None, {_TAIL})", "creation", kind="composite", promotion=rules.creation,
       meta=lambda n, m=None, *rest: _size_meta((n, n if m is None else m)), composite=_eye, method=False,
+      samples=_eye_samples,
       reference=lambda n, m=None, dtype=None, device=None: np.eye(n, m))
 
 
@@ -88,6 +139,7 @@ def _linspace_meta(start, end, steps, *rest):
 
 defop(f"linspace(Scalar start, Scalar end, int steps, {_TAIL})", "creation", kind="composite",
       promotion=_linspace_promotion, meta=_linspace_meta, composite=_linspace, method=False,
+      samples=_linspace_samples,
       reference=lambda start, end, steps, dtype=None, device=None: np.linspace(start, end, steps),
       doc="steps evenly spaced values from start to end inclusive")
 
@@ -99,17 +151,20 @@ def _like_promotion(rt, op, values):
     return dt, dt
 
 
-def _like(name, maker, extra=""):
+def _like(name, maker, extra="", reference=None, samples=_like_samples()):
     def composite(x, *args):
         *middle, dtype, device = args
         return maker(tuple(x.shape), *middle, dtype=dtype or x.dtype, device=device or x.device)
     defop(f"{name}(Tensor input{extra}, {_TAIL})", "creation", kind="composite", promotion=_like_promotion,
-          meta=lambda x, *rest: tuple(x.shape), composite=composite, method=False,
-          doc=f"like {name[:-5]}, with input's shape and (by default) its dtype and device")
+          meta=lambda x, *rest: tuple(x.shape), composite=composite, method=False, reference=reference,
+          samples=samples, doc=f"like {name[:-5]}, with input's shape and (by default) its dtype and device")
 
 
-_like("zeros_like", lambda size, dtype, device: F.full(size, 0, dtype=dtype, device=device))
-_like("ones_like", lambda size, dtype, device: F.full(size, 1, dtype=dtype, device=device))
+_like("zeros_like", lambda size, dtype, device: F.full(size, 0, dtype=dtype, device=device),
+      reference=lambda x, dtype=None, device=None: np.zeros(np.shape(x)))
+_like("ones_like", lambda size, dtype, device: F.full(size, 1, dtype=dtype, device=device),
+      reference=lambda x, dtype=None, device=None: np.ones(np.shape(x)))
 _like("empty_like", lambda size, dtype, device: F.empty(size, dtype=dtype, device=device))
 _like("full_like", lambda size, value, dtype, device: F.full(size, value, dtype=dtype, device=device),
-      extra=", Scalar fill_value")
+      extra=", Scalar fill_value", samples=_like_samples(3),
+      reference=lambda x, value, dtype=None, device=None: np.full(np.shape(x), value))

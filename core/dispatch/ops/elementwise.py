@@ -6,8 +6,10 @@ import math
 import numpy as np
 
 from .. import rules
+from ..dtypes import bool_, get_default_dtype
+from ..errors import DtypeError
 from ..meta import elementwise as broadcast_meta, require, shape
-from ..schema import defop
+from ..schema import Sample, defop
 from . import F
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])
@@ -21,6 +23,35 @@ def _unary(name, reference, promotion=rules.same, dtypes="all", inplace=True, **
 def _binary(name, reference, promotion=rules.same, dtypes="all", extra="", **fields):
     return defop(f"{name}(Tensor input, Tensor other{extra})", "elementwise", promotion=promotion,
                  dtypes=dtypes, meta=broadcast_meta(name), reference=reference, **fields)
+
+
+# -- conformance samples for attributes (the suite adds shape, layout and special-value samples) ---
+
+def _round_samples(make, dtype):
+    if dtype.is_floating_point:
+        yield Sample((make((2, 3)),), {"decimals": 2}, note="decimals=2")
+        yield Sample((make((2, 3), low=-500, high=500),), {"decimals": -2}, note="decimals=-2")
+
+
+def _alpha_samples(make, dtype):
+    if dtype.kind != "bool":
+        alpha = 0.5 if dtype.is_floating_point else -3
+        yield Sample((make((2, 3)), make((2, 3))), {"alpha": alpha}, note=f"alpha={alpha}")
+        yield Sample((make((4, 1), noncontiguous=True), make((3,))), {"alpha": alpha}, note="broadcast")
+        yield Sample((make((2, 3)), make(()).item()), {"alpha": alpha}, note="Python number other")
+
+
+def _div_samples(make, dtype):
+    for mode in ("trunc", "floor"):
+        kwargs = {"rounding_mode": mode}
+        yield Sample((make((2, 3)), make((2, 3), nonzero=True)), kwargs, note=f"rounding_mode={mode}")
+        yield Sample((make((4, 1), noncontiguous=True), make((3,), nonzero=True)), kwargs, note="broadcast")
+        yield Sample((make((2, 3)), make((), nonzero=True).item()), kwargs, note="Python number divisor")
+
+
+def _as_float(x):
+    """Integer and bool inputs of a to_float composite, in the default float dtype, before any arithmetic."""
+    return x if x.dtype.is_floating_point else F.to_dtype(x, get_default_dtype())
 
 
 # -- unary primitives -----------------------------------------------------------------------
@@ -58,6 +89,7 @@ _unary("floor", np.floor, dtypes="numeric", doc="integers pass through unchanged
 _unary("ceil", np.ceil, dtypes="numeric", doc="integers pass through unchanged", derivative=_zero_grad)
 defop("round(Tensor input, *, int decimals=0)", "elementwise", promotion=rules.same, dtypes="numeric",
       meta=broadcast_meta("round"), reference=lambda x, decimals=0: np.round(x, decimals), inplace=True,
+      samples=_round_samples,
       derivative=_zero_grad, doc="rounds half to even, like PyTorch")
 _unary("logical_not", np.logical_not, promotion=rules.to_bool, differentiable=False)
 _unary("isnan", np.isnan, promotion=rules.to_bool, differentiable=False, inplace=False)
@@ -72,7 +104,7 @@ _unary("reciprocal", np.reciprocal, promotion=rules.to_float, kind="composite",
 _unary("rsqrt", lambda x: 1 / np.sqrt(x), promotion=rules.to_float, kind="composite",
        composite=lambda x: F.reciprocal(F.sqrt(x)))
 _unary("sigmoid", lambda x: 1 / (1 + np.exp(-x)), promotion=rules.to_float, kind="composite",
-       composite=lambda x: F.reciprocal(F.add(F.exp(F.neg(x)), 1)), doc="1 / (1 + exp(-input))",
+       composite=lambda x: F.reciprocal(F.add(F.exp(F.neg(_as_float(x))), 1)), doc="1 / (1 + exp(-input))",
        derivative=lambda grad, result: F.mul(grad, F.mul(result, F.sub(1, result))))
 _unary("isinf", np.isinf, promotion=rules.to_bool, dtypes="numeric", kind="composite", inplace=False,
        differentiable=False, composite=lambda x: F.eq(F.abs(x), math.inf))
@@ -81,10 +113,21 @@ _unary("isfinite", np.isfinite, promotion=rules.to_bool, dtypes="numeric", kind=
        composite=lambda x: F.logical_not(F.logical_or(F.isnan(x), F.isinf(x))))
 
 # -- binary primitives ----------------------------------------------------------------------
-_binary("add", lambda a, b, alpha=1: a + alpha * b, extra=", *, Scalar alpha=1", inplace=True,
+def _scaled(a, b, alpha):
+    """alpha * b in the dtype of ``a``; integers wrap (alpha=-1 on uint8 is 255), as PyTorch computes it."""
+    if alpha == 1:
+        return b
+    if a.dtype.kind in "iu":
+        dt = np.result_type(a, b)
+        return np.array(b).astype(dt) * np.array(alpha).astype(dt)
+    return alpha * b
+
+
+_binary("add", lambda a, b, alpha=1: a + _scaled(a, b, alpha), extra=", *, Scalar alpha=1", inplace=True,
+        samples=_alpha_samples,
         doc="input + alpha * other", derivative=lambda grad, alpha: (grad, grad if alpha == 1 else F.mul(grad, alpha)))
-_binary("sub", lambda a, b, alpha=1: a - alpha * b, extra=", *, Scalar alpha=1", dtypes="numeric",
-        inplace=True, doc="input - alpha * other",
+_binary("sub", lambda a, b, alpha=1: a - _scaled(a, b, alpha), extra=", *, Scalar alpha=1", dtypes="numeric",
+        inplace=True, samples=_alpha_samples, doc="input - alpha * other",
         derivative=lambda grad, alpha: (grad, F.neg(grad) if alpha == 1 else F.mul(grad, -alpha)))
 _binary("mul", np.multiply, inplace=True,
         derivative={"input": lambda grad, other: F.mul(grad, other), "other": lambda grad, input: F.mul(grad, input)})
@@ -92,7 +135,11 @@ _binary("mul", np.multiply, inplace=True,
 
 def _div_promotion(rt, op, values):
     mode = values[op.param_index["rounding_mode"]]
-    return rules.same(rt, op, values) if mode is not None else rules.to_float(rt, op, values)
+    if mode is None:
+        return rules.to_float(rt, op, values)
+    if rt is bool_:
+        raise DtypeError(f"div: rounding_mode={mode!r} is not supported for bool tensors, as in PyTorch")
+    return rules.same(rt, op, values)
 
 
 def _div_reference(a, b, rounding_mode=None):
@@ -144,13 +191,17 @@ def _extremum_derivative(pick):
 
 
 _binary("div", _div_reference, promotion=_div_promotion, extra=", *, str? rounding_mode=None",
-        normalize=_check_rounding_mode, inplace=True,
+        normalize=_check_rounding_mode, inplace=True, samples=_div_samples,
         derivative={"input": _div_input_derivative, "other": _div_other_derivative},
         doc="true division; rounding_mode 'trunc' or 'floor' keeps integer dtypes")
-_binary("floor_divide", np.floor_divide, dtypes="numeric", inplace=True, differentiable=False)
+_NONZERO_DIVISOR = {"other": {"nonzero": True}}  # sample hint: integer division by zero raises
+_binary("floor_divide", np.floor_divide, dtypes="numeric", inplace=True, differentiable=False,
+        domain=_NONZERO_DIVISOR)
 _binary("remainder", np.remainder, dtypes="numeric", inplace=True, doc="Python's modulo: the sign of other",
+        domain=_NONZERO_DIVISOR,
         derivative=lambda grad, input, other: (grad, F.neg(F.mul(grad, F.floor_divide(input, other)))))
-_binary("pow", np.power, dtypes="numeric", inplace=True, derivative=_pow_derivative)
+_binary("pow", np.power, dtypes="numeric", inplace=True, derivative=_pow_derivative,
+        domain={"other": {"low": 0, "high": 4}})  # integers to negative powers raise
 _binary("maximum", np.maximum, doc="elementwise max; NaN propagates",
         derivative=_extremum_derivative(lambda a, b: F.gt(a, b)))
 _binary("minimum", np.minimum, doc="elementwise min; NaN propagates",
@@ -178,6 +229,7 @@ def _where_derivative(grad, condition):
 
 defop("where(Index condition, Tensor input, Tensor other)", "elementwise", promotion=rules.same,
       meta=_where_meta, reference=np.where, method=False, derivative=_where_derivative,
+      domain={"condition": {"dtype": "bool"}},
       doc="input where condition is true, else other")
 
 

@@ -8,19 +8,19 @@ import numpy as np
 from .. import rules
 from ..errors import ShapeError
 from ..meta import broadcast_shapes, require, shape
-from ..schema import defop
+from ..schema import Sample, defop
 from . import F
 
 
-def _matmul_meta(a, b):
+def _matmul_meta(a, b, name="matmul"):
     sa, sb = shape(a), shape(b)
     if not sa or not sb:
-        raise ShapeError(f"matmul: both arguments need at least 1 dimension, got shapes {sa} and {sb}")
+        raise ShapeError(f"{name}: both arguments need at least 1 dimension, got shapes {sa} and {sb}")
     left = (1,) + sa if len(sa) == 1 else sa
     right = sb + (1,) if len(sb) == 1 else sb
     if left[-1] != right[-2]:
-        raise ShapeError(f"matmul: shapes {sa} and {sb} cannot be multiplied ({left[-1]} != {right[-2]})")
-    batch = broadcast_shapes("matmul", left[:-2], right[:-2])
+        raise ShapeError(f"{name}: shapes {sa} and {sb} cannot be multiplied ({left[-1]} != {right[-2]})")
+    batch = broadcast_shapes(name, left[:-2], right[:-2])
     out = batch + (left[-2], right[-1])
     if len(sa) == 1:
         out = out[:-2] + out[-1:]
@@ -52,7 +52,50 @@ def _matmul_other_derivative(grad, input, other):
     return F.squeeze(out, [-1]) if other.ndim == 1 else out
 
 
+def _matmul_samples(make, dtype):
+    yield Sample((make((3, 4)), make((4, 5))), note="matrix @ matrix")
+    yield Sample((make((4,)), make((4,))), note="vector @ vector")
+    yield Sample((make((4,)), make((4, 2))), note="vector @ matrix")
+    yield Sample((make((3, 4)), make((4,))), note="matrix @ vector")
+    yield Sample((make((2, 3, 4)), make((4, 5))), note="batch @ matrix")
+    yield Sample((make((2, 1, 3, 4)), make((5, 4, 2))), note="broadcast batch dims")
+    yield Sample((make((3, 4), noncontiguous=True), make((4, 2), noncontiguous=True)), note="non-contiguous")
+    yield Sample((make((0, 4)), make((4, 3))), note="no rows")
+    yield Sample((make((3, 0)), make((0, 2))), note="empty inner dim")
+
+
+def _bmm_samples(make, dtype):
+    yield Sample((make((2, 3, 4)), make((2, 4, 5))))
+    yield Sample((make((3, 2, 4), noncontiguous=True), make((3, 4, 1), noncontiguous=True)), note="non-contiguous")
+    yield Sample((make((0, 3, 4)), make((0, 4, 2))), note="empty batch")
+
+
+def _mm_samples(make, dtype):
+    yield Sample((make((3, 4)), make((4, 5))))
+    yield Sample((make((1, 4), noncontiguous=True), make((4, 3), noncontiguous=True)), note="non-contiguous")
+    yield Sample((make((0, 4)), make((4, 3))), note="no rows")
+
+
+def _outer_samples(make, dtype):
+    yield Sample((make((3,)), make((4,))))
+    yield Sample((make((5,), noncontiguous=True), make((1,))), note="non-contiguous")
+    yield Sample((make((0,)), make((2,))), note="empty")
+
+
+def _einsum_samples(make, dtype):
+    yield Sample(("ij,jk->ik", [make((3, 4)), make((4, 5))]), note="matrix product")
+    yield Sample(("bij,bjk->bik", [make((2, 3, 4)), make((2, 4, 2), noncontiguous=True)]), note="batched")
+    yield Sample(("i,i->", [make((5,)), make((5,))]), note="dot product")
+    yield Sample(("i,j->ij", [make((3,)), make((2,))]), note="outer product")
+    yield Sample(("ij->ji", [make((2, 3))]), note="transpose")
+    yield Sample(("ij->", [make((2, 3))]), note="sum of all")
+    yield Sample(("...ij,...jk", [make((2, 3, 4)), make((4, 2))]), note="ellipsis, implicit output")
+    yield Sample(("ij,jk,kl->il", [make((2, 3)), make((3, 4)), make((4, 2))]), note="three operands")
+    yield Sample(("ij,j->i", [make((0, 3)), make((3,))]), note="empty")
+
+
 defop("matmul(Tensor input, Tensor other)", "linalg", promotion=rules.same, dtypes="numeric", meta=_matmul_meta,
+      samples=_matmul_samples,
       derivative={"input": _matmul_input_derivative, "other": _matmul_other_derivative},
       reference=np.matmul, doc="matrix product with NumPy/PyTorch broadcasting of batch dims")
 
@@ -60,20 +103,20 @@ defop("matmul(Tensor input, Tensor other)", "linalg", promotion=rules.same, dtyp
 def _bmm_meta(a, b):
     require(len(shape(a)) == 3 and len(shape(b)) == 3, "bmm", "expects two 3-D tensors", a, b)
     require(shape(a)[0] == shape(b)[0], "bmm", "batch sizes differ", a, b)
-    return _matmul_meta(a, b)
+    return _matmul_meta(a, b, "bmm")
 
 
 defop("bmm(Tensor input, Tensor mat2)", "linalg", kind="composite", promotion=rules.same, dtypes="numeric",
-      meta=_bmm_meta, composite=lambda a, b: F.matmul(a, b), reference=np.matmul)
+      meta=_bmm_meta, composite=lambda a, b: F.matmul(a, b), reference=np.matmul, samples=_bmm_samples)
 
 
 def _mm_meta(a, b):
     require(len(shape(a)) == 2 and len(shape(b)) == 2, "mm", "expects two 2-D tensors", a, b)
-    return _matmul_meta(a, b)
+    return _matmul_meta(a, b, "mm")
 
 
 defop("mm(Tensor input, Tensor mat2)", "linalg", kind="composite", promotion=rules.same, dtypes="numeric",
-      meta=_mm_meta, composite=lambda a, b: F.matmul(a, b), reference=np.matmul)
+      meta=_mm_meta, composite=lambda a, b: F.matmul(a, b), reference=np.matmul, samples=_mm_samples)
 
 
 def _outer_meta(a, b):
@@ -82,7 +125,8 @@ def _outer_meta(a, b):
 
 
 defop("outer(Tensor input, Tensor vec2)", "linalg", kind="composite", promotion=rules.same, meta=_outer_meta,
-      composite=lambda a, b: F.mul(F.unsqueeze(a, 1), F.unsqueeze(b, 0)), reference=np.outer)
+      composite=lambda a, b: F.mul(F.unsqueeze(a, 1), F.unsqueeze(b, 0)), reference=np.outer,
+      samples=_outer_samples)
 
 
 # -- einsum ----------------------------------------------------------------------------------------
@@ -148,7 +192,7 @@ def _einsum(equation, operands):
         product = aligned if product is None else F.mul(product, aligned)
     contracted = tuple(range(len(out), len(labels)))
     if contracted:
-        product = F.sum(product, contracted)
+        product = F.sum(product, contracted, dtype=product.dtype)  # integers keep their dtype
     target = tuple(sizes[c] for c in out)
     return product if tuple(product.shape) == target else F.expand(product, target)
 
@@ -159,6 +203,7 @@ def _einsum_meta(equation, operands):
 
 
 defop("einsum(str equation, Tensor[] operands)", "linalg", kind="composite", promotion=rules.same,
-      dtypes="numeric", meta=_einsum_meta, composite=_einsum, method=False,
+      dtypes="numeric", meta=_einsum_meta, composite=_einsum, method=False, samples=_einsum_samples,
+      tolerances={"float16": (1e-2, 0.1), "bfloat16": (4e-2, 0.25)},  # the composite rounds every product
       reference=lambda equation, operands: np.einsum(equation, *operands),
       doc="Einstein summation; '...' broadcasts; a subscript may not repeat within one operand")

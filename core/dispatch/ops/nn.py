@@ -1,8 +1,9 @@
 """Neural-network ops: padding, convolution, pooling, softmax, one_hot and activations.
 
-Every op here is a composite written in Ember ops, so it runs on any backend; backends override
-the heavy ones (the CPU backend: conv, pooling, softmax, pad). ``normalize`` turns PyTorch's
-"int or tuple" attributes into one value per spatial dim before meta, composite or kernel see them.
+Every op here is a composite written in Ember ops, so it runs on any backend; a backend may
+override any of them with a faster kernel (the CPU backend overrides all but one_hot).
+``normalize`` turns PyTorch's "int or tuple" attributes into one value per spatial dim before meta,
+composite or kernel see them.
 Convolution padding reaches them as ``((before, after), ...)`` per spatial dim, because
 ``padding='same'`` may pad one side more than the other.
 """
@@ -13,7 +14,7 @@ import math
 import numpy as np
 
 from .. import rules
-from ..dtypes import int64
+from ..dtypes import float32, int64
 from ..errors import ShapeError
 from ..meta import require, shape
 from ..schema import Sample, defop
@@ -46,6 +47,12 @@ def _at_least(op_name: str, name: str, values: tuple, low: int) -> tuple:
         kind = "positive" if low == 1 else "non-negative"
         raise ValueError(f"{op_name}: {name} must be {kind}, got {name}={values}")
     return values
+
+
+def _expand(value, n: int) -> tuple:
+    """The references' reading of an "int or tuple" attribute (they get the caller's raw values)."""
+    value = tuple(value) if isinstance(value, (list, tuple)) else (value,)
+    return value * n if len(value) == 1 else value
 
 
 def _batched(x, n: int):
@@ -108,8 +115,8 @@ def _pad_meta(x, pad, mode="constant", value=None):
 
 
 def _pad_constant(x, dim: int, before: int, after: int, value):
-    size = x.shape[dim]
-    x = F.slice(x, dim, max(-before, 0), size - max(-after, 0))
+    if before < 0 or after < 0:  # negative padding crops
+        x = F.slice(x, dim, max(-before, 0), x.shape[dim] - max(-after, 0))
     pieces = [x]
     for width, front in ((before, True), (after, False)):
         if width > 0:
@@ -313,15 +320,13 @@ def _conv_reference(x, weight, bias=None, stride=1, padding=0, dilation=1, group
     n = weight.ndim - 2
     batched = x.ndim == n + 2
     x = np.asarray(x, np.float64) if batched else np.asarray(x, np.float64)[None]
-    stride = (stride,) * n if isinstance(stride, int) else tuple(stride) * (n if len(stride) == 1 else 1)
-    dilation = (dilation,) * n if isinstance(dilation, int) else tuple(dilation) * (n if len(dilation) == 1 else 1)
+    stride, dilation = _expand(stride, n), _expand(dilation, n)
     if padding == "valid":
         pads = [(0, 0)] * n
     elif padding == "same":
         pads = [(d * (k - 1) // 2, d * (k - 1) - d * (k - 1) // 2) for k, d in zip(weight.shape[2:], dilation)]
     else:
-        p = (padding,) * n if isinstance(padding, int) else tuple(padding) * (n if len(padding) == 1 else 1)
-        pads = [(v, v) for v in p]
+        pads = [(v, v) for v in _expand(padding, n)]
     x = np.pad(x, [(0, 0), (0, 0)] + pads)
     kernel = weight.shape[2:]
     out_size = [(x.shape[2 + i] - dilation[i] * (kernel[i] - 1) - 1) // stride[i] + 1 for i in range(n)]
@@ -452,8 +457,7 @@ def _conv_transpose2d(x, weight, bias, stride, padding, output_padding, groups, 
 
 def _conv_transpose_reference(x, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
     """The definition: every input pixel scatters weight * value onto the output, one pixel at a time."""
-    pair = lambda v: (v, v) if isinstance(v, int) else tuple(v) * (2 if len(v) == 1 else 1)  # noqa: E731
-    stride, padding, output_padding, dilation = map(pair, (stride, padding, output_padding, dilation))
+    stride, padding, output_padding, dilation = (_expand(v, 2) for v in (stride, padding, output_padding, dilation))
     batched = x.ndim == 4
     x = np.asarray(x, np.float64) if batched else np.asarray(x, np.float64)[None]
     weight = np.asarray(weight, np.float64)
@@ -495,7 +499,7 @@ defop("conv_transpose2d(Tensor input, Tensor weight, Tensor? bias=None, int[] st
 
 # -- pooling ------------------------------------------------------------------------------------------------
 
-def pool_output_size(size: int, k: int, s: int, p: int, d: int, ceil_mode: bool) -> int:
+def _pool_output_size(size: int, k: int, s: int, p: int, d: int, ceil_mode: bool) -> int:
     """PyTorch's rule: in ceil mode the last window must start inside the input or the left padding."""
     span = size + 2 * p - d * (k - 1) - 1
     out = (span + (s - 1 if ceil_mode else 0)) // s + 1
@@ -521,7 +525,7 @@ def _pool_meta(op_name: str, x, kernel, stride, padding, dilation, ceil_mode):
     in_shape = shape(x)
     require(len(in_shape) in (3, 4) and all(in_shape[-3:]), op_name,
             "expected a 3-D (C, H, W) or 4-D (N, C, H, W) input with non-zero channels and spatial sizes", x)
-    out = tuple(pool_output_size(*args, ceil_mode) for args in zip(in_shape[-2:], kernel, stride, padding, dilation))
+    out = tuple(_pool_output_size(*args, ceil_mode) for args in zip(in_shape[-2:], kernel, stride, padding, dilation))
     require(all(o > 0 for o in out), op_name,
             f"calculated output size {out} is too small for kernel_size={kernel}, padding={padding}", x)
     return in_shape[:-2] + out
@@ -530,7 +534,7 @@ def _pool_meta(op_name: str, x, kernel, stride, padding, dilation, ceil_mode):
 def _pool_windows(x, kernel, stride, padding, dilation, ceil_mode, fill):
     """Padded with ``fill`` (extra on the right in ceil mode) -> (N, C, OH, OW, kh, kw) window view."""
     h, w = x.shape[-2:]
-    out = [pool_output_size(*a, ceil_mode) for a in zip((h, w), kernel, stride, padding, dilation)]
+    out = [_pool_output_size(*a, ceil_mode) for a in zip((h, w), kernel, stride, padding, dilation)]
     right = [max(0, (o - 1) * s + d * (k - 1) + 1 - size - p)
              for o, s, d, k, size, p in zip(out, stride, dilation, kernel, (h, w), padding)]
     if any(padding) or any(right):
@@ -575,12 +579,11 @@ def _avg_pool2d(x, kernel_size, stride, padding, ceil_mode, count_include_pad, d
 def _pool_reference_windows(x, kernel_size, stride, padding, dilation, ceil_mode):
     """Yield (oh, ow, valid row indices, valid column indices, (hstart, hend, wstart, wend) clipped to the
     padded input) for each output pixel, straight from PyTorch's loops."""
-    pair = lambda v: (v, v) if isinstance(v, int) else tuple(v) * (2 if len(v) == 1 else 1)  # noqa: E731
-    kernel = pair(kernel_size)
-    stride = pair(stride) if stride not in (None, [], ()) else kernel
-    padding, dilation = pair(padding), pair(dilation)
+    kernel = _expand(kernel_size, 2)
+    stride = _expand(stride, 2) if stride not in (None, [], ()) else kernel
+    padding, dilation = _expand(padding, 2), _expand(dilation, 2)
     h, w = x.shape[-2:]
-    oh, ow = (pool_output_size(*a, ceil_mode) for a in zip((h, w), kernel, stride, padding, dilation))
+    oh, ow = (_pool_output_size(*a, ceil_mode) for a in zip((h, w), kernel, stride, padding, dilation))
     for i, j in np.ndindex(oh, ow):
         hs, ws = i * stride[0] - padding[0], j * stride[1] - padding[1]
         rows = [r for r in range(hs, hs + dilation[0] * (kernel[0] - 1) + 1, dilation[0]) if 0 <= r < h]
@@ -707,8 +710,7 @@ def _adaptive_avg_pool2d(x, output_size):
 
 
 def _adaptive_reference(x, output_size):
-    sizes = (output_size, output_size) if isinstance(output_size, int) else tuple(output_size) * (
-        2 if len(output_size) == 1 else 1)
+    sizes = _expand(output_size, 2)
     h, w = x.shape[-2:]
     sizes = (h if sizes[0] is None else sizes[0], w if sizes[1] is None else sizes[1])
     out = np.zeros(x.shape[:-2] + sizes)
@@ -840,9 +842,18 @@ defop("one_hot(Index tensor, int num_classes=-1)", "nn", kind="composite",
 
 # -- activations ------------------------------------------------------------------------------------------------
 
+def _half_in_float32(composite):
+    """float16 and bfloat16 inputs compute in float32 and round once at the end, as PyTorch does."""
+    def run(x, *attrs):
+        if not (x.dtype.is_floating_point and x.dtype.itemsize == 2):
+            return composite(x, *attrs)
+        return F.to_dtype(composite(F.to_dtype(x, float32), *attrs), x.dtype)
+    return run
+
+
 def _activation(signature: str, composite, reference, dtypes="float", **fields):
     return defop(signature, "nn", kind="composite", promotion=rules.same, dtypes=dtypes,
-                 meta=lambda x, *attrs: shape(x), composite=composite, reference=reference,
+                 meta=lambda x, *attrs: shape(x), composite=_half_in_float32(composite), reference=reference,
                  samples=fields.pop("samples", _activation_samples), method=fields.pop("method", False), **fields)
 
 
@@ -896,9 +907,9 @@ def _gelu_reference(x, approximate="none"):
 
 def _softplus(x, beta=1.0, threshold=20.0):
     scaled = F.mul(x, beta)
-    # above the threshold softplus is the identity; clamping keeps exp finite in the unused branch
-    soft = F.div(F.log1p(F.exp(F.minimum(scaled, threshold))), beta)
-    return F.where(F.gt(scaled, threshold), x, soft)
+    # log(1 + exp(z)) = max(z, 0) + log1p(exp(-|z|)): exp never overflows, even in float16
+    soft = F.add(F.maximum(scaled, 0), F.log1p(F.exp(F.neg(F.abs(scaled)))))
+    return F.where(F.gt(scaled, threshold), x, F.div(soft, beta))
 
 
 def _softplus_reference(x, beta=1.0, threshold=20.0):
@@ -913,9 +924,12 @@ def _hardtanh_check(op, values):
 
 
 def _hardtanh(x, min_val=-1.0, max_val=1.0):
-    if not x.dtype.is_floating_point:  # integer tensors stay integer, like PyTorch
-        min_val, max_val = int(min_val), int(max_val)
-    return F.clamp(x, min_val, max_val)
+    if not x.dtype.is_floating_point:  # integer tensors stay integer; limits outside the dtype's range clip
+        bits = 8 * x.dtype.itemsize
+        low, high = (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1) if x.dtype.is_signed else (0, 2 ** bits - 1)
+        min_val, max_val = (min(max(int(v), low), high) for v in (min_val, max_val))
+    # where rather than clamp: PyTorch's gradient is zero at the limits themselves, clamp's passes there
+    return F.where(F.le(x, min_val), min_val, F.where(F.ge(x, max_val), max_val, x))
 
 
 def _logsigmoid(x):
@@ -927,7 +941,7 @@ def _sigmoid_reference(x):
     return 1 / (1 + np.exp(-np.asarray(x, np.float64)))
 
 
-_activation("relu(Tensor input)", lambda x: F.where(F.le(x, 0), 0, x), lambda x: np.where(x > 0, x, 0 * x),
+_activation("relu(Tensor input)", lambda x: F.where(F.le(x, 0), 0, x), lambda x: np.maximum(x, 0),
             dtypes="numeric", method=True, inplace=True, doc="max(x, 0); NaN stays NaN")
 _activation("leaky_relu(Tensor input, float negative_slope=0.01)", _leaky_relu,
             lambda x, negative_slope=0.01: np.where(x > 0, x, x * negative_slope),
@@ -946,7 +960,7 @@ _activation("softplus(Tensor input, float beta=1.0, float threshold=20.0)", _sof
             samples=_with_attrs(((2.0,), {}), ((0.5, 5.0), {})),
             doc="log(1 + exp(beta * x)) / beta, the identity where beta * x > threshold")
 _activation("hardtanh(Tensor input, float min_val=-1.0, float max_val=1.0)", _hardtanh,
-            lambda x, min_val=-1.0, max_val=1.0: np.clip(x, min_val, max_val).astype(x.dtype),
+            lambda x, min_val=-1.0, max_val=1.0: np.clip(np.asarray(x, np.float64), min_val, max_val),
             dtypes="numeric", normalize=_hardtanh_check, samples=_with_attrs(((-2.0, 3.0), {})),
             doc="x clamped to [min_val, max_val]")
 _activation("logsigmoid(Tensor input)", _logsigmoid,

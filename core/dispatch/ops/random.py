@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from .. import rules
 from ..dtypes import int64
-from ..errors import ShapeError
-from ..schema import defop
+from ..errors import DtypeError, ShapeError
+from ..schema import Sample, defop
 from . import F
 
 _TAIL = "*, Generator? generator=None, dtype? dtype=None, device? device=None"
@@ -20,10 +20,65 @@ def _size_meta(size, *rest):
     return size
 
 
+# -- conformance samples: a few thousand draws where the suite checks statistics ---------------
+
+def _float_samples(a=None, b=None):
+    def samples(make, dtype):
+        params = () if a is None else (a, b)
+        yield Sample(((3, 4), *params), {"dtype": dtype})
+        yield Sample(((4000,), *params), {"dtype": dtype}, note="many draws")
+        yield Sample(((),), {"dtype": dtype}, note="0-d")
+        yield Sample(((0, 3),), {"dtype": dtype}, note="empty")
+    return samples
+
+
+def _int_range(dtype) -> tuple:
+    """A range of integers that the dtype holds exactly."""
+    if dtype.kind == "bool":
+        return 0, 2
+    if dtype.name in ("uint8", "int8", "bfloat16"):
+        return (0, 200) if dtype.name == "uint8" else (-100, 100)
+    return -1000, 1000
+
+
+def _rand_int_samples(make, dtype):
+    low, high = _int_range(dtype)
+    yield Sample(((3, 4), low, high), {"dtype": dtype})
+    yield Sample(((4000,), low, high), {"dtype": dtype}, note="many draws")
+    yield Sample(((), low, low + 1), {"dtype": dtype}, note="0-d, one value possible")
+    yield Sample(((0,), low, high), {"dtype": dtype}, note="empty")
+
+
+def _randint_samples(make, dtype):
+    low, high = _int_range(dtype)
+    yield Sample((low, high, (3, 4)), {"dtype": dtype})
+    yield Sample((low, high, (4000,)), {"dtype": dtype}, note="many draws")
+
+
+def _randperm_samples(make, dtype):
+    if dtype.kind != "bool":  # a permutation needs distinct values
+        for n in (5, 50, 1, 0):
+            yield Sample((n,), {"dtype": dtype}, note=f"n={n}")
+
+
+def _bernoulli_samples(make, dtype):
+    yield Sample((make((3, 4), low=0, high=1),), note="probabilities from the input")
+    yield Sample((make((4000,)), 0.3), note="many draws with p=0.3")
+    yield Sample((make(()), 1.0), note="0-d, p=1")
+
+
+def _fill_samples(a, b):
+    def samples(make, dtype):
+        yield Sample((make((3, 4)), a, b))
+        yield Sample((make((4000,)), a, b), note="many draws")
+        yield Sample((make((4, 3), noncontiguous=True),), note="non-contiguous, default parameters")
+    return samples
+
+
 def _float_only(rt, op, values):
     dt, _ = rules.creation(rt, op, values)
     if not dt.is_floating_point:
-        raise TypeError(f"{op.name}: expected a floating dtype, got {dt.name}")
+        raise DtypeError(f"{op.name}: expected a floating dtype, got {dt.name}")
     return dt, dt
 
 
@@ -36,23 +91,28 @@ def _check_range(op, values):
 
 
 defop(f"rand_uniform(int[] size, float low=0.0, float high=1.0, {_TAIL})", "random", promotion=_float_only,
-      meta=_size_meta, method=False, differentiable=False, doc="uniform samples in [low, high)")
+      meta=_size_meta, method=False, differentiable=False, doc="uniform samples in [low, high)",
+      samples=_float_samples(-2.0, 3.0))
 defop(f"rand_normal(int[] size, float mean=0.0, float std=1.0, {_TAIL})", "random", promotion=_float_only,
+      samples=_float_samples(2.0, 0.5),
       meta=_size_meta, normalize=_check_range, method=False, differentiable=False,
       doc="normal samples with the given mean and standard deviation")
 defop(f"rand_int(int[] size, int low, int high, {_TAIL})", "random", promotion=rules.integer_creation,
+      samples=_rand_int_samples,
       meta=_size_meta, normalize=_check_range, method=False, differentiable=False,
       doc="integers drawn uniformly from [low, high)")
 
 defop(f"rand(int[] size, {_TAIL})", "random", kind="composite", promotion=_float_only, meta=_size_meta,
+      samples=_float_samples(),
       method=False, differentiable=False,
       composite=lambda size, generator=None, dtype=None, device=None:
       F.rand_uniform(size, 0.0, 1.0, generator=generator, dtype=dtype, device=device))
 defop(f"randn(int[] size, {_TAIL})", "random", kind="composite", promotion=_float_only, meta=_size_meta,
+      samples=_float_samples(),
       method=False, differentiable=False,
       composite=lambda size, generator=None, dtype=None, device=None:
       F.rand_normal(size, 0.0, 1.0, generator=generator, dtype=dtype, device=device))
-defop(f"randint(int low, int high, int[] size, {_TAIL})", "random", kind="composite",
+defop(f"randint(int low, int high, int[] size, {_TAIL})", "random", kind="composite", samples=_randint_samples,
       promotion=rules.integer_creation, meta=lambda low, high, size, *rest: _size_meta(size), method=False,
       differentiable=False,
       composite=lambda low, high, size, generator=None, dtype=None, device=None:
@@ -78,6 +138,7 @@ def _has_float64(device):
 
 
 defop(f"randperm(int n, {_TAIL})", "random", kind="composite", promotion=_randperm_promotion,
+      samples=_randperm_samples,
       meta=lambda n, *rest: _size_meta((n,)), composite=_randperm, method=False, differentiable=False,
       doc="a random permutation of 0..n-1")
 
@@ -89,6 +150,7 @@ def _bernoulli(x, p=None, generator=None):
 
 
 defop("bernoulli(Tensor input, float? p=None, *, Generator? generator=None)", "random", kind="composite",
+      samples=_bernoulli_samples,
       promotion=rules.same, dtypes="float", meta=lambda x, *rest: tuple(x.shape), composite=_bernoulli,
       differentiable=False, doc="1 with probability input (or p), else 0")
 
@@ -105,10 +167,12 @@ def _fill_random(sampler):
 
 
 defop("normal_(Tensor self, float mean=0.0, float std=1.0, *, Generator? generator=None)", "random",
+      samples=_fill_samples(2.0, 0.5),
       kind="composite", promotion=rules.same, dtypes="float", meta=lambda x, *rest: tuple(x.shape),
       normalize=_check_std, composite=_fill_random(lambda *a, **k: F.rand_normal(*a, **k)),
       differentiable=False, doc="fills self with normal samples, in place")
 defop("uniform_(Tensor self, float low=0.0, float high=1.0, *, Generator? generator=None)", "random",
+      samples=_fill_samples(-1.0, 1.0),
       kind="composite", promotion=rules.same, dtypes="float", meta=lambda x, *rest: tuple(x.shape),
       composite=_fill_random(lambda *a, **k: F.rand_uniform(*a, **k)), differentiable=False,
       doc="fills self with uniform samples in [low, high), in place")

@@ -6,8 +6,9 @@ import math
 import numpy as np
 
 from .. import rules
+from ..dtypes import get_default_dtype
 from ..meta import reduced, require, shape
-from ..schema import defop
+from ..schema import Sample, defop
 from . import F
 
 
@@ -24,10 +25,17 @@ def _reduce_meta(name, needs_elements=False):
     return meta
 
 
+def _np_axis(x, dim):
+    """NumPy's axis for a user's ``dim``: a tuple for lists, None for every dim and for 0-d inputs
+    (which accept dim 0 and -1 in PyTorch, but no axis in NumPy)."""
+    if dim is None or np.ndim(x) == 0:
+        return None
+    return tuple(dim) if isinstance(dim, (list, tuple)) else dim
+
+
 def _np_reduce(fn):
     def reference(x, dim=None, keepdim=False, dtype=None):
-        axis = tuple(dim) if isinstance(dim, (list, tuple)) else dim
-        return fn(x, axis=axis, keepdims=keepdim)
+        return fn(x, axis=_np_axis(x, dim), keepdims=keepdim)
     return reference
 
 
@@ -42,7 +50,9 @@ def keep_reduced_dims(t, in_shape: tuple, dim, keepdim: bool):
 
 
 def _sum_derivative(grad, input, dim, keepdim):
-    return F.expand(keep_reduced_dims(grad, tuple(input.shape), dim, keepdim), tuple(input.shape))
+    if grad.ndim:
+        grad = keep_reduced_dims(grad, tuple(input.shape), dim, keepdim)
+    return F.expand(grad, tuple(input.shape))
 
 
 def _extremum_derivative(grad, input, dim, keepdim, result):
@@ -109,13 +119,21 @@ def _cumprod_derivative(grad, input, dim, result):
 
 
 # -- primitives -------------------------------------------------------------------------------
+
+def _accumulate_samples(make, dtype):
+    """``dtype=`` given: the input's own dtype (integers wrap, as asked) and float64."""
+    for requested in (dtype, "float64"):
+        yield Sample((make((3, 4)), 1), {"dtype": requested}, note=f"dtype={requested}")
+        yield Sample((make((2, 3), noncontiguous=True), 0), {"dtype": requested}, note="non-contiguous")
+
+
 defop("sum(Tensor input, dim[]? dim=None, bool keepdim=False, *, dtype? dtype=None)", "reduction",
       promotion=rules.accumulate, meta=_reduce_meta("sum"), reference=_np_reduce(np.sum),
-      derivative=_sum_derivative,
+      derivative=_sum_derivative, samples=_accumulate_samples,
       doc="bool and integer inputs sum in int64")
 defop("prod(Tensor input, dim? dim=None, bool keepdim=False, *, dtype? dtype=None)", "reduction",
       promotion=rules.accumulate, meta=_reduce_meta("prod"), reference=_np_reduce(np.prod),
-      derivative=_prod_derivative)
+      derivative=_prod_derivative, samples=_accumulate_samples)
 defop("amax(Tensor input, dim[]? dim=None, bool keepdim=False)", "reduction", promotion=rules.same,
       meta=_reduce_meta("amax", needs_elements=True), reference=_np_reduce(np.max), doc="NaN propagates",
       derivative=_extremum_derivative)
@@ -126,7 +144,7 @@ defop("amin(Tensor input, dim[]? dim=None, bool keepdim=False)", "reduction", pr
 
 def _arg_reference(fn):
     def reference(x, dim=None, keepdim=False):
-        if dim is None:
+        if _np_axis(x, dim) is None:
             out = fn(x.reshape(-1), axis=0)
             return np.reshape(out, (1,) * x.ndim) if keepdim else out
         return fn(x, axis=dim, keepdims=keepdim)
@@ -147,15 +165,17 @@ def _scan_meta(x, dim, dtype=None):
 
 defop("cumsum(Tensor input, dim dim, *, dtype? dtype=None)", "reduction", promotion=rules.accumulate,
       meta=_scan_meta, reference=lambda x, dim, dtype=None: np.cumsum(x, axis=dim) if x.ndim else x.copy(),
-      derivative=_cumsum_derivative)
+      derivative=_cumsum_derivative, samples=_accumulate_samples)
 defop("cumprod(Tensor input, dim dim, *, dtype? dtype=None)", "reduction", promotion=rules.accumulate,
       meta=_scan_meta, reference=lambda x, dim, dtype=None: np.cumprod(x, axis=dim) if x.ndim else x.copy(),
-      derivative=_cumprod_derivative)
+      derivative=_cumprod_derivative, samples=_accumulate_samples)
 
 
 # -- composites -------------------------------------------------------------------------------
 
 def _count(x, dim) -> int:
+    if x.ndim == 0:
+        return 1
     dims = range(x.ndim) if dim is None else dim
     return math.prod(x.shape[d] for d in dims)
 
@@ -167,8 +187,7 @@ def _mean(x, dim=None, keepdim=False, dtype=None):
 
 
 def _mean_reference(x, dim=None, keepdim=False, dtype=None):
-    axis = tuple(dim) if dim is not None else None
-    return np.mean(x, axis=axis, keepdims=keepdim)
+    return np.mean(x, axis=_np_axis(x, dim), keepdims=keepdim)
 
 
 defop("mean(Tensor input, dim[]? dim=None, bool keepdim=False, *, dtype? dtype=None)", "reduction",
@@ -176,21 +195,26 @@ defop("mean(Tensor input, dim[]? dim=None, bool keepdim=False, *, dtype? dtype=N
       composite=_mean, reference=_mean_reference, doc="float inputs only, as in PyTorch")
 
 
-def _var(x, dim=None, *, correction=1, keepdim=False):
+def _var(x, dim=None, correction=1, keepdim=False):
     centered = F.sub(x, F.mean(x, dim, True))
     return F.div(F.sum(F.mul(centered, centered), dim, keepdim), max(_count(x, dim) - correction, 0))
 
 
+def _moment_meta(name):
+    """var/std take correction before keepdim."""
+    inner = _reduce_meta(name)
+    return lambda x, dim=None, correction=1, keepdim=False: inner(x, dim, keepdim)
+
+
 def _var_reference(x, dim=None, correction=1, keepdim=False):
-    axis = tuple(dim) if dim is not None else None
-    return np.var(x, axis=axis, ddof=correction, keepdims=keepdim)
+    return np.var(x, axis=_np_axis(x, dim), ddof=correction, keepdims=keepdim)
 
 
 defop("var(Tensor input, dim[]? dim=None, *, int correction=1, bool keepdim=False)", "reduction",
-      kind="composite", promotion=rules.same, dtypes="float", meta=_reduce_meta("var"), composite=_var,
+      kind="composite", promotion=rules.same, dtypes="float", meta=_moment_meta("var"), composite=_var,
       reference=_var_reference, doc="Bessel-corrected by default (correction=1)")
 defop("std(Tensor input, dim[]? dim=None, *, int correction=1, bool keepdim=False)", "reduction",
-      kind="composite", promotion=rules.same, dtypes="float", meta=_reduce_meta("std"),
+      kind="composite", promotion=rules.same, dtypes="float", meta=_moment_meta("std"),
       composite=lambda x, dim=None, correction=1, keepdim=False: F.sqrt(F.var(x, dim, correction=correction,
                                                                               keepdim=keepdim)),
       reference=lambda x, dim=None, correction=1, keepdim=False: np.sqrt(_var_reference(x, dim, correction,
@@ -198,6 +222,8 @@ defop("std(Tensor input, dim[]? dim=None, *, int correction=1, bool keepdim=Fals
 
 
 def _logsumexp(x, dim, keepdim=False):
+    if not x.dtype.is_floating_point:  # integers and bools compute in the default float dtype
+        x = F.to_dtype(x, get_default_dtype())
     peak = F.amax(x, dim, True)
     peak = F.where(F.isinf(peak), F.zeros_like(peak), peak)
     total = F.log(F.sum(F.exp(F.sub(x, peak)), dim, True))
@@ -206,11 +232,11 @@ def _logsumexp(x, dim, keepdim=False):
 
 
 def _logsumexp_reference(x, dim, keepdim=False):
-    x = np.asarray(x, dtype=np.float64)
-    peak = np.max(x, axis=tuple(dim), keepdims=True)
+    x, axis = np.asarray(x, dtype=np.float64), _np_axis(x, dim)
+    peak = np.max(x, axis=axis, keepdims=True)
     peak = np.where(np.isinf(peak), 0, peak)
-    out = np.log(np.sum(np.exp(x - peak), axis=tuple(dim), keepdims=True)) + peak
-    return out if keepdim else np.squeeze(out, axis=tuple(dim))
+    out = np.log(np.sum(np.exp(x - peak), axis=axis, keepdims=True)) + peak
+    return out if keepdim else np.squeeze(out, axis=axis)
 
 
 def _logsumexp_derivative(grad, input, dim, keepdim, result):
@@ -272,14 +298,14 @@ def _dim_pair_meta(name):
 defop("max(Tensor input, dim dim, bool keepdim=False)", "reduction", kind="composite",
       promotion=rules.with_indices, dtypes="numeric", meta=_dim_pair_meta("max"), composite=_max_dim,
       outputs=("values", "indices"), derivative=_selected_derivative,
-      reference=lambda x, dim, keepdim=False: (np.max(x, axis=dim, keepdims=keepdim),
-                                               np.argmax(x, axis=dim, keepdims=keepdim)),
+      reference=lambda x, dim, keepdim=False: (np.max(x, axis=_np_axis(x, dim), keepdims=keepdim),
+                                               np.argmax(x, axis=_np_axis(x, dim), keepdims=keepdim)),
       doc="values and indices of the maximum along dim; ember.max(x) and ember.max(x, y) also work")
 defop("min(Tensor input, dim dim, bool keepdim=False)", "reduction", kind="composite",
       promotion=rules.with_indices, dtypes="numeric", meta=_dim_pair_meta("min"), composite=_min_dim,
       outputs=("values", "indices"), derivative=_selected_derivative,
-      reference=lambda x, dim, keepdim=False: (np.min(x, axis=dim, keepdims=keepdim),
-                                               np.argmin(x, axis=dim, keepdims=keepdim)))
+      reference=lambda x, dim, keepdim=False: (np.min(x, axis=_np_axis(x, dim), keepdims=keepdim),
+                                               np.argmin(x, axis=_np_axis(x, dim), keepdims=keepdim)))
 
 
 def _norm(x, p="fro", dim=None, keepdim=False, dtype=None):
@@ -306,8 +332,7 @@ def _norm_check(op, values):
 
 
 def _norm_reference(x, p="fro", dim=None, keepdim=False, dtype=None):
-    axis = tuple(dim) if dim is not None else None
-    x = np.asarray(x, dtype=np.float64)
+    x, axis = np.asarray(x, dtype=np.float64), _np_axis(x, dim)
     if p in ("fro", 2, 2.0):
         return np.sqrt(np.sum(x * x, axis=axis, keepdims=keepdim))
     if p == math.inf:

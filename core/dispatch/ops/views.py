@@ -9,7 +9,7 @@ from .. import rules
 from ..dispatcher import wrap_dim
 from ..errors import ShapeError
 from ..meta import numel, require, shape
-from ..schema import defop
+from ..schema import Sample, defop
 from . import F
 
 
@@ -112,6 +112,152 @@ def _inverse(dims) -> tuple:
     return tuple(out)
 
 
+# -- conformance samples (``make`` and ``Sample`` as documented in schema.py) -------------------
+
+def _view_samples(make, dtype):
+    yield Sample((make((2, 3, 4)), (6, 4)))
+    yield Sample((make((4, 6)), (-1,)), note="-1 infers the size")
+    yield Sample((make((4, 6), noncontiguous=True), (2, 2, 6)), note="splitting a dim of a transposed input")
+    yield Sample((make(()), (1, 1)), note="0-d to 2-D")
+    yield Sample((make((1,)), ()), note="to 0-d")
+    yield Sample((make((0, 3)), (3, 0, 1)), note="empty")
+
+
+def _permute_samples(make, dtype):
+    yield Sample((make((2, 3, 4)), (2, 0, 1)))
+    yield Sample((make((2, 3)), (-1, 0)), note="negative dims")
+    yield Sample((make((3, 4), noncontiguous=True), (1, 0)), note="non-contiguous")
+    yield Sample((make(()), ()), note="0-d")
+
+
+def _expand_samples(make, dtype):
+    yield Sample((make((3, 1)), (3, 4)))
+    yield Sample((make((2, 1, 3)), (4, 2, 5, 3)), note="new leading dim")
+    yield Sample((make((1, 3)), (-1, 3)), note="-1 keeps a size")
+    yield Sample((make(()), (2, 2)), note="0-d")
+    yield Sample((make((1, 2), noncontiguous=True), (3, 2)), note="non-contiguous")
+    yield Sample((make((1,)), (0,)), note="to empty")
+
+
+def _slice_samples(make, dtype):
+    x = make((5, 4))
+    yield Sample((x, 0, 1, 3))
+    yield Sample((x, 1, None, None, 2), note="step")
+    yield Sample((x, -1, -3, None), note="negative dim and start")
+    yield Sample((x, 0, 7, 9), note="past the end: empty")
+    yield Sample((make((6, 5), noncontiguous=True), 1, 1, -1, 2), note="non-contiguous")
+
+
+def _unfold_samples(make, dtype):
+    yield Sample((make((6,)), 0, 2, 1))
+    yield Sample((make((3, 7)), 1, 3, 2))
+    yield Sample((make((4, 5), noncontiguous=True), 0, 2, 2), note="non-contiguous")
+    yield Sample((make((2, 3)), 1, 0, 1), note="empty windows")
+
+
+def _clone_samples(make, dtype):
+    yield Sample((make((2, 3)),))
+    yield Sample((make(()),), note="0-d")
+    yield Sample((make((0, 2)),), note="empty")
+    yield Sample((make((3, 4), noncontiguous=True),), note="non-contiguous")
+
+
+def _to_dtype_samples(make, dtype):
+    for target in ("bool", "uint8", "int8", "int32", "int64", "float16", "bfloat16", "float32", "float64"):
+        # values in [0, 100) fit every dtype, so float-to-integer conversion is defined
+        yield Sample((make((2, 3), low=0, high=100), target), note=f"to {target}")
+    yield Sample((make((3, 4), noncontiguous=True, low=0, high=100), "float32"), note="non-contiguous")
+    yield Sample((make((), low=0, high=100), "int64"), note="0-d")
+
+
+def _copy_samples(make, dtype):
+    yield Sample((make((2, 3)), make((2, 3))))
+    yield Sample((make((2, 3)), make((3,))), note="broadcast source")
+    yield Sample((make((3, 4), noncontiguous=True), make((3, 4))), note="non-contiguous destination")
+    yield Sample((make((2, 3)), make((2, 3), dtype="float32", low=0, high=100)), note="float32 source, cast")
+    yield Sample((make((2, 3)), make((2, 3), dtype="int64", low=0, high=100)), note="int64 source, cast")
+    yield Sample((make(()), make(())), note="0-d")
+
+
+def _cat_samples(make, dtype):
+    yield Sample(([make((2, 3)), make((4, 3))],))
+    yield Sample(([make((2, 3)), make((2, 1)), make((2, 2), noncontiguous=True)], 1), note="dim 1, three inputs")
+    yield Sample(([make((2, 3)), make((0, 3))], -2), note="an empty input")
+    yield Sample(([make((3,))],), note="one input")
+    yield Sample(([make((2,)), make((3,), dtype="bool")],), note="promotes a bool input")
+
+
+def _stack_samples(make, dtype):
+    yield Sample(([make((2, 3)), make((2, 3))],))
+    yield Sample(([make((2, 3)), make((2, 3), noncontiguous=True), make((2, 3))], -1), note="last dim")
+    yield Sample(([make(()), make(())],), note="0-d")
+    yield Sample(([make((0, 2))],), note="empty")
+
+
+def _reshape_samples(make, dtype):
+    yield Sample((make((2, 3, 4)), (6, -1)), note="a view")
+    yield Sample((make((3, 4), noncontiguous=True), (12,)), note="non-contiguous: a copy")
+    yield Sample((make(()), ()), note="0-d")
+    yield Sample((make((0, 3)), (3, 0, 1)), note="empty")
+
+
+def _transpose_samples(make, dtype):
+    yield Sample((make((2, 3, 4)), 0, 2))
+    yield Sample((make((3, 5)), -1, -2), note="negative dims")
+    yield Sample((make((3,)), 0, -1), note="1-D")
+    yield Sample((make(()), 0, -1), note="0-d")
+
+
+def _squeeze_samples(make, dtype):
+    yield Sample((make((2, 1, 3, 1)),), note="all size-1 dims")
+    yield Sample((make((2, 1, 3)), 1))
+    yield Sample((make((2, 1, 3, 1)), (1, -1)), note="several dims")
+    yield Sample((make((2, 3)), 0), note="not size 1: unchanged")
+    yield Sample((make(()),), note="0-d")
+
+
+def _unsqueeze_samples(make, dtype):
+    yield Sample((make((2, 3)), 0))
+    yield Sample((make((2, 3)), -1), note="negative dim")
+    yield Sample((make((3, 4), noncontiguous=True), 1), note="non-contiguous")
+    yield Sample((make(()), 0), note="0-d")
+
+
+def _flatten_samples(make, dtype):
+    yield Sample((make((2, 3, 4)),))
+    yield Sample((make((2, 3, 4)), 1), note="from dim 1")
+    yield Sample((make((2, 3, 4)), 0, -2), note="leading dims")
+    yield Sample((make((3, 4), noncontiguous=True),), note="non-contiguous")
+    yield Sample((make(()),), note="0-d")
+
+
+def _unflatten_samples(make, dtype):
+    yield Sample((make((2, 12)), 1, (3, 4)))
+    yield Sample((make((6,)), 0, (2, -1)), note="-1 infers a size")
+    yield Sample((make((4, 6), noncontiguous=True), 0, (2, 2)), note="non-contiguous")
+
+
+def _select_samples(make, dtype):
+    yield Sample((make((3, 4)), 0, 1))
+    yield Sample((make((3, 4)), 1, -1), note="negative index")
+    yield Sample((make((3, 4, 2), noncontiguous=True), -1, 0), note="non-contiguous")
+    yield Sample((make((2,)), 0, 1), note="to 0-d")
+
+
+def _split_samples(make, dtype):
+    yield Sample((make((5, 4)), 2), note="equal sizes, the last smaller")
+    yield Sample((make((5, 4)), [1, 4]), note="sections")
+    yield Sample((make((3, 5), noncontiguous=True), 2, 1), note="along dim 1, non-contiguous")
+    yield Sample((make((0, 3)), 2), note="empty")
+
+
+def _chunk_samples(make, dtype):
+    yield Sample((make((5, 4)), 2))
+    yield Sample((make((5, 4)), 3, 1), note="along dim 1")
+    yield Sample((make((6,)), 4), note="fewer chunks than asked")
+    yield Sample((make((6, 2), noncontiguous=True), 3, -2), note="non-contiguous")
+
+
 def _view_normalize(op, values):
     values[1] = infer_size(op.name, values[1], numel(shape(values[0])))
 
@@ -125,7 +271,7 @@ def _view_meta(x, size):
     return size
 
 
-defop("view(Tensor input, int[] size)", "view", promotion=rules.passthrough, meta=_view_meta,
+defop("view(Tensor input, int[] size)", "view", samples=_view_samples, promotion=rules.passthrough, meta=_view_meta,
       derivative=lambda grad, input: F.reshape(grad, tuple(input.shape)),
       normalize=_view_normalize, view=True, reference=lambda x, size: np.reshape(x, size),
       doc="the same storage in another shape; -1 infers one size")
@@ -140,7 +286,7 @@ def _permute_normalize(op, values):
     values[1] = dims
 
 
-defop("permute(Tensor input, int[] dims)", "view", promotion=rules.passthrough,
+defop("permute(Tensor input, int[] dims)", "view", samples=_permute_samples, promotion=rules.passthrough,
       derivative=lambda grad, dims: F.permute(grad, _inverse(dims)),
       meta=lambda x, dims: tuple(shape(x)[d] for d in dims), normalize=_permute_normalize, view=True,
       reference=lambda x, dims: np.transpose(x, dims))
@@ -165,10 +311,17 @@ def _expand_normalize(op, values):
     values[1] = tuple(out)
 
 
-defop("expand(Tensor input, int[] size)", "view", promotion=rules.passthrough, meta=lambda x, size: size,
+defop("expand(Tensor input, int[] size)", "view", samples=_expand_samples,
+      promotion=rules.passthrough, meta=lambda x, size: size,
       derivative=lambda grad: grad,  # the engine sums broadcast gradients back to the input's shape
-      normalize=_expand_normalize, view=True, reference=lambda x, size: np.broadcast_to(x, size),
+      normalize=_expand_normalize, view=True, reference=lambda x, size: np.broadcast_to(x, _expanded(x, size)),
       doc="size-1 dimensions repeated without copying; -1 keeps a size")
+
+
+def _expanded(x, size) -> tuple:
+    """``size`` with each -1 replaced by the input's size there (for the reference)."""
+    lead = len(size) - np.ndim(x)
+    return tuple(np.shape(x)[i - lead] if s == -1 else s for i, s in enumerate(size))
 
 
 def _slice_normalize(op, values):
@@ -191,11 +344,11 @@ def _slice_meta(x, dim, start, end, step):
     return tuple(out)
 
 
-defop("slice(Tensor input, dim dim=0, int? start=None, int? end=None, int step=1)", "view",
+defop("slice(Tensor input, dim dim=0, int? start=None, int? end=None, int step=1)", "view", samples=_slice_samples,
       derivative=lambda grad, input, dim, start, step: place_slice(grad, tuple(input.shape), dim, start, step),
       promotion=rules.passthrough, meta=_slice_meta, normalize=_slice_normalize, view=True,
       reference=lambda x, dim=0, start=None, end=None, step=1:
-      x[(slice(None),) * dim + (slice(start, end, step),)],
+      x[(slice(None),) * (dim % x.ndim) + (slice(start, end, step),)],
       doc="input[..., start:end:step, ...] along dim, as a view")
 
 
@@ -216,13 +369,14 @@ def _unfold_reference(x, dimension, size, step):
     return windows[tuple(index)]
 
 
-defop("unfold(Tensor input, dim dimension, int size, int step)", "view", promotion=rules.passthrough,
+defop("unfold(Tensor input, dim dimension, int size, int step)", "view", samples=_unfold_samples,
+      promotion=rules.passthrough,
       derivative=_unfold_derivative,
       meta=_unfold_meta, view=True, reference=_unfold_reference,
       doc="sliding windows of length size along dimension, as a view with a new last dimension")
 
 # -- copies and casts -------------------------------------------------------------------------
-defop("clone(Tensor input)", "view", promotion=rules.passthrough, meta=lambda x: shape(x),
+defop("clone(Tensor input)", "view", samples=_clone_samples, promotion=rules.passthrough, meta=lambda x: shape(x),
       derivative=lambda grad: grad,
       reference=np.copy, doc="a copy in fresh contiguous memory")
 
@@ -231,7 +385,8 @@ def _to_dtype_promotion(rt, op, values):
     return None, values[1]
 
 
-defop("to_dtype(Tensor input, dtype dtype)", "view", promotion=_to_dtype_promotion, meta=lambda x, dtype: shape(x),
+defop("to_dtype(Tensor input, dtype dtype)", "view", samples=_to_dtype_samples,
+      promotion=_to_dtype_promotion, meta=lambda x, dtype: shape(x),
       derivative=lambda grad: grad,  # the engine casts gradients to each input's dtype
       reference=lambda x, dtype: x, method=False, doc="a copy converted to dtype (C-style truncation of floats)")
 
@@ -247,7 +402,8 @@ def _copy_meta(dst, src):
     return target
 
 
-defop("copy_(Index self, Index src)", "view", promotion=rules.passthrough, meta=_copy_meta, mutates=True,
+defop("copy_(Index self, Index src)", "view", samples=_copy_samples,
+      promotion=rules.passthrough, meta=_copy_meta, mutates=True,
       derivative=lambda grad: (None, grad),  # the old values of self are overwritten
       method=False, reference=lambda dst, src: np.broadcast_to(src, np.shape(dst)),
       doc="writes src (broadcast and cast) into self")
@@ -267,7 +423,8 @@ def _cat_meta(tensors, dim=0):
     return first[:dim] + (total,) + first[dim + 1:]
 
 
-defop("cat(Tensor[] tensors, dim dim=0)", "view", promotion=rules.same, meta=_cat_meta, method=False,
+defop("cat(Tensor[] tensors, dim dim=0)", "view", samples=_cat_samples,
+      promotion=rules.same, meta=_cat_meta, method=False,
       derivative=_cat_derivative,
       reference=lambda tensors, dim=0: np.concatenate(tensors, axis=dim),
       doc="joins tensors along an existing dim (promoting dtypes)")
@@ -286,7 +443,8 @@ def _stack_meta(tensors, dim=0):
     return first[:dim] + (len(tensors),) + first[dim:]
 
 
-defop("stack(Tensor[] tensors, int dim=0)", "view", kind="composite", promotion=rules.same, meta=_stack_meta,
+defop("stack(Tensor[] tensors, int dim=0)", "view", samples=_stack_samples,
+      kind="composite", promotion=rules.same, meta=_stack_meta,
       composite=_stack, method=False, reference=lambda tensors, dim=0: np.stack(tensors, axis=dim),
       doc="joins same-shaped tensors along a new dim")
 
@@ -300,7 +458,8 @@ def _reshape(x, shape_):
     return F.view(F.clone(x), size)
 
 
-defop("reshape(Tensor input, int[] shape)", "view", kind="composite", promotion=rules.passthrough,
+defop("reshape(Tensor input, int[] shape)", "view", samples=_reshape_samples,
+      kind="composite", promotion=rules.passthrough,
       meta=lambda x, shape_: infer_size("reshape", shape_, numel(shape(x))), composite=_reshape,
       reference=lambda x, shape_: np.reshape(x, shape_),
       doc="a view when the strides allow it, else a copy")
@@ -319,9 +478,17 @@ def _transpose_meta(x, dim0, dim1):
     return tuple(out)
 
 
-defop("transpose(Tensor input, dim dim0, dim dim1)", "view", kind="composite", promotion=rules.passthrough,
+defop("transpose(Tensor input, dim dim0, dim dim1)", "view", samples=_transpose_samples,
+      kind="composite", promotion=rules.passthrough,
       meta=_transpose_meta, composite=lambda x, d0, d1: x if x.ndim == 0 else _transpose(x, d0, d1),
       reference=lambda x, d0, d1: np.swapaxes(x, d0, d1) if x.ndim else x)
+
+
+def _dims(dim, ndim) -> tuple:
+    """A user's dim (None, an int or a list) as non-negative dims (for references)."""
+    if dim is None:
+        return tuple(range(ndim))
+    return tuple(d % max(ndim, 1) for d in ((dim,) if isinstance(dim, int) else dim))
 
 
 def _squeeze_shape(in_shape, dim):
@@ -329,10 +496,11 @@ def _squeeze_shape(in_shape, dim):
     return tuple(s for i, s in enumerate(in_shape) if not (i in dims and s == 1))
 
 
-defop("squeeze(Tensor input, dim[]? dim=None)", "view", kind="composite", promotion=rules.passthrough,
+defop("squeeze(Tensor input, dim[]? dim=None)", "view", samples=_squeeze_samples,
+      kind="composite", promotion=rules.passthrough,
       meta=lambda x, dim=None: _squeeze_shape(shape(x), dim),
       composite=lambda x, dim=None: F.view(x, _squeeze_shape(tuple(x.shape), dim)),
-      reference=lambda x, dim=None: np.reshape(x, _squeeze_shape(np.shape(x), dim)),
+      reference=lambda x, dim=None: np.squeeze(x, axis=tuple(d for d in _dims(dim, np.ndim(x)) if np.shape(x)[d] == 1)),
       doc="drops size-1 dims (all of them, or those in dim)")
 
 
@@ -341,7 +509,8 @@ def _unsqueeze_shape(in_shape, dim):
     return in_shape[:dim] + (1,) + in_shape[dim:]
 
 
-defop("unsqueeze(Tensor input, int dim)", "view", kind="composite", promotion=rules.passthrough,
+defop("unsqueeze(Tensor input, int dim)", "view", samples=_unsqueeze_samples,
+      kind="composite", promotion=rules.passthrough,
       meta=lambda x, dim: _unsqueeze_shape(shape(x), dim),
       composite=lambda x, dim: F.view(x, _unsqueeze_shape(tuple(x.shape), dim)),
       reference=lambda x, dim: np.expand_dims(x, dim))
@@ -357,7 +526,7 @@ def _flatten_shape(in_shape, start, end):
     return in_shape[:start] + (math.prod(in_shape[start:end + 1]),) + in_shape[end + 1:]
 
 
-defop("flatten(Tensor input, int start_dim=0, int end_dim=-1)", "view", kind="composite",
+defop("flatten(Tensor input, int start_dim=0, int end_dim=-1)", "view", samples=_flatten_samples, kind="composite",
       promotion=rules.passthrough, meta=lambda x, s=0, e=-1: _flatten_shape(shape(x), s, e),
       composite=lambda x, s=0, e=-1: F.reshape(x, _flatten_shape(tuple(x.shape), s, e)),
       reference=lambda x, s=0, e=-1: np.reshape(x, _flatten_shape(np.shape(x), s, e)))
@@ -369,7 +538,8 @@ def _unflatten_shape(in_shape, dim, sizes):
     return in_shape[:dim] + sizes + in_shape[dim + 1:]
 
 
-defop("unflatten(Tensor input, int dim, int[] sizes)", "view", kind="composite", promotion=rules.passthrough,
+defop("unflatten(Tensor input, int dim, int[] sizes)", "view", samples=_unflatten_samples,
+      kind="composite", promotion=rules.passthrough,
       meta=lambda x, d, s: _unflatten_shape(shape(x), d, s),
       composite=lambda x, d, s: F.view(x, _unflatten_shape(tuple(x.shape), d, s)),
       reference=lambda x, d, s: np.reshape(x, _unflatten_shape(np.shape(x), d, s)))
@@ -384,7 +554,8 @@ def _select(x, dim, index):
     return F.squeeze(F.slice(x, dim, index, index + 1), dim)
 
 
-defop("select(Tensor input, dim dim, int index)", "view", kind="composite", promotion=rules.passthrough,
+defop("select(Tensor input, dim dim, int index)", "view", samples=_select_samples,
+      kind="composite", promotion=rules.passthrough,
       meta=lambda x, dim, index: shape(x)[:dim] + shape(x)[dim + 1:], composite=_select,
       reference=lambda x, dim, index: np.take(x, index, axis=dim), doc="input[..., index, ...] as a view")
 
@@ -418,7 +589,7 @@ def _split_reference(x, split, dim=0):
     return np.split(x, np.cumsum(sizes)[:-1], axis=dim)
 
 
-defop("split(Tensor input, Any split_size_or_sections, dim dim=0)", "view", kind="composite",
+defop("split(Tensor input, Any split_size_or_sections, dim dim=0)", "view", samples=_split_samples, kind="composite",
       promotion=rules.passthrough, meta=_split_meta, composite=_split, reference=_split_reference,
       outputs=("*",), doc="views of consecutive pieces: equal sizes (the last may be smaller) or given sections")
 
@@ -434,7 +605,8 @@ def _chunk_reference(x, chunks, dim=0):
     return _split_reference(x, max(-(-x.shape[dim] // chunks), 1), dim)
 
 
-defop("chunk(Tensor input, int chunks, dim dim=0)", "view", kind="composite", promotion=rules.passthrough,
+defop("chunk(Tensor input, int chunks, dim dim=0)", "view", samples=_chunk_samples,
+      kind="composite", promotion=rules.passthrough,
       meta=lambda x, chunks, dim=0: _split_meta(x, max(-(-shape(x)[dim] // max(chunks, 1)), 1), dim),
       composite=_chunk, reference=_chunk_reference, outputs=("*",),
       doc="at most chunks views of equal size (the last may be smaller), as in PyTorch")
