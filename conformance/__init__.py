@@ -2,15 +2,21 @@
 
     pytest --pyargs ember.conformance --backend cpu        # or cuda, opencl, a third-party plugin
     pytest --pyargs ember.conformance --backend opencl --hypothesis-profile thorough
+    EMBER_HYPOTHESIS_PROFILE=thorough pytest --pyargs ember.conformance
 
-Every op in ``ember.dispatch.OPS`` is run on the backend for every dtype it supports,
-with the op's declared ``samples`` (or samples generated from its signature and
-category) and compared with its NumPy ``reference``. The hand-written modules check
-what the schema cannot express: type promotion, views and in-place writes, device
-round trips, error messages and random-number generators.
+Every op in ``ember.dispatch.OPS`` runs on the backend for every dtype the backend supports
+and the op accepts. Its inputs are the op's declared ``samples`` plus, for elementwise ops
+and reductions, samples generated from the signature (0-d, empty, broadcasting, strided,
+special floats, dims and keepdim; hypothesis generates more), constrained by the op's
+``domain`` hints. Results are compared with the op's NumPy ``reference`` (NaN equal to NaN,
+per-dtype tolerances that ``OpDef.tolerances`` may override); dtypes with the promotion
+rule, shapes with the meta function. The hand-written modules check what the schema cannot
+say: type promotion, views and in-place writes, device round trips, error messages and
+random-number generators. A backend that cannot run here skips every test with its reason.
 
-Layout: ``plugin`` (pytest options, profiles, fixtures; loaded in every pytest run),
-``target`` (the backend under test), ``make`` (seeded sample tensors), ``samples``
-(fixed and hypothesis-generated inputs), ``oracle`` (expected dtypes, shapes and
-reference values), ``compare`` (tolerances), ``test_*`` (the tests).
+Modules: ``plugin`` (pytest options, profiles and fixtures; loaded in every pytest run),
+``profiles`` (hypothesis settings), ``target`` (the backend under test), ``cases`` (which
+op and dtype pairs), ``make`` (seeded sample tensors), ``samples`` (fixed and generated
+inputs), ``oracle`` (expected dtypes, shapes and reference values), ``compare``
+(tolerances), ``checks`` (one sample, checked), and the ``test_*`` modules.
 """

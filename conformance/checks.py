@@ -6,12 +6,9 @@ from dataclasses import replace
 from ember.dispatch.ops import F
 
 from .compare import mismatch, tolerance
+from .make import Unsupported
 from .oracle import (bound_values, expected_dtypes, expected_shapes, host, multi_output, numpy_dtype,
                      outputs_of, run_reference)
-
-
-class Unsupported(Exception):
-    """The sample needs a dtype that the backend under test does not support."""
 
 
 def on_device(op, sample, device):

@@ -17,7 +17,7 @@ def pytest_configure(config) -> None:
 
 def pytest_collection_modifyitems(config, items) -> None:
     target = target_of(config)
-    ours = [item for item in items if _HERE in Path(item.fspath).parents]
+    ours = [item for item in items if _HERE in item.path.parents]
     # log(0), 0/0 and friends are meant to give inf and NaN here, as in PyTorch: no warning for them
     quiet = pytest.mark.filterwarnings("ignore:.*encountered in:RuntimeWarning")
     skip = pytest.mark.skip(reason=f"backend {target.name!r} unavailable: {target.reason}")

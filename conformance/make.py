@@ -15,11 +15,16 @@ UNSIGNED_RANGE = (0, 10)
 SPECIAL_FLOATS = (math.nan, math.inf, -math.inf, 0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 2.5, -3.75, 1e-3)
 
 
-class Maker:
-    """``make(shape, *, dtype, low, high, noncontiguous, nonzero)`` -> a tensor on ``device``."""
+class Unsupported(Exception):
+    """A sample needs a dtype that the backend under test does not support."""
 
-    def __init__(self, device, dtype, seed: int) -> None:
-        self.device = device
+
+class Maker:
+    """``make(shape, *, dtype, low, high, noncontiguous, nonzero)`` -> a tensor on the target's device."""
+
+    def __init__(self, target, dtype, seed: int) -> None:
+        self.device = target.device
+        self.supported = target.dtypes
         self.dtype = dtype
         self.rng = np.random.default_rng(seed)
 
@@ -27,6 +32,8 @@ class Maker:
                  nonzero: bool = False):
         from ember.dispatch.dtypes import as_dtype
         dt = self.dtype if dtype is None else as_dtype(dtype)
+        if dt not in self.supported:
+            raise Unsupported(f"the sample needs {dt.name}")
         shape = (shape,) if isinstance(shape, int) else tuple(shape)
         values = self.values(shape, dt, low, high, nonzero)
         if noncontiguous and values.ndim:

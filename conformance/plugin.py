@@ -94,4 +94,4 @@ def make(backend, request):
 
     from .make import Maker
     params = getattr(getattr(request.node, "callspec", None), "params", {})
-    return Maker(backend.device, params.get("dtype", float32), zlib.crc32(request.node.nodeid.encode()))
+    return Maker(backend, params.get("dtype", float32), zlib.crc32(request.node.nodeid.encode()))

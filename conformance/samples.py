@@ -11,7 +11,7 @@ from hypothesis.extra.numpy import array_shapes, mutually_broadcastable_shapes
 
 from ember.dispatch.schema import REQUIRED, Sample
 
-from .make import SPECIAL_FLOATS
+from .make import SPECIAL_FLOATS, Unsupported
 from .oracle import PROMOTED
 
 #: Shapes of the inputs of an elementwise op, by number of tensor inputs: equal shapes, 0-d,
@@ -33,12 +33,25 @@ def fixed_samples(op, make, dtype) -> list:
     Elementwise ops and reductions always get the generated defaults (declared samples add
     attribute variants to them); other ops get defaults only when they declare no samples.
     """
-    declared = list(op.samples(make, dtype)) if op.samples is not None else []
+    declared = _until_unsupported(op.samples(make, dtype)) if op.samples is not None else []
     if op.category == "elementwise" and _elementwise_signature(op):
-        return declared + list(_elementwise_samples(op, make, dtype))
+        return declared + _until_unsupported(_elementwise_samples(op, make, dtype))
     if op.category == "reduction" and _reduction_signature(op):
-        return declared + list(_reduction_samples(op, make))
-    return declared or list(_generic_samples(op, make))
+        return declared + _until_unsupported(_reduction_samples(op, make))
+    return declared or _until_unsupported(_generic_samples(op, make))
+
+
+def _until_unsupported(samples) -> list:
+    """The samples a generator yields before it asks ``make`` for a dtype the backend lacks.
+
+    (Declarations should put samples that need other dtypes last.)"""
+    out = []
+    try:
+        for sample in samples:
+            out.append(sample)
+    except Unsupported:
+        pass
+    return out
 
 
 def has_generated_samples(op) -> bool:

@@ -55,9 +55,8 @@ def test_composite_values(op, dtype, make, backend):
 
 @given(data=st.data())
 def test_values_generated(op, dtype, backend, data):
-    make = Maker(backend.device, dtype, data.draw(st.integers(0, 2 ** 32 - 1), label="seed"))
-    sample = draw_sample(data, op, make)
+    make = Maker(backend, dtype, data.draw(st.integers(0, 2 ** 32 - 1), label="seed"))
     try:
-        check_values(op, on_device(op, sample, backend.device), backend)
+        check_values(op, on_device(op, draw_sample(data, op, make), backend.device), backend)
     except Unsupported:
         pytest.skip(f"{op.name} on {dtype.name} needs a dtype {backend.name} lacks")

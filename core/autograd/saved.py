@@ -15,7 +15,7 @@ class SavedTensor:
 
     __slots__ = ("tensor", "version", "node_ref", "output_nr", "requires_grad")
 
-    def __init__(self, tensor, node=None) -> None:
+    def __init__(self, tensor, node=None, output_nr: int = 0) -> None:
         self.version = tensor._version[0]
         if node is None:
             self.tensor = tensor
@@ -23,8 +23,8 @@ class SavedTensor:
         else:
             self.tensor = wrap_view(tensor._data, tensor._dtype, tensor._device, tensor)
             self.node_ref = weakref.ref(node)
-            self.output_nr = tensor._output_nr
-            self.requires_grad = tensor.requires_grad
+            self.output_nr = output_nr
+            self.requires_grad = tensor._dtype.is_floating_point  # outputs of a recorded node require grad
 
     def unpack(self, op_name: str, what: str):
         t = self.tensor
@@ -34,19 +34,20 @@ class SavedTensor:
             return t
         out = wrap_view(t._data, t._dtype, t._device, t)
         node = self.node_ref()
-        if node is not None:
-            out.requires_grad = self.requires_grad
+        if node is not None and self.requires_grad:
+            out.requires_grad = True
             out.grad_fn = node
             out._output_nr = self.output_nr
         return out
 
 
 def save(value, node=None):
-    """Wrap tensors (and lists of tensors) for saving; other values are kept as they are."""
+    """Wrap tensors (and lists of tensors) for saving; other values are kept as they are. With ``node``,
+    the values are that node's outputs, numbered by their position."""
     if hasattr(value, "_version") and hasattr(value, "_data"):
         return SavedTensor(value, node)
     if isinstance(value, (list, tuple)) and value and all(hasattr(v, "_version") for v in value if v is not None):
-        return [None if v is None else SavedTensor(v, node) for v in value]
+        return [None if v is None else SavedTensor(v, node, nr) for nr, v in enumerate(value)]
     return value
 
 

@@ -786,12 +786,27 @@ def _softmax_samples(make, dtype):
     yield Sample((make((2, 3)), -1), {"dtype": dtype})
 
 
+def _softmax_derivative(grad, dim, result):
+    """result * (grad - sum(grad * result)) along dim."""
+    if result.ndim == 0:
+        return F.zeros_like(grad)
+    return F.mul(result, F.sub(grad, F.sum(F.mul(grad, result), dim, True)))
+
+
+def _log_softmax_derivative(grad, dim, result):
+    """grad - softmax * sum(grad) along dim."""
+    if result.ndim == 0:
+        return F.zeros_like(grad)
+    return F.sub(grad, F.mul(F.exp(result), F.sum(grad, dim, True)))
+
+
 defop("softmax(Tensor input, dim dim, dtype? dtype=None)", "nn", kind="composite",
+      derivative=_softmax_derivative,
       promotion=rules.float_or_requested, dtypes="float", meta=lambda x, dim, dtype=None: shape(x),
       composite=_softmax, reference=_softmax_reference, samples=_softmax_samples,
       doc="exp(x) / sum(exp(x)) along dim, shifted by the max for stability; dtype= casts the input first")
 defop("log_softmax(Tensor input, dim dim, dtype? dtype=None)", "nn", kind="composite",
-      promotion=rules.float_or_requested, dtypes="float", meta=lambda x, dim, dtype=None: shape(x),
+      derivative=_log_softmax_derivative, promotion=rules.float_or_requested, dtypes="float", meta=lambda x, dim, dtype=None: shape(x),
       composite=_log_softmax, reference=_log_softmax_reference, samples=_softmax_samples,
       doc="log(softmax(x)) computed as x - max - log(sum(exp(x - max)))")
 
@@ -942,7 +957,8 @@ def _sigmoid_reference(x):
 
 
 _activation("relu(Tensor input)", lambda x: F.where(F.le(x, 0), 0, x), lambda x: np.maximum(x, 0),
-            dtypes="numeric", method=True, inplace=True, doc="max(x, 0); NaN stays NaN")
+            dtypes="numeric", method=True, inplace=True, doc="max(x, 0); NaN stays NaN; relu'(0) = 0",
+            derivative=lambda grad, result: F.where(F.gt(result, 0), grad, 0))
 _activation("leaky_relu(Tensor input, float negative_slope=0.01)", _leaky_relu,
             lambda x, negative_slope=0.01: np.where(x > 0, x, x * negative_slope),
             samples=_with_attrs(((0.2,), {}), ((), {"negative_slope": -1.5})), doc="x if x > 0 else x * slope")

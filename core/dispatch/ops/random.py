@@ -56,9 +56,8 @@ def _randint_samples(make, dtype):
 
 
 def _randperm_samples(make, dtype):
-    if dtype.kind != "bool":  # a permutation needs distinct values
-        for n in (5, 50, 1, 0):
-            yield Sample((n,), {"dtype": dtype}, note=f"n={n}")
+    for n in (5, 50, 1, 0):
+        yield Sample((n,), {"dtype": dtype}, note=f"n={n}")
 
 
 def _bernoulli_samples(make, dtype):
@@ -138,7 +137,7 @@ def _has_float64(device):
 
 
 defop(f"randperm(int n, {_TAIL})", "random", kind="composite", promotion=_randperm_promotion,
-      samples=_randperm_samples,
+      samples=_randperm_samples, dtypes="numeric",  # bools cannot hold a permutation, as in PyTorch
       meta=lambda n, *rest: _size_meta((n,)), composite=_randperm, method=False, differentiable=False,
       doc="a random permutation of 0..n-1")
 
