@@ -1,1 +1,15 @@
-"""Being written."""
+"""The nn layers. Each module file holds one family; this package gathers them."""
+from .activation import *  # noqa: F401,F403
+from .attention import *  # noqa: F401,F403
+from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
+from .conv import *  # noqa: F401,F403
+from .dropout import *  # noqa: F401,F403
+from .flatten import *  # noqa: F401,F403
+from .linear import *  # noqa: F401,F403
+from .loss import *  # noqa: F401,F403
+from .module import Module
+from .normalization import *  # noqa: F401,F403
+from .pooling import *  # noqa: F401,F403
+from .rnn import *  # noqa: F401,F403
+from .sparse import *  # noqa: F401,F403
+from .transformer import *  # noqa: F401,F403

@@ -1,0 +1,2 @@
+"""Being written."""
+__all__: list = []
