@@ -10,7 +10,9 @@ and reductions, samples generated from the signature (0-d, empty, broadcasting, 
 special floats, dims and keepdim; hypothesis generates more), constrained by the op's
 ``domain`` hints. Results are compared with the op's NumPy ``reference`` (NaN equal to NaN,
 per-dtype tolerances that ``OpDef.tolerances`` may override); dtypes with the promotion
-rule, shapes with the meta function. The hand-written modules check what the schema cannot
+rule, shapes with the meta function. Every differentiable op's gradients are checked against
+finite differences in float64 (first and second order) and, for the other floating dtypes,
+against the CPU backend's float64 gradients. The hand-written modules check what the schema cannot
 say: type promotion, views and in-place writes, device round trips, error messages and
 random-number generators. A backend that cannot run here skips every test with its reason.
 
@@ -18,5 +20,7 @@ Modules: ``plugin`` (pytest options, profiles and fixtures; loaded in every pyte
 ``profiles`` (hypothesis settings), ``target`` (the backend under test), ``cases`` (which
 op and dtype pairs), ``make`` (seeded sample tensors), ``samples`` (fixed and generated
 inputs), ``oracle`` (expected dtypes, shapes and reference values), ``compare``
-(tolerances), ``checks`` (one sample, checked), and the ``test_*`` modules.
+(tolerances), ``checks`` (one sample, checked), ``gradients`` (one sample as a differentiable
+function, and its CPU float64 reference), and the ``test_*`` modules (``test_gradients`` per op,
+``test_autograd`` for the engine on the device).
 """

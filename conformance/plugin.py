@@ -15,6 +15,13 @@ from . import profiles
 
 TARGET = pytest.StashKey()  # the resolved Target, once something asked for it
 SUMMARY = pytest.StashKey()  # lines for the terminal summary, added by the suite's tests
+COUNTS = pytest.StashKey()  # what -> how many checks of that kind ran, for the terminal summary
+
+
+def count(config, what: str, n: int = 1) -> None:
+    """Add ``n`` to the tally of ``what`` (e.g. "first-order gradient checks") shown after the run."""
+    counts = config.stash.setdefault(COUNTS, {})
+    counts[what] = counts.get(what, 0) + n
 
 
 def pytest_addoption(parser) -> None:
@@ -60,6 +67,8 @@ def pytest_terminal_summary(terminalreporter, config) -> None:
     target = config.stash.get(TARGET, None)
     if target is not None and not target.available and _is_conformance_run(config):
         lines = [f"backend {target.name!r} is unavailable, so every test was skipped: {target.reason}"]
+    counts = config.stash.get(COUNTS, {})
+    lines = list(lines or []) + [f"{what}: {n}" for what, n in counts.items()]
     if lines:
         terminalreporter.section("ember conformance")
         for line in lines:

@@ -23,6 +23,8 @@ from . import backends  # noqa: E402  (ember.backends.available(), the registry'
 from . import autograd  # noqa: E402  (installs recording into the dispatcher)
 from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled  # noqa: E402
 from . import utils  # noqa: E402
+from .serialization import load, save  # noqa: E402  (binds ember.serialization too)
+from . import optim  # noqa: E402
 from . import nn  # noqa: E402
 
 half, float, double = float16, float32, float64

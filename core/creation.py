@@ -5,7 +5,7 @@ import numpy as np
 
 from .dispatch import dispatcher, registry
 from .dispatch.dtypes import ALL_DTYPES, as_dtype, bool_, get_default_dtype, int64
-from .dispatch.errors import DtypeError
+from .dispatch.errors import DeviceError, DtypeError
 from .tensor import Tensor, wrap
 
 _NUMPY_NAMES = {d.name for d in ALL_DTYPES}
@@ -62,7 +62,10 @@ def tensor(data, *, dtype=None, device=None, requires_grad: bool = False) -> Ten
     array = _host_array(data)
     dt = as_dtype(dtype) if dtype is not None else (
         data._dtype if isinstance(data, Tensor) else _infer_dtype(data, array))
-    dev = registry.resolve_device(device) if device is not None else _default_device()
+    try:
+        dev = registry.resolve_device(device) if device is not None else _default_device()
+    except DeviceError as exc:
+        raise DeviceError(f"tensor: {exc}") from None
     backend = registry.get_backend(dev.type)
     if dt not in backend.supported_dtypes(dev.index):
         raise DtypeError(f"tensor: {dev} does not support {dt.name}")

@@ -118,6 +118,8 @@ def test_samples_match_reference(name, dtype_name, path, monkeypatch):
     for sample in samples:
         out = getattr(ember, name)(*sample.args, **sample.kwargs)
         expected = op.reference(*to_numpy(sample.args), **to_numpy(sample.kwargs))
+        if len(op.outputs) > 1:  # the main output; the conformance suite checks every output
+            out, expected, shapes[-1] = out[0], expected[0], shapes[-1][0]
         assert tuple(out.shape) == shapes[-1], f"{name}: meta disagrees with the output ({sample.note})"
         assert out.dtype == (ember.int64 if name == "one_hot" else dtype)
         assert_close(out.numpy(), expected, dtype_name)

@@ -21,6 +21,11 @@ def _differentiable(inputs):
     return [i for i, t in enumerate(inputs) if isinstance(t, Tensor) and t.requires_grad]
 
 
+def _values(outputs):
+    """Flat copies of the outputs: an output may alias the input being perturbed (an identity map)."""
+    return [F.clone(o.detach()).reshape(-1) for o in outputs]
+
+
 def _numerical_jacobian(fn, inputs, index, eps):
     """d(flattened outputs)/d(input[index]) by central differences, one input element at a time."""
     base = inputs[index].detach().clone().requires_grad_()  # contiguous, so the flat view below aliases it
@@ -31,9 +36,9 @@ def _numerical_jacobian(fn, inputs, index, eps):
     for k in range(flat.numel()):  # fn runs with grad mode on: it may itself differentiate (gradgradcheck)
         original = flat[k].item()
         flat[k] = original + eps
-        plus = [o.detach().reshape(-1) for o in _outputs(fn, inputs)]
+        plus = _values(_outputs(fn, inputs))
         flat[k] = original - eps
-        minus = [o.detach().reshape(-1) for o in _outputs(fn, inputs)]
+        minus = _values(_outputs(fn, inputs))
         flat[k] = original
         columns.append(F.cat([(p - m) / (2 * eps) for p, m in zip(plus, minus)]) if plus else None)
     return columns
@@ -46,6 +51,9 @@ def _analytical_jacobian(fn, inputs, index):
     for out in outputs:
         flat = out.reshape(-1)
         for k in range(flat.numel()):
+            if not out.requires_grad:  # not connected to the graph (a constant derivative): zero Jacobian
+                rows.append(F.zeros_like(inputs[index]).reshape(-1))
+                continue
             (g,) = autograd_grad([flat[k]], [inputs[index]], retain_graph=True, allow_unused=True)
             rows.append(F.zeros_like(inputs[index]).reshape(-1) if g is None else g.reshape(-1))
     return rows
@@ -62,7 +70,9 @@ def _fast_check(fn, inputs, eps, atol, rtol):
     weights = [F.rand_normal(tuple(o.shape), dtype=o.dtype, device=o.device) for o in outputs]
     directions = {i: F.rand_normal(tuple(inputs[i].shape), dtype=inputs[i].dtype, device=inputs[i].device)
                   for i in diff}
-    grads = autograd_grad(outputs, [inputs[i] for i in diff], weights, allow_unused=True)
+    connected = [(o, w) for o, w in zip(outputs, weights) if o.requires_grad]  # the others have zero Jacobian
+    grads = autograd_grad([o for o, _ in connected], [inputs[i] for i in diff], [w for _, w in connected],
+                          allow_unused=True) if connected else [None] * len(diff)
     analytical = sum(F.sum(F.mul(g, directions[i])).item() for i, g in zip(diff, grads) if g is not None)
 
     def shifted(sign):

@@ -91,19 +91,24 @@ def derivative_inputs(derivative) -> tuple[str, ...]:
     return names
 
 
-def _formulas(op, inputs):
+_LIST_TYPES = ("Tensor[]", "Index?[]")  # parameter types whose value is a list of graph inputs
+
+
+def _formulas(op, inputs, list_sizes: tuple):
     """A derivative is one function for every input, or a dict with one function per input name (as in
-    PyTorch's derivatives.yaml), so that only what the inputs needing gradients use gets saved."""
+    PyTorch's derivatives.yaml), so that only what the inputs needing gradients use gets saved.
+    ``inputs`` are flat: a list parameter takes as many of them as its ``list_sizes`` entry says."""
     if callable(op.derivative):
         return None, derivative_inputs(op.derivative)
     needed = {}
     position = 0
-    for p in op.params:
-        if not p.is_tensor:
-            continue
-        value = inputs[position] if position < len(inputs) else None
-        position += 1
-        if p.name in op.derivative and value is not None and value.requires_grad:
+    sizes = iter(list_sizes)
+    for i in op.tensor_positions:
+        p = op.params[i]
+        width = next(sizes) if p.type in _LIST_TYPES else 1
+        items = inputs[position:position + width]
+        position += width
+        if p.name in op.derivative and any(t is not None and t.requires_grad for t in items):
             needed[p.name] = op.derivative[p.name]
     wants = tuple(dict.fromkeys(name for fn in needed.values() for name in derivative_inputs(fn)))
     return needed, wants
@@ -112,7 +117,7 @@ def _formulas(op, inputs):
 class OpNode(Node):
     """The backward of one op call: runs the op's declared derivative on the saved values."""
 
-    __slots__ = ("op", "saved", "input_meta", "output_meta", "released", "formulas")
+    __slots__ = ("op", "saved", "input_meta", "output_meta", "released", "formulas", "list_sizes")
 
     def __init__(self, op, values, outputs, tensor_inputs) -> None:
         super().__init__(tuple(edge_of(t) if t is not None else None for t in tensor_inputs),
@@ -122,7 +127,8 @@ class OpNode(Node):
                                 for t in tensor_inputs)
         self.output_meta = tuple((tuple(t._data.shape), t._dtype, t._device) for t in outputs)
         self.released = False
-        self.formulas, wants = _formulas(op, tensor_inputs)
+        self.list_sizes = tuple(len(values[i]) for i in op.list_positions) if op.list_positions else ()
+        self.formulas, wants = _formulas(op, tensor_inputs, self.list_sizes)
         index = op.param_index
         saved = {}
         for name in wants:
@@ -156,7 +162,7 @@ class OpNode(Node):
             self.released = True
         if not isinstance(out, (tuple, list)):
             out = (out,)
-        return _flatten_list_grads(out, self.op)
+        return _flatten_list_grads(out, self.op, self.list_sizes)
 
 
     def _per_input(self, name, available):
@@ -164,12 +170,15 @@ class OpNode(Node):
         return None if fn is None else fn(**{n: available[n] for n in fn._wants})
 
 
-def _flatten_list_grads(out, op):
-    """Grads come back per tensor parameter; a ``Tensor[]`` parameter returns a list: flatten it."""
+def _flatten_list_grads(out, op, list_sizes: tuple):
+    """Grads come back per tensor parameter; a list parameter returns a list, or None for all of its
+    ``list_sizes`` elements: flatten them, so that each gradient lines up with its graph edge."""
     flat = []
+    sizes = iter(list_sizes)
     for p, g in zip((p for p in op.params if p.is_tensor), out):
-        if p.type in ("Tensor[]", "Index?[]"):
-            flat.extend(g if g is not None else [])
+        if p.type in _LIST_TYPES:
+            size = next(sizes)
+            flat.extend(g if g is not None else [None] * size)
         else:
             flat.append(g)
     return flat

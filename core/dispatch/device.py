@@ -20,6 +20,7 @@ class device:
         if cached is not None:
             return cached
         dev_type, dev_index = _parse(type_or_spec, index)
+        _check_known(dev_type, type_or_spec)
         canonical = cls._interned.get((dev_type, dev_index))
         if canonical is None:
             canonical = object.__new__(cls)
@@ -50,6 +51,15 @@ class device:
 
     def __reduce__(self):
         return (device, (self._str,))
+
+
+def _check_known(dev_type: str, spec) -> None:
+    """Unknown device types fail here, as in PyTorch, naming the types the installed plugins provide."""
+    from . import registry  # registry imports this module
+    known = registry.backends()
+    if dev_type not in known:
+        raise DeviceError(f"device: unknown device type {dev_type!r} in {spec!r}; registered backends: "
+                          f"{', '.join(sorted(known)) or 'none'}")
 
 
 def _parse(spec, index):

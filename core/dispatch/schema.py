@@ -60,6 +60,14 @@ class OpDef:
     domain: dict = field(default_factory=dict)  # input name -> make() keywords for generated samples
     doc: str = ""
     differentiable: bool = True
+    # False where the derivative itself cannot be differentiated (say why at the declaration); the
+    # conformance suite then reports the op instead of running gradgradcheck on it
+    second_order: bool = True
+    # input name -> make() keywords (low, high) for gradient checks, where the op is smooth and finite only
+    # on part of the default sample range (log on the positive reals); those inputs are redrawn there
+    grad_domain: dict = field(default_factory=dict)
+    # names of floating tensor inputs that get no gradient by design (batch norm's running statistics)
+    nondifferentiable_inputs: tuple = ()
     view: bool = False  # the output shares storage with the first input
     mutates: bool = False  # writes into its first input and returns it (copy_, index_put_)
     normalize: Callable[..., Any] | None = None  # rewrites bound values before meta, e.g. wraps dims
@@ -72,6 +80,8 @@ class OpDef:
         self.tensor_positions = tuple(i for i, p in enumerate(self.params) if p.is_tensor)
         self.attr_positions = tuple(i for i, p in enumerate(self.params) if not p.is_tensor)
         self.single_tensor = [p.type for p in self.params if p.is_tensor] in (["Tensor"], ["Index"])
+        # parameters holding a list of tensors (each element is one graph input)
+        self.list_positions = tuple(i for i, p in enumerate(self.params) if p.type in ("Tensor[]", "Index?[]"))
 
     @property
     def tensor_params(self) -> tuple[Param, ...]:
@@ -103,6 +113,9 @@ class Sample:
     args: tuple
     kwargs: dict = field(default_factory=dict)
     note: str = ""
+    # False where the op's gradient at this sample is a convention rather than the derivative (the
+    # padding row of embedding gets none): finite differences skip it, comparisons with the CPU do not
+    gradcheck: bool = True
 
 
 #: ``OpDef.samples(make, dtype)`` yields Samples. ``make(shape, *, dtype=dtype, low=None, high=None,

@@ -8,20 +8,23 @@ from ..dispatch import registry
 from ..tensor import Tensor
 
 
-def _rng_states():
-    backend = registry.get_backend("cpu")
-    return backend.default_generator(None).get_state()
+def _rng_states(args):
+    """The default generators' states of the CPU and of every device the tensor arguments are on: what
+    the block's random ops (dropout) draw from, so that recomputing it draws the same numbers."""
+    devices = {registry.resolve_device("cpu")} | {a.device for a in args if isinstance(a, Tensor)}
+    return [(d, registry.get_backend(d.type).default_generator(d.index).get_state()) for d in devices]
 
 
-def _restore_rng(state) -> None:
-    registry.get_backend("cpu").default_generator(None).set_state(state)
+def _restore_rng(states) -> None:
+    for d, state in states:
+        registry.get_backend(d.type).default_generator(d.index).set_state(state)
 
 
 class _Checkpoint(Function):
     @staticmethod
     def forward(ctx, fn, preserve_rng_state, *args):
         ctx.fn = fn
-        ctx.rng = _rng_states() if preserve_rng_state else None
+        ctx.rng = _rng_states(args) if preserve_rng_state else None
         ctx.tensor_positions = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
         ctx.save_for_backward(*[a for a in args if isinstance(a, Tensor)])
         ctx.args = [None if isinstance(a, Tensor) else a for a in args]
@@ -37,7 +40,7 @@ class _Checkpoint(Function):
             d.requires_grad = t.requires_grad
             args[position] = d
             detached.append(d)
-        current = _rng_states() if ctx.rng is not None else None
+        current = _rng_states(tensors) if ctx.rng is not None else None
         if ctx.rng is not None:
             _restore_rng(ctx.rng)
         try:

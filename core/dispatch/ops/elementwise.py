@@ -71,10 +71,12 @@ _unary("sign", np.sign, dtypes="numeric", doc="-1, 0 or 1 by the sign of each el
 _unary("exp", np.exp, promotion=rules.to_float, derivative=lambda grad, result: F.mul(grad, result))
 _unary("expm1", np.expm1, promotion=rules.to_float,
        derivative=lambda grad, result: F.mul(grad, F.add(result, 1)))
-_unary("log", np.log, promotion=rules.to_float, derivative=lambda grad, input: F.div(grad, input))
-_unary("log1p", np.log1p, promotion=rules.to_float,
+_POSITIVE = {"input": {"low": 0.1, "high": 5.0}}  # grad_domain of functions real only for positive inputs
+_unary("log", np.log, promotion=rules.to_float, derivative=lambda grad, input: F.div(grad, input),
+       grad_domain=_POSITIVE)
+_unary("log1p", np.log1p, promotion=rules.to_float, grad_domain={"input": {"low": -0.9, "high": 5.0}},
        derivative=lambda grad, input: F.div(grad, F.add(input, 1)))
-_unary("sqrt", np.sqrt, promotion=rules.to_float,
+_unary("sqrt", np.sqrt, promotion=rules.to_float, grad_domain=_POSITIVE,
        derivative=lambda grad, result: F.div(grad, F.mul(result, 2)))
 _unary("sin", np.sin, promotion=rules.to_float, derivative=lambda grad, input: F.mul(grad, F.cos(input)))
 _unary("cos", np.cos, promotion=rules.to_float,
@@ -96,13 +98,13 @@ _unary("isnan", np.isnan, promotion=rules.to_bool, differentiable=False, inplace
 
 # -- unary composites -----------------------------------------------------------------------
 _LN2 = math.log(2.0)
-_unary("log2", np.log2, promotion=rules.to_float, kind="composite",
+_unary("log2", np.log2, promotion=rules.to_float, kind="composite", grad_domain=_POSITIVE,
        composite=lambda x: F.div(F.log(x), _LN2))
 _unary("reciprocal", np.reciprocal, promotion=rules.to_float, kind="composite",
        composite=lambda x: F.div(1, x),
        derivative=lambda grad, result: F.neg(F.mul(grad, F.mul(result, result))))
 _unary("rsqrt", lambda x: 1 / np.sqrt(x), promotion=rules.to_float, kind="composite",
-       composite=lambda x: F.reciprocal(F.sqrt(x)))
+       composite=lambda x: F.reciprocal(F.sqrt(x)), grad_domain=_POSITIVE)
 _unary("sigmoid", lambda x: 1 / (1 + np.exp(-x)), promotion=rules.to_float, kind="composite",
        composite=lambda x: F.reciprocal(F.add(F.exp(F.neg(_as_float(x))), 1)), doc="1 / (1 + exp(-input))",
        derivative=lambda grad, result: F.mul(grad, F.mul(result, F.sub(1, result))))
@@ -201,7 +203,8 @@ _binary("remainder", np.remainder, dtypes="numeric", inplace=True, doc="Python's
         domain=_NONZERO_DIVISOR,
         derivative=lambda grad, input, other: (grad, F.neg(F.mul(grad, F.floor_divide(input, other)))))
 _binary("pow", np.power, dtypes="numeric", inplace=True, derivative=_pow_derivative,
-        domain={"other": {"low": 0, "high": 4}})  # integers to negative powers raise
+        domain={"other": {"low": 0, "high": 4}},  # integers to negative powers raise
+        grad_domain=_POSITIVE)  # a negative base has no real non-integer power
 _binary("maximum", np.maximum, doc="elementwise max; NaN propagates",
         derivative=_extremum_derivative(lambda a, b: F.gt(a, b)))
 _binary("minimum", np.minimum, doc="elementwise min; NaN propagates",
@@ -255,22 +258,21 @@ def _clamp_reference(x, min=None, max=None):
 
 
 def _clamp_derivative(grad, input, min, max):
-    """The gradient passes where min <= input <= max (bounds included), as in PyTorch."""
+    """The gradient passes where min <= input <= max (bounds included), as in PyTorch. Where min > max the
+    result is max whatever the input, so max alone gets the gradient there."""
     zeros = F.zeros_like(grad)
-    inside, grads = grad, []
-    if min is not None:
-        below = F.lt(input, min)
-        inside = F.where(below, zeros, inside)
-        grads.append(F.where(below, grad, zeros) if hasattr(min, "_data") else None)
-    else:
-        grads.append(None)
-    if max is not None:
-        above = F.gt(input, max)
-        inside = F.where(above, zeros, inside)
-        grads.append(F.where(above, grad, zeros) if hasattr(max, "_data") else None)
-    else:
-        grads.append(None)
-    return (inside, *grads)
+    below = None if min is None else F.lt(input, min)
+    above = None if max is None else F.gt(input, max)
+    inside = grad
+    for beyond in (below, above):
+        if beyond is not None:
+            inside = F.where(beyond, zeros, inside)
+    tensor_min, tensor_max = hasattr(min, "_data"), hasattr(max, "_data")
+    if below is not None and above is not None and (tensor_min or tensor_max):
+        crossed = F.gt(min, max)
+        below, above = F.logical_and(below, F.logical_not(crossed)), F.logical_or(above, crossed)
+    return (inside, F.where(below, grad, zeros) if tensor_min else None,
+            F.where(above, grad, zeros) if tensor_max else None)
 
 
 defop("clamp(Tensor input, Tensor? min=None, Tensor? max=None)", "elementwise", kind="composite",

@@ -31,8 +31,8 @@ def _matmul_meta(a, b, name="matmul"):
 
 def _as_matrices(grad, input_ndim: int, other_ndim: int):
     """The output gradient with the dims that 1-D operands dropped put back."""
-    if input_ndim == 1:
-        grad = F.unsqueeze(grad, -2)
+    if input_ndim == 1:  # a vector @ vector gradient is 0-d: its row dim is the only one
+        grad = F.unsqueeze(grad, -2 if grad.ndim else 0)
     if other_ndim == 1:
         grad = F.unsqueeze(grad, -1)
     return grad

@@ -47,26 +47,25 @@ def _run_hooks(state: _HookState, grad_input: tuple) -> tuple:
     return grad_input
 
 
-class _Entry(Function):
-    """Identity on the module's inputs; its backward sees grad_input and runs the hooks."""
+class _Identity(Function):
+    """Passes tensors through; subclasses act on their gradients."""
 
     @staticmethod
     def forward(ctx, state, *tensors):
         ctx.state = state
         return tensors
+
+
+class _Entry(_Identity):
+    """On the module's inputs: its backward sees grad_input and runs the hooks."""
 
     @staticmethod
     def backward(ctx, *grads):
         return (None, *_run_hooks(ctx.state, grads))
 
 
-class _Exit(Function):
-    """Identity on the module's outputs; its backward records grad_output."""
-
-    @staticmethod
-    def forward(ctx, state, *tensors):
-        ctx.state = state
-        return tensors
+class _Exit(_Identity):
+    """On the module's outputs: its backward records grad_output."""
 
     @staticmethod
     def backward(ctx, *grads):

@@ -11,7 +11,7 @@ from ...autograd.grad_mode import no_grad
 from ...dispatch.device import device as Device
 from ...dispatch.dtypes import as_dtype, bfloat16, float16, float32, float64
 from ...tensor import Tensor
-from ..parameter import Buffer, Parameter, is_parameter
+from ..parameter import Buffer, Parameter, _register, is_parameter
 from .hooks import RemovableHandle, attach_backward_hooks
 
 IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
@@ -152,19 +152,19 @@ class Module:
             module = child
         return module
 
-    def get_parameter(self, target: str):
+    def _get_member(self, target: str, store: str, kind: str):
         owner, _, name = target.rpartition(".")
         module = self.get_submodule(owner)
-        if name not in module._parameters:
-            raise AttributeError(f"{type(module).__name__} has no parameter '{name}'")
-        return module._parameters[name]
+        members = getattr(module, store)
+        if name not in members:
+            raise AttributeError(f"{type(module).__name__} has no {kind} '{name}'")
+        return members[name]
+
+    def get_parameter(self, target: str):
+        return self._get_member(target, "_parameters", "parameter")
 
     def get_buffer(self, target: str):
-        owner, _, name = target.rpartition(".")
-        module = self.get_submodule(owner)
-        if name not in module._buffers:
-            raise AttributeError(f"{type(module).__name__} has no buffer '{name}'")
-        return module._buffers[name]
+        return self._get_member(target, "_buffers", "buffer")
 
     # -- traversal ---------------------------------------------------------------------------------
     def named_modules(self, memo=None, prefix: str = "", remove_duplicate: bool = True):
@@ -409,7 +409,11 @@ class Module:
         return self.__dict__.copy()
 
     def __setstate__(self, state) -> None:
+        """Copies (deepcopy, pickle) hold new tensor objects: register them as parameters again."""
         self.__dict__.update(state)
+        for param in state.get("_parameters", {}).values():
+            if param is not None and not is_parameter(param):
+                _register(param)
 
 
 def _check_name(module: Module, name: str, kind: str, allow_dots: bool = False) -> None:

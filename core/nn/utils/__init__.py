@@ -1,1 +1,6 @@
-"""Being written: clip_grad_norm_, clip_grad_value_, parameters_to_vector."""
+"""``ember.nn.utils``: gradient clipping and flat-vector views of parameters."""
+from .clip_grad import clip_grad_norm_, clip_grad_value_, clip_grads_with_norm_, get_total_norm
+from .convert_parameters import parameters_to_vector, vector_to_parameters
+
+__all__ = ["clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_", "get_total_norm", "parameters_to_vector",
+           "vector_to_parameters"]

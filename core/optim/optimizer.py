@@ -1,0 +1,248 @@
+"""``Optimizer``: parameter groups, per-parameter state and checkpoints, shared by every optimizer.
+
+Written only in Ember tensor operations, so one optimizer runs on every backend. Two
+choices differ from PyTorch's internals (never from its results):
+
+* State tensors (``exp_avg``, ``momentum_buffer``, ...) are *replaced* each step by
+  freshly computed tensors instead of being updated in place. In Ember an in-place op
+  is an out-of-place op plus a copy, so rebinding saves one op per state tensor; and a
+  ``state_dict()`` taken earlier stays a true snapshot. Only the parameters are written
+  in place (``copy_`` under ``no_grad``), so modules keep their parameter objects.
+* ``state["step"]`` is a Python int, not a 0-d tensor: reading a device scalar every
+  step would cost an op and, on asynchronous backends, a synchronisation.
+"""
+from __future__ import annotations
+
+import functools
+import warnings
+from collections import defaultdict
+from itertools import chain
+from typing import Any, Callable, Iterable
+
+from ..autograd import enable_grad, no_grad
+from ..tensor import Tensor
+
+
+class _RequiredParameter:
+    """Marks a hyperparameter that every param group must give (PyTorch's ``optim.optimizer.required``)."""
+
+    def __repr__(self) -> str:
+        return "<required parameter>"
+
+
+required = _RequiredParameter()
+
+
+def _marks_called(step):
+    """Wrap ``step`` to record on the optimizer that it ran (PyTorch warns when a scheduler steps first)."""
+    @functools.wraps(step)
+    def marked_step(self, *args, **kwargs):
+        self._opt_called = True
+        return step(self, *args, **kwargs)
+    marked_step._marks_called = True
+    return marked_step
+
+
+class Optimizer:
+    """Base class of all optimizers.
+
+    ``params`` is an iterable of tensors, of ``(name, tensor)`` pairs, or of dicts
+    (param groups) whose ``"params"`` entry holds them and whose other entries override
+    ``defaults`` for that group. Subclasses implement ``_step_group(group)``, or
+    override ``step`` entirely.
+    """
+
+    def __init__(self, params: Iterable, defaults: dict[str, Any]) -> None:
+        self.defaults = defaults
+        self.state: defaultdict[Tensor, dict[str, Any]] = defaultdict(dict)
+        self.param_groups: list[dict[str, Any]] = []
+        if isinstance(params, Tensor):
+            raise TypeError("params argument given to the optimizer should be an iterable of Tensors or dicts, "
+                            "but got ember.Tensor")
+        groups = list(params)
+        if not groups:
+            raise ValueError("optimizer got an empty parameter list")
+        if not isinstance(groups[0], dict):
+            groups = [{"params": groups}]
+        for group in groups:
+            self.add_param_group(group)
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        """Mark each subclass's own ``step``, so that LR schedulers can tell whether it ran before them."""
+        super().__init_subclass__(**kwargs)
+        step = cls.__dict__.get("step")
+        if step is not None and not getattr(step, "_marks_called", False):
+            cls.step = _marks_called(step)
+
+    # -- param groups ---------------------------------------------------------------------------
+    def add_param_group(self, param_group: dict[str, Any]) -> None:
+        """Add a group (a dict with ``"params"`` and optional hyperparameters), e.g. when unfreezing layers."""
+        if not isinstance(param_group, dict):
+            raise TypeError(f"param_group must be a dict, but got {type(param_group).__name__}")
+        params = param_group["params"]
+        if isinstance(params, Tensor):
+            params = [params]
+        elif isinstance(params, (set, frozenset)):
+            raise TypeError("optimizer parameters need to be organized in ordered collections, but the ordering "
+                            "of tensors in sets will change between runs. Please use a list instead.")
+        else:
+            params = list(params)
+        names = [p[0] for p in params if isinstance(p, tuple)]
+        params = [p[1] if isinstance(p, tuple) else p for p in params]
+        if names and len(names) != len(params):
+            raise ValueError("all optimizer params should be with/without names. Some param names are missing")
+        for p in params:
+            if not isinstance(p, Tensor):
+                raise TypeError(f"optimizer can only optimize Tensors, but one of the params is "
+                                f"{type(p).__module__}.{type(p).__name__}")
+            if not p.is_leaf:
+                raise ValueError("can't optimize a non-leaf Tensor")
+        group = dict(param_group, params=params)
+        if names:
+            group["param_names"] = names
+        for name, default in self.defaults.items():
+            if default is required and name not in group:
+                raise ValueError(f"parameter group didn't specify a value of required optimization "
+                                 f"parameter {name}")
+            group.setdefault(name, default)
+
+        ids = [id(p) for p in params]
+        if len(set(ids)) != len(ids):
+            warnings.warn("optimizer contains a parameter group with duplicate parameters; each is updated "
+                          "once per occurrence", stacklevel=3)
+        for i, other in enumerate(self.param_groups):
+            if ("param_names" in other) != ("param_names" in group):
+                raise ValueError("all optimizer param groups should be with/without names. cannot add param "
+                                 f"group {'with' if names else 'without'} names to the optimizer")
+            if not set(ids).isdisjoint(id(p) for p in other["params"]):
+                raise ValueError(f"some parameters appear in more than one parameter group "
+                                 f"(group {i} and the new group {len(self.param_groups)})")
+        self.param_groups.append(group)
+
+    # -- stepping ------------------------------------------------------------------------------
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Drop the gradients (``set_to_none=True``, the default) or fill them with zeros."""
+        for group in self.param_groups:
+            for p in group["params"]:
+                grad = p.grad
+                if grad is None:
+                    continue
+                if set_to_none:
+                    p.grad = None
+                else:
+                    if grad.grad_fn is not None:
+                        grad.detach_()
+                    else:
+                        grad.requires_grad_(False)
+                    grad.zero_()
+
+    @_marks_called
+    def step(self, closure: Callable[[], Any] | None = None):
+        """One update of every parameter that has a gradient; ``closure`` re-evaluates the loss first."""
+        loss = None
+        if closure is not None:
+            with enable_grad():
+                loss = closure()
+        with no_grad():
+            for group in self.param_groups:
+                self._step_group(group)
+        return loss
+
+    def _step_group(self, group: dict[str, Any]) -> None:
+        raise NotImplementedError(f"{type(self).__name__} must implement step() or _step_group(group)")
+
+    # -- checkpoints ---------------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        """``{"state": {index: {...}}, "param_groups": [{..., "params": [index, ...]}]}``.
+
+        Parameters appear as their position in the groups, never as tensors, so a
+        checkpoint can be loaded into an optimizer built around new parameter objects.
+        """
+        index: dict[int, int] = {}
+        groups = []
+        start = 0
+        for group in self.param_groups:
+            for i, p in enumerate(group["params"], start):
+                index.setdefault(id(p), i)
+            packed = {k: v for k, v in group.items() if k != "params"}
+            packed["params"] = [index[id(p)] for p in group["params"]]
+            start += len(packed["params"])
+            groups.append(packed)
+        state = {(index[id(k)] if isinstance(k, Tensor) else k): dict(v) for k, v in self.state.items()}
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Restore state and hyperparameters saved by ``state_dict()``.
+
+        Groups are matched by position and must hold as many parameters as the saved
+        ones. State tensors are copied onto each parameter's device; floating ones also
+        take the parameter's dtype, as in PyTorch.
+        """
+        if not isinstance(state_dict, dict) or "state" not in state_dict or "param_groups" not in state_dict:
+            raise ValueError("load_state_dict: expected a dict with keys 'state' and 'param_groups', as returned "
+                             "by Optimizer.state_dict()")
+        saved_groups = state_dict["param_groups"]
+        if len(saved_groups) != len(self.param_groups):
+            raise ValueError(f"loaded state dict has a different number of parameter groups: "
+                             f"{len(saved_groups)} saved, {len(self.param_groups)} in this optimizer")
+        for i, (group, saved) in enumerate(zip(self.param_groups, saved_groups)):
+            if len(group["params"]) != len(saved["params"]):
+                raise ValueError(f"loaded state dict contains a parameter group that doesn't match the size of "
+                                 f"optimizer's group: group {i} has {len(saved['params'])} saved parameters, "
+                                 f"the optimizer's has {len(group['params'])}")
+        by_index = dict(zip(chain.from_iterable(g["params"] for g in saved_groups),
+                            chain.from_iterable(g["params"] for g in self.param_groups)))
+        state: defaultdict[Any, dict[str, Any]] = defaultdict(dict)
+        for key, value in state_dict["state"].items():
+            param = by_index.get(key)
+            if param is None:
+                state[key] = value
+            else:
+                state[param] = {k: _cast_state(param, v, k) for k, v in value.items()}
+        new_groups = []
+        for group, saved in zip(self.param_groups, saved_groups):
+            new = {k: _copy_value(v) for k, v in saved.items()}
+            new["params"] = group["params"]
+            if "param_names" in group and "param_names" not in saved:
+                new["param_names"] = group["param_names"]
+            for name, default in self.defaults.items():
+                new.setdefault(name, default)
+            new_groups.append(new)
+        self.state = state
+        self.param_groups = new_groups
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"defaults": self.defaults, "state": self.state, "param_groups": self.param_groups}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+
+    def __repr__(self) -> str:
+        lines = [f"{type(self).__name__} ("]
+        for i, group in enumerate(self.param_groups):
+            lines.append(f"Parameter Group {i}")
+            lines.extend(f"    {key}: {group[key]}" for key in sorted(group) if key != "params")
+        return "\n".join(lines) + "\n)"
+
+
+def _cast_state(param: Tensor, value, key=None):
+    """A copy of one saved state value, with tensors moved to ``param``'s device (and float dtype)."""
+    if isinstance(value, Tensor):
+        if key == "step":
+            return value.item() if value.numel() == 1 else value.clone()
+        dtype = param.dtype if value.is_floating_point() and param.is_floating_point() else value.dtype
+        return value.to(param.device, dtype, copy=True)
+    if isinstance(value, dict):
+        return {k: _cast_state(param, v, k) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_cast_state(param, v) for v in value)
+    return value
+
+
+def _copy_value(value):
+    """Hyperparameters are copied so that later edits to a loaded checkpoint don't reach the optimizer."""
+    if isinstance(value, list):
+        return [_copy_value(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _copy_value(v) for k, v in value.items()}
+    return value

@@ -1,0 +1,67 @@
+"""Stochastic gradient descent, optionally with (Nesterov) momentum and L2 weight decay."""
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from ..tensor import Tensor
+from .optimizer import Optimizer
+
+
+class SGD(Optimizer):
+    """``SGD(params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False, *, maximize=False)``.
+
+    With momentum the buffer starts as the first gradient and then follows
+    ``buf = momentum * buf + (1 - dampening) * grad``, as in PyTorch.
+    """
+
+    def __init__(self, params: Iterable, lr: float = 1e-3, momentum: float = 0, dampening: float = 0,
+                 weight_decay: float = 0, nesterov: bool = False, *, maximize: bool = False) -> None:
+        if lr < 0.0:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if momentum < 0.0:
+            raise ValueError(f"Invalid momentum value: {momentum}")
+        if weight_decay < 0.0:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+        defaults = dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
+                        nesterov=nesterov, maximize=maximize)
+        super().__init__(params, defaults)
+
+    def _step_group(self, group: dict[str, Any]) -> None:
+        lr, momentum, dampening = float(group["lr"]), float(group["momentum"]), float(group["dampening"])
+        weight_decay, nesterov, maximize = float(group["weight_decay"]), group["nesterov"], group["maximize"]
+        for p in group["params"]:
+            grad = p.grad
+            if grad is None:
+                continue
+            if momentum != 0:
+                state = self.state[p]
+                state["momentum_buffer"] = sgd_update(
+                    p, grad, state.get("momentum_buffer"), lr=lr, momentum=momentum, dampening=dampening,
+                    weight_decay=weight_decay, nesterov=nesterov, maximize=maximize)
+            else:
+                sgd_update(p, grad, None, lr=lr, momentum=0.0, dampening=dampening, weight_decay=weight_decay,
+                           nesterov=False, maximize=maximize)
+
+
+def sgd_update(param: Tensor, grad: Tensor, momentum_buffer: Tensor | None, *, lr: float, momentum: float,
+               dampening: float, weight_decay: float, nesterov: bool, maximize: bool) -> Tensor | None:
+    """Write one SGD step into ``param``; return the new momentum buffer (None without momentum).
+
+    One parameter's whole update in one function of tensors and floats, so that a
+    backend-provided fused kernel could take its place.
+    """
+    d_p = -grad if maximize else grad
+    if weight_decay != 0:
+        d_p = d_p + param * weight_decay
+    if momentum != 0:
+        if momentum_buffer is None:
+            momentum_buffer = d_p.clone() if d_p is grad else d_p  # never alias the caller's .grad
+        elif dampening == 0:
+            momentum_buffer = momentum_buffer * momentum + d_p
+        else:
+            momentum_buffer = momentum_buffer * momentum + d_p * (1.0 - dampening)
+        d_p = d_p + momentum_buffer * momentum if nesterov else momentum_buffer
+    param.copy_(param - d_p * lr)
+    return momentum_buffer
