@@ -1,7 +1,7 @@
 """Tensor methods and Python operators, generated from the op schema."""
 from __future__ import annotations
 
-from .dispatch import dispatcher
+from .dispatch import dispatcher, registry
 from .dispatch.dtypes import bool_
 from .dispatch.errors import DtypeError, ShapeError
 from .dispatch.ops import F
@@ -38,12 +38,26 @@ def write_result(target: Tensor, result: Tensor, op_name: str) -> Tensor:
     if tuple(result._data.shape) != tuple(target._data.shape):
         raise ShapeError(f"{op_name}_: output with shape {tuple(target.shape)} doesn't match the broadcast shape "
                          f"{tuple(result.shape)}")
-    return F.copy_(target, result)
+    return _copy_into(target, result)
+
+
+def _copy_into(target: Tensor, source: Tensor) -> Tensor:
+    """``target.copy_(source)`` for tensors on one device. When autograd has nothing to record and the
+    shapes already agree, the backend's copy kernel runs directly, skipping the generic dispatch."""
+    hooks = dispatcher.hooks
+    quiet = not hooks.grad_enabled() or not (target.requires_grad or source.requires_grad)
+    if quiet and source._device is target._device and source._data.shape == target._data.shape:
+        registry.get_backend(target._device.type).kernels["copy_"](target._data, source._data)
+        target._version[0] += 1
+        return target
+    return F.copy_(target, source)
 
 
 def _inplace_method(op: OpDef):
+    compute = getattr(F, op.name)  # the fast path when there is one
+
     def method(self, *args, **kwargs):
-        return write_result(self, _call(op, (self,) + args, kwargs), op.name)
+        return write_result(self, compute(self, *args, **kwargs), op.name)
     method.__name__ = op.name + "_"
     method.__doc__ = f"In-place {op.name}: writes the result into self."
     return method
@@ -61,10 +75,10 @@ def _binary_operator(name: str, reflected: bool = False):
 
 
 def _inplace_operator(name: str):
-    op = OPS[name]
+    compute = getattr(F, name)
 
     def operator(self, other):
-        return write_result(self, _call(op, (self, other), {}), name)
+        return write_result(self, compute(self, other), name)
     return operator
 
 
@@ -92,7 +106,7 @@ def _copy_(self, src, non_blocking=False):
         src = F.full((), src, dtype=self._dtype, device=self._device)
     elif src._device is not self._device:
         src = src.to(self._device)
-    return F.copy_(self, src)
+    return _copy_into(self, src)
 
 
 def _fill_(self, value):

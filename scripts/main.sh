@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Sets up .venv and runs the main job on the CPU backend (pass --device to pick another).
+# Sets up .venv and runs the main job: training the digits CNN on the CPU backend
+# (extra arguments go to the script, e.g. --device opencl --epochs 10 --resume).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
-.venv/bin/python examples/quickstart.py "$@"
+scripts/setup.sh examples
+.venv/bin/python examples/train_digits.py "$@"

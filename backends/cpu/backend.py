@@ -50,3 +50,31 @@ class CpuBackend(Backend):
 
     def memory_stats(self, index):
         return {}
+
+
+def _keep_freed_memory_for_reuse() -> None:
+    """Ask glibc to serve large arrays from its heap and keep freed memory around.
+
+    NumPy allocates a fresh buffer for every op result; with glibc's defaults, buffers above 128 KiB
+    are mmap'ed and returned to the OS on free, so each training step page-faults its temporaries
+    in again. Raising the thresholds lets freed buffers be reused. EMBER_CPU_MALLOC_TUNING=0 opts out.
+    """
+    import ctypes
+    import ctypes.util
+    import os
+    if os.environ.get("EMBER_CPU_MALLOC_TUNING", "1") == "0":
+        return
+    name = ctypes.util.find_library("c")
+    if not name:
+        return
+    try:
+        libc = ctypes.CDLL(name)
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):  # not glibc: nothing to tune
+        return
+    m_trim_threshold, m_mmap_threshold = -1, -3
+    mallopt(m_mmap_threshold, 64 * 1024 * 1024)
+    mallopt(m_trim_threshold, 256 * 1024 * 1024)
+
+
+_keep_freed_memory_for_reuse()

@@ -41,6 +41,8 @@ hooks = _Hooks()
 
 def bind(op: OpDef, args: tuple, kwargs: dict) -> list:
     """Positional and keyword arguments -> one value per parameter, defaults filled."""
+    if not kwargs and op.min_args <= len(args) <= op.positional_count:
+        return [*args, *op.default_values[len(args):]]
     params = op.params
     if len(args) > len(params) or (args and len(args) > sum(not p.kw_only for p in params)):
         positional = sum(not p.kw_only for p in params)
@@ -98,6 +100,8 @@ _PLAIN = {("int", int), ("int?", int), ("bool", bool), ("bool?", bool), ("float"
 
 def _convert(op: OpDef, p, v, ndim: int):
     t = p.type
+    if v is p.default and p.default_is_canonical:
+        return v
     if (t, v.__class__) in _PLAIN:
         return v
     if t == "dim" and v.__class__ is int and 0 <= v < ndim:
@@ -325,8 +329,11 @@ def _natives(op: OpDef, values: list, compute, out, backend, dev: Device) -> lis
     natives = list(values)
     cast = backend.kernels["to_dtype"]
     for i in op.tensor_positions:
-        p = op.params[i]
         v = values[i]
+        if v.__class__ is Tensor and v._device is dev and (compute is None or v._dtype is compute):
+            natives[i] = v._data  # the common case: nothing to move or cast
+            continue
+        p = op.params[i]
         promote = compute is not None and p.type in ("Tensor", "Tensor?", "Tensor[]")
         if isinstance(v, Tensor):
             natives[i] = _native_of(v, dev, cast if promote and v._dtype is not compute else None, compute)
@@ -336,15 +343,13 @@ def _natives(op: OpDef, values: list, compute, out, backend, dev: Device) -> lis
                           for t in v]
         elif isinstance(v, _NUMBER):
             natives[i] = _scalar_native(backend, v, compute or scalar_dtype(v), dev.index)
-    index = op.param_index.get("device")
-    if index is not None:
-        natives[index] = dev.index
-    index = op.param_index.get("generator")
-    if index is not None:
-        natives[index] = _generator_native(backend, dev, values[index])
-    index = op.param_index.get("dtype")
-    if index is not None and not isinstance(out, tuple):
-        natives[index] = out
+    device_at, generator_at, dtype_at = op.special_positions
+    if device_at is not None:
+        natives[device_at] = dev.index
+    if generator_at is not None:
+        natives[generator_at] = _generator_native(backend, dev, values[generator_at])
+    if dtype_at is not None and not isinstance(out, tuple):
+        natives[dtype_at] = out
     return natives
 
 

@@ -39,6 +39,12 @@ class Param:
     def optional(self) -> bool:
         return self.type.endswith("?")
 
+    @property
+    def default_is_canonical(self) -> bool:
+        """A default the dispatcher may pass on as is: dims need wrapping, lists become tuples."""
+        return self.default is None or (self.type not in ("dim", "dim?", "dim[]?", "int[]", "int[]?", "dtype",
+                                                          "dtype?", "device?") and not isinstance(self.default, list))
+
 
 @dataclass(eq=False)
 class OpDef:
@@ -80,6 +86,12 @@ class OpDef:
         self.tensor_positions = tuple(i for i, p in enumerate(self.params) if p.is_tensor)
         self.attr_positions = tuple(i for i, p in enumerate(self.params) if not p.is_tensor)
         self.single_tensor = [p.type for p in self.params if p.is_tensor] in (["Tensor"], ["Index"])
+        self.positional_count = sum(not p.kw_only for p in self.params)
+        self.default_values = tuple(p.default for p in self.params)
+        required = [i for i, p in enumerate(self.params) if p.default is REQUIRED]
+        self.min_args = (required[-1] + 1 if required else 0) if all(
+            not self.params[i].kw_only for i in required) else len(self.params) + 1
+        self.special_positions = tuple(self.param_index.get(name) for name in ("device", "generator", "dtype"))
         # parameters holding a list of tensors (each element is one graph input)
         self.list_positions = tuple(i for i, p in enumerate(self.params) if p.type in ("Tensor[]", "Index?[]"))
 
