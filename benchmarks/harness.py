@@ -1,74 +1,167 @@
-"""Interleaved timing of Ember against PyTorch in one process: medians and their ratio.
+"""Interleaved timing of several contenders in one process: medians per contender and their ratios.
 
-Rounds alternate (Ember, PyTorch, Ember, PyTorch, ...) so that drifts in machine load hit both
-sides alike. Each round times a batch of calls and reports seconds per call.
+Rounds alternate (Ember, PyTorch, Ember, PyTorch, ...) so that drifts in machine load hit every
+contender alike: the machine is shared, and timing one side after the other would fold a change
+of load into the ratio. Each round times a batch of calls sized to a time budget and reports
+seconds per call; the median over rounds discards the rounds a neighbour's burst spoiled.
 """
 from __future__ import annotations
 
-import platform
 import statistics
 import time
-from dataclasses import dataclass
-from typing import Callable
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+Call = Callable[[], object]
+
+
+@dataclass
+class Timing:
+    """How long to measure: ``rounds`` interleaved rounds of about ``budget_s`` seconds per contender."""
+    rounds: int
+    budget_s: float
+
+
+@dataclass
+class Case:
+    """One benchmark, written once and built for every contender.
+
+    ``build(sides)`` returns one zero-argument call per side (same inputs, same work) and a note
+    (empty unless something about the comparison needs saying, such as outputs that disagree).
+    ``work`` is the amount of work in one call (FLOPs, batches) for cases reported as a rate;
+    ``target`` is the issue-8 bound on the ratio Ember / reference, where one exists.
+    """
+    key: str
+    name: str
+    build: Callable[[Sequence], tuple[list[Call], str]]
+    target: float | None = None
+    work: float | None = None
 
 
 @dataclass
 class Result:
+    """Medians of one case: ``values[label]`` is seconds per call (or bytes, for memory)."""
+    key: str
     name: str
-    ember_s: float
-    torch_s: float | None
+    values: dict[str, float | None]
+    subject: str
+    reference: str | None
+    target: float | None = None
+    work: float | None = None
+    note: str = ""
+    spread: dict[str, float] = field(default_factory=dict)
+
+    def ratio(self, label: str | None = None) -> float | None:
+        """subject / ``label`` (default: the reference); lower is better for time and memory alike."""
+        label = label or self.reference
+        mine, theirs = self.values.get(self.subject), self.values.get(label) if label else None
+        if mine is None or not theirs:
+            return None
+        return mine / theirs
 
     @property
-    def ratio(self) -> float | None:
-        return None if self.torch_s is None else self.ember_s / self.torch_s
+    def met(self) -> bool | None:
+        """Whether the target holds; None when there is no target or nothing to compare with."""
+        ratio = self.ratio()
+        if self.target is None or ratio is None:
+            return None
+        return ratio <= self.target
 
 
-def _per_call(fn: Callable[[], object], calls: int) -> float:
+def _timed(fn: Call, calls: int, sync: Call) -> float:
+    """Seconds for ``calls`` calls, including waiting for queued device work once at the end."""
     start = time.perf_counter()
     for _ in range(calls):
         fn()
-    return (time.perf_counter() - start) / calls
+    sync()
+    return time.perf_counter() - start
 
 
-def _calls_for(fn: Callable[[], object], budget_s: float) -> int:
-    """How many calls fill about ``budget_s`` seconds, after a warm-up."""
-    for _ in range(3):
-        fn()
-    one = max(_per_call(fn, 3), 1e-7)
-    return max(1, int(budget_s / one))
+def calls_for(fn: Call, sync: Call, budget_s: float) -> int:
+    """How many calls fill about ``budget_s`` seconds, after one warm-up call.
+
+    The warm-up pays for lazy work (kernel caches, optimizer state created on the first step)
+    that steady-state training never pays again. Batches grow tenfold until one is long enough
+    to time reliably, so microsecond ops and second-long training steps are both sized right.
+    """
+    fn()
+    sync()
+    calls, elapsed = 1, _timed(fn, 1, sync)
+    while elapsed < budget_s / 10 and calls < 1_000_000:
+        calls *= 10
+        elapsed = _timed(fn, calls, sync)
+    return max(1, round(budget_s * calls / max(elapsed, 1e-9)))
 
 
-def compare(name: str, ember_fn: Callable[[], object], torch_fn: Callable[[], object] | None,
-            rounds: int = 15, round_budget_s: float = 0.02) -> Result:
-    ember_calls = _calls_for(ember_fn, round_budget_s)
-    torch_calls = _calls_for(torch_fn, round_budget_s) if torch_fn else 0
-    ember_times, torch_times = [], []
-    for _ in range(rounds):
-        ember_times.append(_per_call(ember_fn, ember_calls))
-        if torch_fn:
-            torch_times.append(_per_call(torch_fn, torch_calls))
-    return Result(name, statistics.median(ember_times), statistics.median(torch_times) if torch_fn else None)
+def interleave(sides: Sequence, calls: Sequence[Call], timing: Timing) -> dict[str, list[float]]:
+    """Seconds per call of each side in each round, the sides taking turns within every round.
+
+    A side's ``running()`` context (its PyTorch thread count) is entered around each of its
+    rounds; when that switches the thread count, one untimed call goes first, so the switch is not timed.
+    """
+    sizes = []
+    for side, fn in zip(sides, calls):
+        with side.running():
+            sizes.append(calls_for(fn, side.sync, timing.budget_s))
+    times: dict[str, list[float]] = {side.label: [] for side in sides}
+    for _ in range(timing.rounds):
+        for side, fn, n in zip(sides, calls, sizes):
+            with side.running() as switched:
+                if switched:
+                    fn()
+                times[side.label].append(_timed(fn, n, side.sync) / n)
+    return times
 
 
-def machine() -> str:
-    import os
-    return f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+def measure(case: Case, sides: Sequence, timing: Timing, reference: str | None) -> Result:
+    """Build ``case`` for every side, time it interleaved and summarise each side by its median."""
+    calls, note = case.build(sides)
+    times = interleave(sides, calls, timing)
+    medians = {label: statistics.median(ts) for label, ts in times.items()}
+    spread = {label: _relative_iqr(ts) for label, ts in times.items()}
+    return Result(case.key, case.name, medians, sides[0].label, reference, case.target, case.work, note, spread)
 
 
-def format_time(seconds: float | None) -> str:
-    if seconds is None:
-        return "n/a"
-    for unit, scale in (("s", 1), ("ms", 1e-3), ("µs", 1e-6)):
-        if seconds >= scale:
-            return f"{seconds / scale:.2f} {unit}"
-    return f"{seconds / 1e-9:.0f} ns"
+def _relative_iqr(times: list[float]) -> float:
+    """Interquartile range over the median: how much the rounds disagreed (0.05 = 5 %)."""
+    if len(times) < 4:
+        return 0.0
+    q1, _, q3 = statistics.quantiles(times, n=4)
+    return (q3 - q1) / statistics.median(times)
 
 
-def markdown(results: list[Result], title: str, versions: str) -> str:
-    lines = [f"# {title}", "", f"Machine: {machine()}. {versions}", "",
-             "Medians of interleaved rounds; ratio = Ember / PyTorch (lower is better).", "",
-             "| benchmark | Ember | PyTorch | ratio |", "| --- | --- | --- | --- |"]
-    for r in results:
-        ratio = "n/a" if r.ratio is None else f"{r.ratio:.2f}×"
-        lines.append(f"| {r.name} | {format_time(r.ember_s)} | {format_time(r.torch_s)} | {ratio} |")
-    return "\n".join(lines) + "\n"
+@dataclass
+class Table:
+    """Results of one section as the report shows them.
+
+    ``unit`` says how values read: 'time' (seconds per call), 'bytes', or a rate such as
+    'GFLOP/s' computed as ``work / seconds / scale``.
+    """
+    key: str
+    title: str
+    labels: list[str]
+    results: list[Result]
+    unit: str = "time"
+    scale: float = 1.0
+    note: str = ""
+
+
+@dataclass
+class Section:
+    """A group of cases timed against the same sides (Ember first, the reference second)."""
+    key: str
+    title: str
+    sides: list
+    cases: list[Case]
+    timing: Timing
+    unit: str = "time"
+    scale: float = 1.0
+    note: str = ""
+
+    def run(self, progress: Callable[[str], None] = lambda line: None) -> Table:
+        reference = self.sides[1].label if len(self.sides) > 1 else None
+        results = []
+        for case in self.cases:
+            progress(f"{self.title}: {case.name}")
+            results.append(measure(case, self.sides, self.timing, reference))
+        return Table(self.key, self.title, [s.label for s in self.sides], results, self.unit, self.scale, self.note)

@@ -1,68 +1,76 @@
 """Per-op overhead: small ops on tiny tensors, where dispatch cost dominates the arithmetic.
 
-    python benchmarks/overhead.py [--write benchmarks/results/overhead.md]
+A 10-element add costs PyTorch about 2 µs, nearly all of it bookkeeping; Ember's issue-8 target
+is to stay within 2× of that, with and without autograd recording. Run alone with
+
+    python benchmarks/overhead.py [--quick] [--write FILE]     (same as run.py --only overhead)
 """
 from __future__ import annotations
 
-import argparse
-import pathlib
 import sys
+from typing import Callable
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import numpy as np
 
-import numpy as np  # noqa: E402
+from harness import Case, Section, Timing
+from sides import Lineup, Side
 
-import ember  # noqa: E402
-from harness import compare, markdown  # noqa: E402
+TIMING = {True: Timing(rounds=5, budget_s=0.01), False: Timing(rounds=21, budget_s=0.03)}
 
 
-def cases(torch):
-    x = ember.tensor(np.linspace(-1, 1, 10, dtype=np.float32))
-    m = ember.tensor(np.random.default_rng(0).standard_normal((64, 64), dtype=np.float32))
-    tx = torch.from_numpy(x.numpy().copy()) if torch else None
-    tm = torch.from_numpy(m.numpy().copy()) if torch else None
-    pick = (lambda f: f) if torch else (lambda f: None)
-    g = ember.tensor(np.linspace(-1, 1, 10, dtype=np.float32), requires_grad=True)
-    tg = torch.linspace(-1, 1, 10, requires_grad=True) if torch else None
+def _vector(side: Side, requires_grad: bool = False):
+    return side.tensor(np.linspace(-1, 1, 10, dtype=np.float32), requires_grad)
 
-    def chain(t):
-        return ((t * 2 + 1).tanh() * t).sum()
 
-    def chain_backward(t):
-        chain(t).backward()
-        t.grad = None
+def _matrix(side: Side):
+    return side.tensor(np.random.default_rng(0).standard_normal((64, 64), dtype=np.float32))
+
+
+def _chain_backward(side: Side):
+    """Five recorded ops (mul, add, tanh, mul, sum) and the backward pass through them."""
+    g = _vector(side, requires_grad=True)
+
+    def step():
+        ((g * 2 + 1).tanh() * g).sum().backward()
+        g.grad = None
+    return step
+
+
+def _each(make: Callable[[Side], Callable[[], object]]):
+    """A ``Case.build`` that makes the call independently for each side."""
+    return lambda sides: ([make(side) for side in sides], "")
+
+
+def _on(make_input, op):
+    """A call that applies ``op`` to an input made for the side (made once, outside the timing)."""
+    def make(side):
+        x = make_input(side)
+        return lambda: op(x)
+    return make
+
+
+def cases() -> list[Case]:
+    vec, mat = _vector, _matrix
+    grad_vec = lambda side: _vector(side, requires_grad=True)  # noqa: E731
     return [
-        ("x + x (10 float32)", lambda: x + x, pick(lambda: tx + tx)),
-        ("x * 2.0 (10 float32)", lambda: x * 2.0, pick(lambda: tx * 2.0)),
-        ("x.exp() (10 float32)", lambda: x.exp(), pick(lambda: tx.exp())),
-        ("x.sum() (10 float32)", lambda: x.sum(), pick(lambda: tx.sum())),
-        ("x.view(2, 5) (10 float32)", lambda: x.view(2, 5), pick(lambda: tx.view(2, 5))),
-        ("x[2:5] (10 float32)", lambda: x[2:5], pick(lambda: tx[2:5])),
-        ("m @ m (64×64 float32)", lambda: m @ m, pick(lambda: tm @ tm)),
-        ("m.amax(dim=1) (64×64)", lambda: m.amax(dim=1), pick(lambda: tm.amax(dim=1))),
-        ("x + x, requires_grad (10 float32)", lambda: g + g, pick(lambda: tg + tg)),
-        ("5-op chain + backward (10 float32)", lambda: chain_backward(g), pick(lambda: chain_backward(tg))),
+        Case("add", "x + x (10 float32)", _each(_on(vec, lambda x: x + x)), target=2.0),
+        Case("add_grad", "x + x, requires_grad (10 float32)", _each(_on(grad_vec, lambda x: x + x)), target=2.0),
+        Case("chain_backward", "5-op chain + backward (10 float32)", _each(_chain_backward), target=1.5),
+        Case("mul_scalar", "x * 2.0 (10 float32)", _each(_on(vec, lambda x: x * 2.0))),
+        Case("exp", "x.exp() (10 float32)", _each(_on(vec, lambda x: x.exp()))),
+        Case("sum", "x.sum() (10 float32)", _each(_on(vec, lambda x: x.sum()))),
+        Case("view", "x.view(2, 5) (10 float32)", _each(_on(vec, lambda x: x.view(2, 5)))),
+        Case("slice", "x[2:5] (10 float32)", _each(_on(vec, lambda x: x[2:5]))),
+        Case("matmul64", "m @ m (64×64 float32)", _each(_on(mat, lambda m: m @ m))),
+        Case("amax", "m.amax(dim=1) (64×64 float32)", _each(_on(mat, lambda m: m.amax(dim=1)))),
     ]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--write", type=pathlib.Path, help="also write the Markdown table to this file")
-    args = parser.parse_args()
-    try:
-        import torch
-        torch.set_num_threads(1)
-        versions = f"Ember {ember.__version__}, PyTorch {torch.__version__} (1 thread), NumPy {np.__version__}."
-    except ImportError:
-        torch = None
-        versions = f"Ember {ember.__version__}, NumPy {np.__version__}; PyTorch not installed (pip install -e .[bench])."
-    results = [compare(name, e, t) for name, e, t in cases(torch)]
-    table = markdown(results, "Per-op overhead, CPU backend", versions)
-    print(table)
-    if args.write:
-        args.write.parent.mkdir(parents=True, exist_ok=True)
-        args.write.write_text(table)
+def section(lineup: Lineup, quick: bool) -> Section:
+    return Section("overhead", "Per-op overhead", lineup.sides(), cases(), TIMING[quick],
+                   note="Seconds per call; single-op cases run without autograd unless marked requires_grad.")
 
 
 if __name__ == "__main__":
-    main()
+    from run import main
+    main(["--only", "overhead", *sys.argv[1:]])

@@ -25,7 +25,9 @@ def sum_to_shape(grad, shape: tuple):
 
 def _fit(grad, meta):
     shape, dtype, device = meta
-    grad = sum_to_shape(grad, shape)
+    if grad._data.shape == shape and grad._dtype is dtype and grad._device is device:
+        return grad  # the usual case
+    grad = sum_to_shape(grad, tuple(shape))
     if grad._dtype is not dtype:
         grad = F.to_dtype(grad, dtype)
     if grad._device is not device:
@@ -99,11 +101,15 @@ def _process(node, grads, buffers, counts, ready, retain_graph, create_graph, ca
         for nr, grad in enumerate(grads):
             if (node, nr) in capture and grad is not None:
                 capture[(node, nr)] = _add(capture[(node, nr)], grad)
-    if isinstance(node, AccumulateGrad):
+    if node.__class__ is AccumulateGrad:
         if capture is None:
             _accumulate(node, grads[0], create_graph, handed)
         return
-    if all(g is None for g in grads):
+    if len(grads) == 1 and grads[0] is not None:
+        input_grads = node.apply(grads, retain_graph)
+        if state.anomaly:
+            check_gradients(node, input_grads)
+    elif all(g is None for g in grads):
         input_grads = [None] * len(node.next_edges)
     else:
         if any(g is None for g in grads):

@@ -13,6 +13,22 @@ def _as_list(x):
     return list(x) if isinstance(x, (list, tuple)) else [x]
 
 
+_units: dict = {}
+
+
+def _unit_gradient(out):
+    """The implicit gradient 1 of a scalar loss. Cached per (shape, dtype, device): every training step
+    needs one, and derivatives never write into their incoming gradient. A leaf root gets a fresh one,
+    because it would be stored as that leaf's ``.grad``, which optimizers update in place."""
+    if out.grad_fn is None:
+        return F.full(tuple(out.shape), 1, dtype=out.dtype, device=out.device)
+    key = (out._data.shape, out._dtype, out._device)
+    unit = _units.get(key)
+    if unit is None or unit._version[0] != 0:
+        unit = _units[key] = F.full(tuple(out.shape), 1, dtype=out.dtype, device=out.device)
+    return unit
+
+
 def _default_grads(outputs, grad_outputs):
     grads = _as_list(grad_outputs) or [None] * len(outputs)
     if len(grads) != len(outputs):
@@ -23,7 +39,7 @@ def _default_grads(outputs, grad_outputs):
             if out.numel() != 1:
                 raise RuntimeError(f"grad can be implicitly created only for scalar outputs; got an output of "
                                    f"shape {tuple(out.shape)}: pass gradient=")
-            g = F.full(tuple(out.shape), 1, dtype=out.dtype, device=out.device)
+            g = _unit_gradient(out)
         elif not isinstance(g, Tensor):
             g = F.full_like(out, g)
         elif tuple(g.shape) != tuple(out.shape):

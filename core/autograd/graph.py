@@ -10,7 +10,9 @@ import inspect
 import weakref
 
 from ..dispatch.errors import EmberError
+from ..tensor import Tensor
 from . import saved as saving
+from .saved import SavedTensor
 from .grad_mode import state
 
 _FREED = ("Trying to backward through the graph a second time (or directly access saved tensors after they "
@@ -100,6 +102,10 @@ def _formulas(op, inputs, list_sizes: tuple):
     ``inputs`` are flat: a list parameter takes as many of them as its ``list_sizes`` entry says."""
     if callable(op.derivative):
         return None, derivative_inputs(op.derivative)
+    if not list_sizes and len(op.tensor_positions) == len(inputs):  # no list parameters: one input each
+        needed = {p: op.derivative[p] for p, t in zip(op.tensor_param_names, inputs)
+                  if t is not None and t.requires_grad and p in op.derivative}
+        return needed, tuple(dict.fromkeys(n for fn in needed.values() for n in derivative_inputs(fn)))
     needed = {}
     position = 0
     sizes = iter(list_sizes)
@@ -120,12 +126,25 @@ class OpNode(Node):
     __slots__ = ("op", "saved", "input_meta", "output_meta", "released", "formulas", "list_sizes")
 
     def __init__(self, op, values, outputs, tensor_inputs) -> None:
-        super().__init__(tuple(edge_of(t) if t is not None else None for t in tensor_inputs),
-                         len(outputs), op.name)
+        # Recording happens on every differentiable op call, so this is written for speed.
+        edges, metas = [], []
+        for t in tensor_inputs:
+            if t is None:
+                edges.append(None)
+                metas.append(None)
+                continue
+            fn = t.grad_fn
+            edges.append((fn, t._output_nr) if fn is not None else
+                         ((accumulator(t), 0) if t.requires_grad else None))
+            metas.append((t._data.shape, t._dtype, t._device))
+        self.next_edges = edges
+        self.num_outputs = len(outputs)
+        self.pre_hooks = None
+        self.forward_op = op.name
         self.op = op
-        self.input_meta = tuple(None if t is None else (tuple(t._data.shape), t._dtype, t._device)
-                                for t in tensor_inputs)
-        self.output_meta = tuple((tuple(t._data.shape), t._dtype, t._device) for t in outputs)
+        self.input_meta = metas
+        self.output_meta = tuple((t._data.shape, t._dtype, t._device) for t in outputs) \
+            if len(outputs) > 1 else None
         self.released = False
         self.list_sizes = tuple(len(values[i]) for i in op.list_positions) if op.list_positions else ()
         self.formulas, wants = _formulas(op, tensor_inputs, self.list_sizes)
@@ -134,12 +153,14 @@ class OpNode(Node):
         for name in wants:
             if name in ("grad", "grads"):
                 continue
-            if name == "result":
+            at = index.get(name)
+            if at is not None:
+                value = values[at]
+                saved[name] = SavedTensor(value) if value.__class__ is Tensor else saving.save(value)
+            elif name == "result":
                 saved[name] = saving.save(outputs[0] if len(outputs) == 1 else list(outputs), self)
             elif name == "results":
                 saved[name] = saving.save(list(outputs), self)
-            else:
-                saved[name] = saving.save(values[index[name]])
         self.saved = saved
 
     def name(self) -> str:
@@ -148,10 +169,10 @@ class OpNode(Node):
     def apply(self, grads, retain_graph):
         if self.released:
             raise RuntimeError(_FREED.format(name=self.name()))
-        available = {}
-        for name in self.saved:
-            available[name] = saving.unpack(self.saved[name], self.op.name, f"the saved '{name}'")
-        available["grad"], available["grads"] = grads[0], grads
+        available = {"grad": grads[0], "grads": grads}
+        op_name = self.op.name
+        for name, value in self.saved.items():
+            available[name] = saving.unpack(value, op_name, name)
         if self.formulas is None:
             fn = self.op.derivative
             out = fn(**{name: available[name] for name in fn._wants})
@@ -173,6 +194,8 @@ class OpNode(Node):
 def _flatten_list_grads(out, op, list_sizes: tuple):
     """Grads come back per tensor parameter; a list parameter returns a list, or None for all of its
     ``list_sizes`` elements: flatten them, so that each gradient lines up with its graph edge."""
+    if not list_sizes:
+        return list(out)
     flat = []
     sizes = iter(list_sizes)
     for p, g in zip((p for p in op.params if p.is_tensor), out):
@@ -189,11 +212,21 @@ def tensor_inputs_of(op, values):
     found = []
     for i in op.tensor_positions:
         v = values[i]
-        if isinstance(v, (list, tuple)):
-            found.extend(x if hasattr(x, "_data") else None for x in v)
+        if v.__class__ is Tensor:
+            found.append(v)
+        elif isinstance(v, (list, tuple)):
+            found.extend(x if isinstance(x, Tensor) else None for x in v)
         else:
-            found.append(v if hasattr(v, "_data") else None)
+            found.append(v if isinstance(v, Tensor) else None)
     return found
+
+
+def record_elementwise(op, values, inputs, out) -> None:
+    """The fast path's recording: one output, operands known to be tensors or None, op differentiable."""
+    node = OpNode(op, values, (out,), inputs)
+    if out._dtype.is_floating_point:
+        out.requires_grad = True
+        out.grad_fn = node
 
 
 def record(op, values, outputs) -> None:

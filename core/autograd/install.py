@@ -84,6 +84,7 @@ def _set_data(self, value: Tensor) -> None:
 def install() -> None:
     hooks = dispatcher.hooks
     hooks.record = graph.record
+    hooks.record_elementwise = graph.record_elementwise
     hooks.grad_enabled = is_grad_enabled
     hooks.before_mutation = graph.check_mutation
     hooks.record_transfer = _record_transfer

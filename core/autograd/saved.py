@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import weakref
 
-from ..tensor import wrap_view
+from ..tensor import Tensor, wrap_view
 
 _MODIFIED = ("one of the variables needed for gradient computation has been modified by an inplace "
              "operation: {what} of {op} is at version {now}; expected version {then} instead")
@@ -44,16 +44,17 @@ class SavedTensor:
 def save(value, node=None):
     """Wrap tensors (and lists of tensors) for saving; other values are kept as they are. With ``node``,
     the values are that node's outputs, numbered by their position."""
-    if hasattr(value, "_version") and hasattr(value, "_data"):
+    if value.__class__ is Tensor:
         return SavedTensor(value, node)
-    if isinstance(value, (list, tuple)) and value and all(hasattr(v, "_version") for v in value if v is not None):
+    if isinstance(value, (list, tuple)) and value and all(v is None or v.__class__ is Tensor for v in value):
         return [None if v is None else SavedTensor(v, node, nr) for nr, v in enumerate(value)]
     return value
 
 
-def unpack(value, op_name: str, what: str):
-    if isinstance(value, SavedTensor):
-        return value.unpack(op_name, what)
+def unpack(value, op_name: str, name: str):
+    """The saved value ``name`` of op ``op_name``, checked against in-place changes since it was saved."""
+    if value.__class__ is SavedTensor:
+        return value.unpack(op_name, f"the saved '{name}'")
     if isinstance(value, list) and value and any(isinstance(v, SavedTensor) for v in value):
-        return [None if v is None else v.unpack(op_name, what) for v in value]
+        return [None if v is None else v.unpack(op_name, f"the saved '{name}'") for v in value]
     return value

@@ -46,8 +46,8 @@ class device:
                 return False
         return self is other
 
-    def __hash__(self) -> int:
-        return hash(self._str)
+    # Devices are interned, so identity hashing is exact, and C-level fast (devices key hot caches).
+    __hash__ = object.__hash__
 
     def __reduce__(self):
         return (device, (self._str,))

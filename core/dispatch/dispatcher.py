@@ -26,6 +26,7 @@ class _Hooks:
     wrap = None  # (native, dtype, device) -> Tensor
     wrap_view = None  # (native, dtype, device, base Tensor) -> Tensor sharing base's version counter
     record = None  # autograd: (op, values, outputs) -> None, called when grad mode records
+    record_elementwise = None  # autograd: (op, values, tensor inputs, output) -> None, for the fast path
     record_transfer = None  # autograd: (source, copy) -> None for device copies
     before_mutation = None  # autograd: (op, values) -> None, refuses in-place writes it cannot track
     no_grad = None  # autograd: a context manager that turns recording off

@@ -68,9 +68,9 @@ def _recorder(op: OpDef):
     if op.kind == "composite" and op.derivative is None:
         return False
 
-    def record(values, out):
+    def record(values, inputs, out):
         if hooks.grad_enabled():
-            hooks.record(op, values, out)
+            hooks.record_elementwise(op, values, inputs, out)
     return record
 
 
@@ -92,7 +92,7 @@ def make_unary(op: OpDef):
                     kernel, extra, out_dtype = plan
                     out = wrap(kernel(a._data, *extra), out_dtype, a._device)
                     if a.requires_grad and recorder:
-                        recorder([a, *extra], out)
+                        recorder([a, *extra], (a,), out)
                     return out
         return call(op, args, kwargs)
     return function
@@ -123,7 +123,7 @@ def make_binary(op: OpDef):
                             kernel, extra, out_dtype = plan
                             out = wrap(kernel(da, db, *extra), out_dtype, a._device)
                             if (a.requires_grad or b.requires_grad) and recorder:
-                                recorder([a, b, *extra], out)
+                                recorder([a, b, *extra], (a, b), out)
                             return out
                 elif (b.__class__ is float or (b.__class__ is int and 0 <= b < 128)) and (
                         recorder is not False or not a.requires_grad):
@@ -135,7 +135,7 @@ def make_binary(op: OpDef):
                         kernel, extra, out_dtype = plan
                         out = wrap(kernel(a._data, b, *extra), out_dtype, a._device)
                         if a.requires_grad and recorder:
-                            recorder([a, b, *extra], out)
+                            recorder([a, b, *extra], (a, None), out)
                         return out
             elif b.__class__ is tensor_type and (a.__class__ is float or (a.__class__ is int and 0 <= a < 128)) \
                     and (recorder is not False or not b.requires_grad):
@@ -147,7 +147,7 @@ def make_binary(op: OpDef):
                     kernel, extra, out_dtype = plan
                     out = wrap(kernel(a, b._data, *extra), out_dtype, b._device)
                     if b.requires_grad and recorder:
-                        recorder([a, b, *extra], out)
+                        recorder([a, b, *extra], (None, b), out)
                     return out
         return call(op, args, kwargs)
     return function

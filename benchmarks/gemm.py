@@ -1,0 +1,33 @@
+"""Dense float32 matrix multiply (n × n @ n × n) in GFLOP/s: Ember against NumPy and PyTorch.
+
+Ember's CPU backend hands matmul to NumPy's BLAS, so NumPy is the floor it can reach and the gap
+to it is Ember's own overhead; PyTorch shows what a different BLAS and threading achieve.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from harness import Case, Section, Timing
+from sides import Lineup
+
+SIZES = (256, 1024, 2048)
+TIMING = {True: Timing(rounds=3, budget_s=0.05), False: Timing(rounds=9, budget_s=0.25)}
+
+
+def _gemm(n: int):
+    rng = np.random.default_rng(n)
+    a, b = (rng.standard_normal((n, n), dtype=np.float32) for _ in range(2))
+
+    def build(sides):
+        calls = []
+        for side in sides:
+            x, y = side.tensor(a), side.tensor(b)
+            calls.append(lambda x=x, y=y: x @ y)
+        return calls, ""
+    return build
+
+
+def section(lineup: Lineup, quick: bool) -> Section:
+    cases = [Case(f"gemm{n}", f"GEMM {n}×{n} float32", _gemm(n), work=2.0 * n ** 3) for n in SIZES]
+    return Section("gemm", "GEMM float32", lineup.sides(lineup.numpy), cases, TIMING[quick],
+                   unit="GFLOP/s", scale=1e9, note="2n³ FLOPs per call; ratio = Ember time / other time.")

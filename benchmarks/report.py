@@ -1,0 +1,113 @@
+"""The Markdown report: machine and method first, then the issue-8 targets, then every section's table.
+
+Every ratio reads the same way, whatever the unit: Ember's cost over the other side's cost (time
+per call, or bytes), so lower is better and 1.0× is parity. Rate columns (GFLOP/s, batches/s) show
+the rate but keep that ratio, so a target check never has to know which way a column points.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from harness import Result, Table
+
+NOISY = 0.10  # rounds whose interquartile range exceeds this share of the median are flagged
+
+
+@dataclass
+class DevicePart:
+    """One device's tables, or the reason it was skipped."""
+    device: str
+    tables: list[Table] = field(default_factory=list)
+    skipped: str = ""
+    notes: list[str] = field(default_factory=list)
+
+
+def format_time(seconds: float) -> str:
+    for unit, scale in (("s", 1), ("ms", 1e-3), ("µs", 1e-6)):
+        if seconds >= scale:
+            return f"{seconds / scale:.2f} {unit}"
+    return f"{seconds / 1e-9:.0f} ns"
+
+
+def format_value(table: Table, result: Result, label: str) -> str:
+    value = result.values.get(label)
+    if value is None:
+        return "n/a"
+    if table.unit == "time":
+        text = format_time(value)
+    elif table.unit == "bytes":
+        text = f"{value / 2 ** 20:.1f} MiB"
+    else:
+        text = f"{result.work / value / table.scale:.1f} {table.unit}"
+    spread = result.spread.get(label, 0.0)
+    return f"{text} (±{spread:.0%})" if spread > NOISY else text
+
+
+def format_ratio(ratio: float | None) -> str:
+    return "n/a" if ratio is None else f"{ratio:.2f}×"
+
+
+def format_target(result: Result) -> str:
+    if result.target is None:
+        return ""
+    met = result.met
+    status = "n/a (no reference)" if met is None else ("met" if met else "**missed**")
+    return f"≤ {result.target:.1f}×: {status}"
+
+
+def render_table(table: Table) -> list[str]:
+    subject, others = table.labels[0], table.labels[1:]
+    has_target = any(r.target is not None for r in table.results)
+    header = ["case", subject]
+    for label in others:
+        header += [label, f"{subject}/{label}"]
+    if has_target:
+        header.append("issue-8 target")
+    lines = [f"### {table.title}", ""]
+    if table.note:
+        lines += [table.note, ""]
+    lines += ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
+    for r in table.results:
+        name = f"{r.name} ({r.note})" if r.note else r.name
+        row = [name, format_value(table, r, subject)]
+        for label in others:
+            row += [format_value(table, r, label), format_ratio(r.ratio(label))]
+        if has_target:
+            row.append(format_target(r))
+        lines.append("| " + " | ".join(row) + " |")
+    return lines + [""]
+
+
+def targets(parts: list[DevicePart]) -> list[Result]:
+    """Results that carry an issue-8 target (the CPU part only: the targets are CPU targets)."""
+    return [r for part in parts if part.device == "cpu" for t in part.tables for r in t.results
+            if r.target is not None]
+
+
+def render_targets(results: list[Result]) -> list[str]:
+    if not results:
+        return []
+    lines = ["## Issue-8 targets (cpu)", "", "| case | ratio Ember/PyTorch | target | status |",
+             "| --- | --- | --- | --- |"]
+    for r in results:
+        status = "n/a (no PyTorch)" if r.met is None else ("met" if r.met else "**missed**")
+        lines.append(f"| {r.name} | {format_ratio(r.ratio())} | ≤ {r.target:.1f}× | {status} |")
+    met = sum(1 for r in results if r.met)
+    judged = sum(1 for r in results if r.met is not None)
+    return lines + ["", f"{met} of {judged} targets met.", ""]
+
+
+def render(header: list[str], parts: list[DevicePart], profiles: list[str]) -> str:
+    lines = ["# Ember benchmarks", ""] + header + [""]
+    lines += render_targets(targets(parts))
+    for part in parts:
+        lines += [f"## {part.device}", ""]
+        if part.skipped:
+            lines += [f"Skipped: {part.skipped}", ""]
+            continue
+        lines += [f"{note}\n" for note in part.notes]
+        for table in part.tables:
+            lines += render_table(table)
+    if profiles:
+        lines += ["## Where Ember's time goes (cProfile, missed targets)", ""] + profiles
+    return "\n".join(lines).rstrip() + "\n"

@@ -1,0 +1,121 @@
+"""One full training step (zero_grad, forward, loss, backward, optimizer step) of three small models.
+
+The models are the issue-8 workloads: an MLP with Adam, a small CNN with SGD + momentum and a
+2-layer transformer encoder with AdamW. Each is declared once against the ``nn``/``optim`` API the
+two frameworks share; every side builds its own copy and loads the same initial weights (PyTorch's
+initialisation, copied through ``load_state_dict``), so all sides do identical arithmetic. Before
+timing, the sides' eval-mode outputs are compared, so a benchmark never times different models.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Callable
+
+import numpy as np
+
+from harness import Case, Section, Timing
+from sides import Lineup, Side, load_numpy_state, numpy_state
+
+TIMING = {True: Timing(rounds=3, budget_s=0.05), False: Timing(rounds=9, budget_s=0.3)}
+
+
+def _mlp(nn: ModuleType):
+    return nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 10))
+
+
+def _cnn(nn: ModuleType):
+    """28×28 → conv 16 → pool 14×14 → conv 32 → pool 7×7 → 32·7·7 = 1568 features → 10 classes."""
+    return nn.Sequential(nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                         nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                         nn.Flatten(), nn.Linear(1568, 10))
+
+
+def _encoder(nn: ModuleType):
+    layer = nn.TransformerEncoderLayer(d_model=128, nhead=4, dim_feedforward=256, batch_first=True)
+    return nn.TransformerEncoder(layer, num_layers=2, enable_nested_tensor=False)
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A model, its optimizer, its input batch and its loss, independent of the framework."""
+    key: str
+    name: str
+    model: Callable[[ModuleType], object]
+    optimizer: Callable[[ModuleType, object], object]
+    input_shape: tuple[int, ...]
+    target_shape: tuple[int, ...] | None  # None: integer class labels of the batch size, cross-entropy
+    target: float
+
+    def batch(self) -> tuple[np.ndarray, np.ndarray]:
+        rng = np.random.default_rng(0)
+        x = rng.standard_normal(self.input_shape, dtype=np.float32)
+        if self.target_shape is None:
+            return x, rng.integers(0, 10, self.input_shape[0])
+        return x, rng.standard_normal(self.target_shape, dtype=np.float32)
+
+    def loss(self, side: Side, output, y):
+        functional = side.lib.nn.functional
+        if self.target_shape is None:
+            return functional.cross_entropy(output, y)
+        return functional.mse_loss(output, y)
+
+
+WORKLOADS = [
+    Workload("mlp", "MLP 784-256-256-10, Adam, batch 128", _mlp,
+             lambda optim, params: optim.Adam(params, lr=1e-3), (128, 784), None, target=1.0),
+    Workload("cnn", "CNN conv16-conv32-linear, SGD momentum, batch 64×1×28×28", _cnn,
+             lambda optim, params: optim.SGD(params, lr=0.01, momentum=0.9), (64, 1, 28, 28), None, target=1.5),
+    Workload("transformer", "Transformer encoder 2×(d128, 4 heads, FF 256), AdamW, batch 16×64", _encoder,
+             lambda optim, params: optim.AdamW(params, lr=1e-3), (16, 64, 128), (16, 64, 128), target=1.5),
+]
+
+
+def new_model(side: Side, workload: Workload, state: dict[str, np.ndarray] | None = None):
+    """The workload's model for ``side``, seeded, with ``state`` loaded if given, on the side's device."""
+    side.lib.manual_seed(0)
+    model = workload.model(side.lib.nn)
+    if state is not None:
+        load_numpy_state(side, model, state)
+    return model.to(side.device)
+
+
+def training_step(side: Side, workload: Workload, model):
+    """The timed call: one optimizer step on the workload's fixed batch."""
+    x, y = (side.tensor(a) for a in workload.batch())
+    optimizer = workload.optimizer(side.lib.optim, model.parameters())
+
+    def step():
+        optimizer.zero_grad()
+        loss = workload.loss(side, model(x), y)
+        loss.backward()
+        optimizer.step()
+    return step
+
+
+def _eval_output(side: Side, workload: Workload, model) -> np.ndarray:
+    x, _ = workload.batch()
+    model.eval()
+    with side.lib.no_grad():
+        out = model(side.tensor(x)).cpu().numpy()
+    model.train()
+    return out
+
+
+def _build(workload: Workload):
+    def build(sides):
+        reference = next((s for s in sides if s.is_torch), sides[0])
+        state = numpy_state(new_model(reference, workload))
+        models = [new_model(side, workload, state) for side in sides]
+        outputs = [_eval_output(side, workload, model) for side, model in zip(sides, models)]
+        worst = max(float(np.max(np.abs(out - outputs[0]))) for out in outputs)
+        note = "" if worst < 1e-3 else f"eval outputs differ between sides by up to {worst:.2g}"
+        return [training_step(side, workload, model) for side, model in zip(sides, models)], note
+    return build
+
+
+def section(lineup: Lineup, quick: bool) -> Section:
+    cases = [Case(w.key, w.name, _build(w), target=w.target) for w in WORKLOADS]
+    return Section("training", "Training step", lineup.sides(lineup.single_thread), cases, TIMING[quick],
+                   note="One step = zero_grad, forward, loss, backward, optimizer step; identical initial "
+                        "weights and inputs on every side.")
