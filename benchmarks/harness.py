@@ -50,11 +50,17 @@ class Result:
     work: float | None = None
     note: str = ""
     spread: dict[str, float] = field(default_factory=dict)
+    best: dict[str, float] = field(default_factory=dict)
 
-    def ratio(self, label: str | None = None) -> float | None:
-        """subject / ``label`` (default: the reference); lower is better for time and memory alike."""
+    def ratio(self, label: str | None = None, best: bool = False, of: str | None = None) -> float | None:
+        """``of`` (default: Ember) / ``label`` (default: the reference); lower is better for time and memory alike.
+
+        ``best`` compares the fastest rounds instead of the medians: on a shared machine that is
+        the estimate least disturbed by other people's bursts, a cross-check on the median.
+        """
         label = label or self.reference
-        mine, theirs = self.values.get(self.subject), self.values.get(label) if label else None
+        values = self.best if best else self.values
+        mine, theirs = values.get(of or self.subject), values.get(label) if label else None
         if mine is None or not theirs:
             return None
         return mine / theirs
@@ -96,8 +102,8 @@ def calls_for(fn: Call, sync: Call, budget_s: float) -> int:
 def interleave(sides: Sequence, calls: Sequence[Call], timing: Timing) -> dict[str, list[float]]:
     """Seconds per call of each side in each round, the sides taking turns within every round.
 
-    A side's ``running()`` context (its PyTorch thread count) is entered around each of its
-    rounds; when that switches the thread count, one untimed call goes first, so the switch is not timed.
+    A side's ``running()`` context (its thread count) is entered around each of its rounds; when
+    that switches PyTorch's thread count, one untimed call goes first, so the switch is not timed.
     """
     sizes = []
     for side, fn in zip(sides, calls):
@@ -119,7 +125,15 @@ def measure(case: Case, sides: Sequence, timing: Timing, reference: str | None) 
     times = interleave(sides, calls, timing)
     medians = {label: statistics.median(ts) for label, ts in times.items()}
     spread = {label: _relative_iqr(ts) for label, ts in times.items()}
-    return Result(case.key, case.name, medians, sides[0].label, reference, case.target, case.work, note, spread)
+    best = {label: min(ts) for label, ts in times.items()}
+    return Result(case.key, case.name, medians, sides[0].label, reference, case.target, case.work, note, spread,
+                  best)
+
+
+def failed(case: Case, subject: str, reference: str | None, exc: Exception) -> Result:
+    """The result of a case that raised: no values, and the error as its note."""
+    return Result(case.key, case.name, {}, subject, reference, case.target, case.work,
+                  note=f"failed: {type(exc).__name__}: {exc}")
 
 
 def _relative_iqr(times: list[float]) -> float:
@@ -144,11 +158,20 @@ class Table:
     unit: str = "time"
     scale: float = 1.0
     note: str = ""
+    pairs: list[tuple[str, str]] | None = None
+
+    def __post_init__(self) -> None:
+        if self.pairs is None:  # default: Ember against each other side
+            self.pairs = [(self.labels[0], other) for other in self.labels[1:]]
 
 
 @dataclass
 class Section:
-    """A group of cases timed against the same sides (Ember first, the reference second)."""
+    """A group of cases timed against the same sides (Ember first, the reference second).
+
+    ``pairs`` lists the ratios to report as (numerator, denominator) labels; by default Ember
+    against each other side.
+    """
     key: str
     title: str
     sides: list
@@ -157,11 +180,17 @@ class Section:
     unit: str = "time"
     scale: float = 1.0
     note: str = ""
+    pairs: list[tuple[str, str]] | None = None
 
     def run(self, progress: Callable[[str], None] = lambda line: None) -> Table:
         reference = self.sides[1].label if len(self.sides) > 1 else None
         results = []
         for case in self.cases:
             progress(f"{self.title}: {case.name}")
-            results.append(measure(case, self.sides, self.timing, reference))
-        return Table(self.key, self.title, [s.label for s in self.sides], results, self.unit, self.scale, self.note)
+            try:
+                results.append(measure(case, self.sides, self.timing, reference))
+            except Exception as exc:  # one broken op must not cost the whole report
+                progress(f"  failed: {type(exc).__name__}: {exc}")
+                results.append(failed(case, self.sides[0].label, reference, exc))
+        labels = [s.label for s in self.sides]
+        return Table(self.key, self.title, labels, results, self.unit, self.scale, self.note, self.pairs)

@@ -85,4 +85,5 @@ def threading(torch: ModuleType | None) -> str:
     if torch is None:
         return ember_part
     return (f"{ember_part} PyTorch: {torch.get_num_threads()} intra-op threads by default "
-            f"(torch.get_num_threads()); the 'PyTorch 1 thread' columns run under torch.set_num_threads(1).")
+            f"(torch.get_num_threads()). In the training table, 'PyTorch 1 thread' runs under "
+            f"torch.set_num_threads(1) and 'Ember 1 thread' under threadpoolctl's limit of NumPy's BLAS to 1 thread.")

@@ -17,7 +17,8 @@ import numpy as np
 
 @dataclass(frozen=True)
 class Side:
-    """One contender. ``threads``: PyTorch's intra-op thread count during this side's rounds."""
+    """One contender. ``threads``: during this side's rounds, PyTorch's intra-op thread count, or for
+    Ember and NumPy the thread count of NumPy's BLAS (through threadpoolctl)."""
     label: str
     lib: ModuleType
     device: str = "cpu"
@@ -48,11 +49,16 @@ class Side:
 
     @contextmanager
     def running(self):
-        """PyTorch's thread count set to ``threads`` for the duration, restored afterwards.
+        """The side's thread count set to ``threads`` for the duration, restored afterwards.
 
-        Yields whether the count changed, so the caller can make one untimed call first: the
-        thread pool resizes lazily, on the first parallel region after the switch.
+        Yields whether PyTorch's count changed, so the caller can make one untimed call first: its
+        OpenMP pool resizes lazily, on the first parallel region after the switch. (OpenBLAS applies
+        a new count at once.)
         """
+        if self.threads is not None and not self.is_torch:
+            with blas_threads().limit(limits=self.threads, user_api="blas"):
+                yield False
+            return
         if self.threads is None or self.lib.get_num_threads() == self.threads:
             yield False
             return
@@ -62,6 +68,29 @@ class Side:
             yield True
         finally:
             self.lib.set_num_threads(before)
+
+
+_controller = None
+
+
+def blas_threads():
+    """threadpoolctl's controller of the loaded BLAS libraries, made once (finding them costs milliseconds).
+
+    threadpoolctl is optional: without it there is no single-thread Ember column (see ``lineup``).
+    """
+    global _controller
+    if _controller is None:
+        from threadpoolctl import ThreadpoolController
+        _controller = ThreadpoolController()
+    return _controller
+
+
+def _has_threadpoolctl() -> bool:
+    try:
+        import threadpoolctl  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 def numpy_state(model) -> dict[str, np.ndarray]:
@@ -76,11 +105,16 @@ def load_numpy_state(side: Side, model, state: dict[str, np.ndarray]) -> None:
 
 @dataclass
 class Lineup:
-    """The sides of one device's section: Ember, what it is compared with, or why it is skipped."""
+    """The sides of one device's section: Ember, what it is compared with, or why it is skipped.
+
+    ``single_thread`` and ``subject_single_thread`` are PyTorch and Ember limited to one thread:
+    on a small shared machine, the comparison that other processes' load disturbs least.
+    """
     device: str
     subject: Side | None
     reference: Side | None = None
     single_thread: Side | None = None
+    subject_single_thread: Side | None = None
     numpy: Side | None = None
     skipped: str = ""
     note: str = ""
@@ -112,7 +146,7 @@ def load_torch(disabled: bool = False) -> tuple[ModuleType | None, str]:
     pin = bench_pin() or "torch"
     install = 'pip install -e ".[bench]"'
     if disabled:
-        return None, f"PyTorch comparison disabled (--no-torch): Ember-only measurements, no ratios."
+        return None, "PyTorch comparison disabled (--no-torch): Ember-only measurements, no ratios."
     try:
         import torch
     except ImportError:
@@ -137,8 +171,10 @@ def lineup(device: str, torch: ModuleType | None) -> Lineup:
         subject = Side("Ember", ember, "cpu")
         if torch is None:
             return Lineup(device, subject, numpy=Side("NumPy", np))
+        ember_one = Side("Ember 1 thread", ember, "cpu", threads=1) if _has_threadpoolctl() else None
         return Lineup(device, subject, reference=Side("PyTorch", torch, "cpu", threads=torch.get_num_threads()),
-                      single_thread=Side("PyTorch 1 thread", torch, "cpu", threads=1), numpy=Side("NumPy", np))
+                      single_thread=Side("PyTorch 1 thread", torch, "cpu", threads=1),
+                      subject_single_thread=ember_one, numpy=Side("NumPy", np))
     subject = Side(f"Ember {device}", ember, device)
     if device == "opencl":
         return Lineup(device, subject, reference=Side("Ember cpu", ember, "cpu"),

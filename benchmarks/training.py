@@ -115,7 +115,14 @@ def _build(workload: Workload):
 
 
 def section(lineup: Lineup, quick: bool) -> Section:
+    """Ember and PyTorch with their default threads, and each limited to one thread where possible."""
     cases = [Case(w.key, w.name, _build(w), target=w.target) for w in WORKLOADS]
-    return Section("training", "Training step", lineup.sides(lineup.single_thread), cases, TIMING[quick],
+    torch_one, ember_one = lineup.single_thread, lineup.subject_single_thread
+    sides = lineup.sides(torch_one, ember_one)
+    pairs = [(lineup.subject.label, other.label) for other in (lineup.reference, torch_one) if other]
+    if torch_one and ember_one:
+        pairs.append((ember_one.label, torch_one.label))
+    return Section("training", "Training step", sides, cases, TIMING[quick], pairs=pairs,
                    note="One step = zero_grad, forward, loss, backward, optimizer step; identical initial "
-                        "weights and inputs on every side.")
+                        "weights and inputs on every side. The issue-8 targets compare the default thread "
+                        "settings (first ratio column).")

@@ -67,13 +67,18 @@ def assert_matches(actual, expected, what: str, device, scale: float = 1.0) -> N
         return
     assert actual.device == device, f"{what} is on {actual.device}, expected {device}"
     assert actual.dtype is expected.dtype, f"{what} is {actual.dtype.name}, on cpu it is {expected.dtype.name}"
-    got, want = host(actual), host(expected)
-    if expected.dtype.is_floating_point:
-        rtol, atol = tolerance(expected.dtype, scale)
-        problem = gradient_mismatch(got, want.astype(np.float64), expected.dtype, rtol, atol)
+    assert_values_match(host(actual), host(expected), expected.dtype, what, device, scale)
+
+
+def assert_values_match(got: np.ndarray, want: np.ndarray, dt, what: str, device, scale: float = 1.0) -> None:
+    """Host values computed from the device (``got``) and from the CPU (``want``), for tensors of dtype ``dt``,
+    agree as ``assert_matches`` requires."""
+    if dt.is_floating_point:
+        rtol, atol = tolerance(dt, scale)
+        problem = gradient_mismatch(got, want.astype(np.float64), dt, rtol, atol)
     else:
-        problem = mismatch(got, want, expected.dtype, 0.0, 0.0)
-    assert problem is None, f"{what} ({expected.dtype.name}) on {device} differs from the cpu backend's: {problem}"
+        problem = mismatch(got, want, dt, 0.0, 0.0)
+    assert problem is None, f"{what} ({dt.name}) on {device} differs from the cpu backend's: {problem}"
 
 
 def pair(values: np.ndarray, dtype, device, requires_grad: bool = False):

@@ -23,14 +23,17 @@ import pytest
 import ember
 from ember import nn
 from ember.conformance.cases import target_dtypes
-from ember.conformance.parity import CPU, assert_matches, pair, parity_dtypes, to_device
+from ember.conformance.parity import assert_matches, pair, parity_dtypes, to_device
 from ember.conformance.plugin import count
 
 SEED = 20240611  # the modules' parameters are drawn from ember's default generator, seeded with this
 
 #: Recurrent layers, attention and transformer layers chain several matmuls, softmaxes and normalizations
 #: (an RNN's gradient runs back through every time step of both layers): summation-order differences of
-#: each stage feed the next, so their float32 results may drift by a few times one stage's tolerance.
+#: each stage feed the next, so their results drift further than a single layer's. Calibration (perturbing
+#: every floating kernel output of the "device" run by random ulps): at scale 1 every case passes 16 ulps,
+#: and at 32 ulps seven of the nine cases that fail are these chains; at scale 10 they pass 64 ulps, while a
+#: single kernel off by a relative 1e-4 still fails (nearly) every one of them.
 CHAIN = 10.0
 
 
@@ -265,7 +268,10 @@ def _run(case: Case, module, inputs, rng_seed: int) -> list:
     return outputs
 
 
-def test_module_parity(case, dtype, device, request):
+def test_module_parity(case, dtype, device, backend, request):
+    others = {ember.int64 for a in case.args if a.kind == "int64"} | {ember.bool for a in case.args if a.kind == "bool"}
+    if not backend.supports(*others):
+        pytest.skip(f"{backend.name} lacks {', '.join(sorted(d.name for d in others))}, which the case's inputs need")
     ember.manual_seed(SEED)
     reference = case.build().to(dtype).train(case.train)
     module = to_device(reference, device)

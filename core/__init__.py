@@ -17,7 +17,8 @@ from .dispatch.promotion import result_type_of as _result_type_of
 from .tensor import Size, Tensor
 from . import methods as _methods, indexing as _indexing
 from .creation import as_tensor, from_numpy, tensor
-from .random import Generator, default_generator, initial_seed, manual_seed, seed
+from .random import (Generator, default_generator, get_rng_state, initial_seed, manual_seed, seed,
+                     set_rng_state)
 from . import functions as _functions
 from . import backends  # noqa: E402  (ember.backends.available(), the registry's public face)
 from . import autograd  # noqa: E402  (installs recording into the dispatcher)

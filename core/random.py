@@ -36,10 +36,13 @@ class Generator:
         return self._native.initial_seed
 
     def get_state(self):
-        return self._native.get_state()
+        """The generator's state as a uint8 tensor (as in PyTorch), so checkpoints can hold it."""
+        from .creation import tensor
+        from .dispatch.dtypes import uint8
+        return tensor(list(self._native.get_state()), dtype=uint8)
 
     def set_state(self, state) -> "Generator":
-        self._native.set_state(state)
+        self._native.set_state(bytes(state.tolist()) if hasattr(state, "tolist") else bytes(state))
         return self
 
 
@@ -64,3 +67,12 @@ default_generator = _DefaultGenerator()
 
 def initial_seed() -> int:
     return default_generator.initial_seed()
+
+
+def get_rng_state():
+    """The CPU default generator's state, as a uint8 tensor."""
+    return default_generator.get_state()
+
+
+def set_rng_state(state) -> None:
+    default_generator.set_state(state)

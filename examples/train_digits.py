@@ -3,8 +3,9 @@
     python examples/train_digits.py [--device cpu] [--epochs 20] [--checkpoint digits.ckpt] [--resume]
 
 It holds out 20% of the images for testing, evaluates after every epoch, and saves a checkpoint
-(model, optimizer, epoch) after every epoch; ``--resume`` continues from the checkpoint. Shuffling
-is reseeded from the epoch number, so a resumed run sees exactly the batches an uninterrupted run would.
+(model, optimizer, scheduler, epoch) after every epoch; ``--resume`` continues from the checkpoint.
+Shuffling and dropout are reseeded from the epoch number, so a resumed run sees exactly the batches
+and masks an uninterrupted run would.
 """
 from __future__ import annotations
 
@@ -80,12 +81,14 @@ def main() -> None:
         optimizer.load_state_dict(state["optimizer"])
         scheduler.load_state_dict(state["scheduler"])
         start_epoch = state["epoch"]
+        scheduler.T_max = args.epochs  # the cosine schedule spans this run's --epochs
         print(f"resumed from {args.checkpoint} after epoch {start_epoch}")
 
     began = time.perf_counter()
     accuracy = evaluate(model, test_loader, device) if start_epoch else 0.0
     for epoch in range(start_epoch, args.epochs):
         shuffle.manual_seed(args.seed * 1000 + epoch)
+        ember.manual_seed(args.seed * 1000 + epoch)  # dropout masks, so a resumed run matches exactly
         progress = tqdm(train_loader, desc=f"epoch {epoch + 1}/{args.epochs}", leave=False, disable=None)
         for images, labels in progress:
             optimizer.zero_grad()

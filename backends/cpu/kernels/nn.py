@@ -133,23 +133,44 @@ def _pool_size(size, k, s, p, d, ceil_mode):
     return out - 1 if ceil_mode and (out - 1) * s >= size + p else out
 
 
+def _pool_extent(size, kernel, stride, padding, dilation, ceil_mode):
+    """(output size, extra padding on the right that ceil mode's last window reaches) per spatial dim."""
+    out = [_pool_size(*a, ceil_mode) for a in zip(size, kernel, stride, padding, dilation)]
+    right = [max(0, (o - 1) * s + d * (k - 1) + 1 - n - p)
+             for o, s, d, k, n, p in zip(out, stride, dilation, kernel, size, padding)]
+    return out, right
+
+
+def _tap_views(plane, out, kernel, stride, dilation):
+    """One strided (N, C, OH, OW) view of a padded plane per kernel tap, row by row: what each window
+    reads (or, in a backward, where each window's gradient goes) at that tap."""
+    (oh, ow), (sh, sw) = out, stride
+    for i in range(kernel[0]):
+        r = i * dilation[0]
+        for j in range(kernel[1]):
+            c = j * dilation[1]
+            yield plane[:, :, r:r + (oh - 1) * sh + 1:sh, c:c + (ow - 1) * sw + 1:sw]
+
+
 def _pool_taps(x, kernel, stride, padding, dilation, ceil_mode, fill):
     """The output size and a generator of one strided (N, C, OH, OW) view per kernel tap."""
-    h, w = x.shape[-2:]
-    out = [_pool_size(*a, ceil_mode) for a in zip((h, w), kernel, stride, padding, dilation)]
-    right = [max(0, (o - 1) * s + d * (k - 1) + 1 - size - p)
-             for o, s, d, k, size, p in zip(out, stride, dilation, kernel, (h, w), padding)]
+    out, right = _pool_extent(x.shape[-2:], kernel, stride, padding, dilation, ceil_mode)
     if any(padding) or any(right):
         x = _grow(x, ((0, 0), (0, 0), (padding[0], right[0]), (padding[1], right[1])), "constant", fill)
+    return out, _tap_views(x, out, kernel, stride, dilation)
 
-    def taps():
-        (oh, ow), (sh, sw) = out, stride
-        for i in range(kernel[0]):
-            r = i * dilation[0]
-            for j in range(kernel[1]):
-                c = j * dilation[1]
-                yield x[:, :, r:r + (oh - 1) * sh + 1:sh, c:c + (ow - 1) * sw + 1:sw]
-    return out, taps()
+
+def _pool_canvas(x, kernel, stride, padding, dilation, ceil_mode, dtype):
+    """A zero padded plane for a pooling gradient, and the slice of it that is the input."""
+    n, c, h, w = x.shape
+    _, right = _pool_extent((h, w), kernel, stride, padding, dilation, ceil_mode)
+    canvas = np.zeros((n, c, h + padding[0] + right[0], w + padding[1] + right[1]), dtype)
+    return canvas, canvas[:, :, padding[0]:padding[0] + h, padding[1]:padding[1] + w]
+
+
+def _disjoint(kernel, stride, dilation) -> bool:
+    """Whether no two windows share an element, so that each gradient lands on its own spot."""
+    return all(s >= d * (k - 1) + 1 for k, s, d in zip(kernel, stride, dilation))
 
 
 def _max_pool2d(x, kernel_size, stride, padding, dilation, ceil_mode):
@@ -162,12 +183,64 @@ def _max_pool2d(x, kernel_size, stride, padding, dilation, ceil_mode):
     return out if batched else out[0]
 
 
+@_in_float32
+def _max_pool2d_backward(grad, x, kernel_size, stride, padding, dilation, ceil_mode):
+    """PyTorch's choice in each window: its first element inside the input, replaced by every later one that
+    is larger or NaN. One pass per tap finds it for all windows at once, one more routes the gradient.
+    Branch-free updates throughout: a masked copy (copyto with where=) costs several times more."""
+    x, batched = _batched(x, 2)
+    grad = grad if batched else grad[None]
+    h, w = x.shape[-2:]
+    out, right = _pool_extent((h, w), kernel_size, stride, padding, dilation, ceil_mode)
+    canvas = _grow(x, ((0, 0), (0, 0), (padding[0], right[0]), (padding[1], right[1])), "constant", -np.inf)
+    kernel_cols = kernel_size[1]
+    index = np.int16 if kernel_size[0] * kernel_cols < 2 ** 15 else np.int64
+    # the first tap inside the input, in each window (not 0 where the window starts in the padding)
+    first = [np.maximum(0, -((np.arange(o) * s - p) // d)) for o, s, p, d in zip(out, stride, padding, dilation)]
+    chosen, best = np.empty(grad.shape, index), np.empty(grad.shape, x.dtype)
+    take, nan = np.empty(grad.shape, bool), np.empty(grad.shape, bool)
+
+    def choose(nans: bool):
+        chosen[...] = first[0][:, None] * kernel_cols + first[1]
+        best.fill(-np.inf)
+        for t, tap in enumerate(_tap_views(canvas, out, kernel_size, stride, dilation)):
+            np.greater(tap, best, out=take)
+            if nans:
+                np.logical_or(take, np.isnan(tap, out=nan), out=take)
+            # a tap that takes over lies inside the input, so at or after the first tap inside: the chosen
+            # index only grows, and a maximum updates it
+            np.maximum(chosen, take * index(t), out=chosen)
+            np.maximum(best, tap, out=best)  # NaN propagates: a window's maximum is NaN if it holds one
+
+    choose(nans=False)
+    if np.isnan(best).any():  # only then can a NaN have been passed over: choose again, minding them
+        choose(nans=True)
+    canvas[...] = 0  # from here on, the gradient's canvas
+    disjoint = _disjoint(kernel_size, stride, dilation)
+    for t, view in enumerate(_tap_views(canvas, out, kernel_size, stride, dilation)):
+        np.equal(chosen, t, out=take)
+        if disjoint:  # every spot of the canvas belongs to one tap of one window
+            np.multiply(grad, take, out=view)
+        else:  # overlapping windows: gradients add up
+            view += grad * take
+    inside = canvas[:, :, padding[0]:padding[0] + h, padding[1]:padding[1] + w]
+    return np.ascontiguousarray(inside) if batched else np.ascontiguousarray(inside[0])
+
+
 def _counts(size, k, s, p, out, include_pad):
     start = np.arange(out) * s - p
     end = np.minimum(start + k, size + p)
     if not include_pad:
         start, end = np.maximum(start, 0), np.minimum(end, size)
     return end - start
+
+
+def _divisor(x, kernel_size, stride, padding, out_size, count_include_pad, divisor_override):
+    """How many elements each window of avg_pool2d averages, as an (OH, OW) array or the override."""
+    if divisor_override is not None:
+        return divisor_override
+    rows, cols = (_counts(*a, count_include_pad) for a in zip(x.shape[-2:], kernel_size, stride, padding, out_size))
+    return np.outer(rows, cols).astype(x.dtype)
 
 
 @_in_float32
@@ -177,14 +250,25 @@ def _avg_pool2d(x, kernel_size, stride, padding, ceil_mode, count_include_pad, d
     total = np.array(next(taps))
     for tap in taps:
         total += tap
-    if divisor_override is not None:
-        divisor = divisor_override
-    else:
-        rows, cols = (_counts(*a, count_include_pad) for a in zip(x.shape[-2:], kernel_size, stride, padding,
-                                                                   out_size))
-        divisor = np.outer(rows, cols).astype(x.dtype)
-    total /= divisor
+    total /= _divisor(x, kernel_size, stride, padding, out_size, count_include_pad, divisor_override)
     return total if batched else total[0]
+
+
+@_in_float32
+def _avg_pool2d_backward(grad, x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
+    """Each output's gradient, over its divisor, added onto its window: one strided add per tap."""
+    x, batched = _batched(x, 2)
+    grad = grad if batched else grad[None]
+    out = grad.shape[-2:]
+    scaled = grad / _divisor(x, kernel_size, stride, padding, out, count_include_pad, divisor_override)
+    canvas, inside = _pool_canvas(x, kernel_size, stride, padding, (1, 1), ceil_mode, scaled.dtype)
+    disjoint = _disjoint(kernel_size, stride, (1, 1))
+    for view in _tap_views(canvas, out, kernel_size, stride, (1, 1)):
+        if disjoint:
+            view[...] = scaled
+        else:
+            view += scaled
+    return np.ascontiguousarray(inside) if batched else np.ascontiguousarray(inside[0])
 
 
 def _adaptive_mean(x, axis: int, out: int):
@@ -367,7 +451,9 @@ KERNELS = {
     "conv2d": _conv2d,
     "conv_transpose2d": _conv_transpose2d,
     "max_pool2d": _max_pool2d,
+    "max_pool2d_backward": _max_pool2d_backward,
     "avg_pool2d": _avg_pool2d,
+    "avg_pool2d_backward": _avg_pool2d_backward,
     "adaptive_avg_pool2d": _adaptive_avg_pool2d,
     "softmax": _softmax,
     "log_softmax": _log_softmax,

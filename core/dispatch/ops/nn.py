@@ -6,6 +6,11 @@ override any of them with a faster kernel (the CPU backend overrides all but one
 composite or kernel see them.
 Convolution padding reaches them as ``((before, after), ...)`` per spatial dim, because
 ``padding='same'`` may pad one side more than the other.
+
+Padding, convolution and pooling declare their derivatives, so that training runs the backends' fast
+forward kernels and a few whole-tensor ops backward instead of recording the decomposition's many small
+ones: convolution and transposed convolution are each other's adjoints, and the pooling gradients are ops
+of their own (``max_pool2d_backward``, ``avg_pool2d_backward``) that a backend can override too.
 """
 from __future__ import annotations
 
@@ -203,7 +208,41 @@ def _pad_samples(make, dtype):
             yield Sample((make((1, 2, 3, 3, 4)), (1, 1, 1, 2, 2, 1)), {"mode": mode})
 
 
+def _pad_sources(grad, dim: int, before: int, after: int, mode: str):
+    """Which input element each output position along dim reads, for the reflect, replicate and circular
+    modes (``_pad_reference``'s index arithmetic, in Ember ops on grad's device)."""
+    size = grad.shape[dim] - before - after  # the input's size along dim
+    if mode == "circular":  # crops first, then wraps the cropped range
+        start = max(-before, 0)
+        kept = size - start - max(-after, 0)
+        wrapped = F.remainder(F.arange(-max(before, 0), kept + max(after, 0), device=grad.device), kept)
+        return F.add(wrapped, start)
+    source = F.arange(-before, size + after, device=grad.device)
+    if mode == "replicate":
+        return F.clamp(source, 0, size - 1)
+    source = F.abs(source)  # reflect: mirrored around the first and the last element
+    return F.where(F.ge(source, size), F.sub(2 * (size - 1), source), source)
+
+
+def _pad_derivative(grad, pad, mode):
+    """constant: the same pad negated, so padding is cropped off and crops come back as zeros. The other
+    modes read some input elements several times: each padded dim sums its gradient back onto the
+    elements it read (a scatter_add along that dim; the dims are independent, so their order is free)."""
+    if mode == "constant":
+        return F.pad(grad, tuple(-p for p in pad))
+    for back, before, after in _pad_pairs(pad):
+        dim = grad.ndim - back
+        source = _pad_sources(grad, dim, before, after, mode)
+        index = F.expand(F.reshape(source, (-1,) + (1,) * (back - 1)), tuple(grad.shape))
+        size = grad.shape[dim] - before - after
+        zeros = F.zeros(tuple(size if d == dim else s for d, s in enumerate(grad.shape)), dtype=grad.dtype,
+                        device=grad.device)
+        grad = F.scatter_add(zeros, dim, index, grad)
+    return grad
+
+
 defop("pad(Tensor input, int[] pad, str mode='constant', float? value=None)", "nn", kind="composite",
+      derivative={"input": _pad_derivative},
       promotion=rules.same, meta=_pad_meta, normalize=_pad_normalize, composite=_pad,
       reference=_pad_reference, samples=_pad_samples, method=False,
       doc="pads (or with negative values crops) the last dims; pad lists (before, after) pairs from the last "
@@ -355,6 +394,9 @@ def _conv2d_samples(make, dtype):
     yield Sample((make((3, 6, 5), noncontiguous=True), w(2, 3, 1, 2)), note="unbatched, non-contiguous")
     yield Sample((make((1, 2, 5, 6)), w(3, 2, 2, 3)), {"padding": "same", "dilation": 2})
     yield Sample((make((1, 2, 5, 6)), w(3, 2, 3, 3)), {"padding": "valid"})
+    yield Sample((make((1, 2, 5, 6)), w(3, 2, 2, 4), make((3,))), {"padding": "same"}, note="'same' pads one side more")
+    yield Sample((make((2, 3, 9, 7)), w(4, 3, 3, 2)), {"stride": 3, "padding": (2, 1)},
+                 note="the stride leaves trailing rows and columns unread")
 
 
 def _conv1d_samples(make, dtype):
@@ -364,15 +406,91 @@ def _conv1d_samples(make, dtype):
     yield Sample((make((3, 8), noncontiguous=True), w(5, 3, 4)), {"padding": "same"}, note="unbatched")
 
 
+# The derivatives of convolution. conv2d is linear in its input and in its weight: the input's gradient is
+# the transposed convolution of the output's gradient with the same weight, the weight's gradient pairs
+# every input window (the forward's im2col columns) with the gradient of the output it made, and
+# conv_transpose2d, the adjoint of conv2d, swaps the two roles. Both directions call the other op, so
+# either one's backward is differentiable in turn.
+
+def _conv2d_input_grad(grad, weight, size: tuple, stride, padding, dilation, groups: int):
+    """conv_transpose2d of grad: it crops the padding common to both sides, output_padding restores the
+    trailing rows and columns no window reached (fewer than stride), and a one-sided excess of padding
+    ('same' with an even kernel) is cropped afterwards."""
+    common, trailing = [], []
+    for n, (before, after), k, s, d, o in zip(size, padding, weight.shape[2:], stride, dilation, grad.shape[-2:]):
+        common.append(min(before, after))
+        trailing.append(n + before + after - ((o - 1) * s + d * (k - 1) + 1))
+    out = F.conv_transpose2d(grad, weight, None, stride, tuple(common), tuple(trailing), groups, dilation)
+    for dim, n, (before, _), c in zip((-2, -1), size, padding, common):
+        if out.shape[dim] != n:
+            out = F.slice(out, dim, before - c, before - c + n)
+    return out
+
+
+def _conv2d_weight_grad(input, grad, kernel: tuple, stride, padding, dilation, groups: int):
+    """grad times the input windows, summed over the batch and the output positions: one matmul per
+    group. Only the windows that have an output in grad count (conv_transpose2d's input may have fewer
+    positions than its padded output has windows)."""
+    x, _ = _batched(input, 2)
+    g, _ = _batched(grad, 2)
+    (top, bottom), (left, right) = padding
+    if top or bottom or left or right:
+        x = F.pad(x, (left, right, top, bottom))
+    n, channels, oh, ow = g.shape
+    windows = F.slice(F.slice(_windows(x, kernel, stride, dilation), 2, 0, oh), 3, 0, ow)
+    depth = x.shape[1] // groups * kernel[0] * kernel[1]
+    cols = F.reshape(F.permute(windows, (1, 4, 5, 0, 2, 3)), (groups, depth, n * oh * ow))
+    rows = F.reshape(F.permute(g, (1, 0, 2, 3)), (groups, channels // groups, n * oh * ow))
+    out = F.matmul(rows, F.transpose(cols, 1, 2))
+    return F.reshape(out, (channels, x.shape[1] // groups) + tuple(kernel))
+
+
+def _bias_grad(grad, spatial: int):
+    """The sum over every dim but the channel one (the one before the spatial dims)."""
+    return F.sum(grad, tuple(d for d in range(grad.ndim) if d != grad.ndim - spatial - 1))
+
+
+def _conv2d_input_derivative(grad, input, weight, stride, padding, dilation, groups):
+    return _conv2d_input_grad(grad, weight, tuple(input.shape[-2:]), stride, padding, dilation, groups)
+
+
+def _conv2d_weight_derivative(grad, input, weight, stride, padding, dilation, groups):
+    return _conv2d_weight_grad(input, grad, tuple(weight.shape[2:]), stride, padding, dilation, groups)
+
+
+def _as_2d(t):
+    """A 1-D convolution's tensor (input, weight or gradient) as a 2-D one of height 1."""
+    return F.unsqueeze(t, -2)
+
+
+def _conv1d_input_derivative(grad, input, weight, stride, padding, dilation, groups):
+    out = _conv2d_input_grad(_as_2d(grad), _as_2d(weight), (1, input.shape[-1]), (1,) + stride,
+                             ((0, 0),) + padding, (1,) + dilation, groups)
+    return F.squeeze(out, -2)
+
+
+def _conv1d_weight_derivative(grad, input, weight, stride, padding, dilation, groups):
+    out = _conv2d_weight_grad(_as_2d(input), _as_2d(grad), (1, weight.shape[-1]), (1,) + stride,
+                              ((0, 0),) + padding, (1,) + dilation, groups)
+    return F.squeeze(out, -2)
+
+
+def _conv_derivative(input_derivative, weight_derivative, spatial: int = 2) -> dict:
+    """Per input, so that a first layer (whose input needs no gradient) skips the transposed convolution."""
+    return {"input": input_derivative, "weight": weight_derivative, "bias": lambda grad: _bias_grad(grad, spatial)}
+
+
 _CONV_TAIL = "int[] stride=1, Any padding=0, int[] dilation=1, int groups=1)"
 _CONV_DOC = ("{n}-D cross-correlation; padding is ints, 'valid' or 'same'; input (N, C, {dims}) or unbatched "
              "(C, {dims})")
 defop(f"conv2d(Tensor input, Tensor weight, Tensor? bias=None, {_CONV_TAIL}", "nn", kind="composite",
+      derivative=_conv_derivative(_conv2d_input_derivative, _conv2d_weight_derivative),
       promotion=rules.same, dtypes="float", meta=_conv_meta("conv2d"), normalize=_conv_normalize(2),
       composite=_conv2d, reference=_conv_reference, samples=_conv2d_samples, method=False,
       tolerances={"float16": (2e-2, 2e-2), "bfloat16": (5e-2, 5e-2)},
       doc=_CONV_DOC.format(n=2, dims="H, W"))
 defop(f"conv1d(Tensor input, Tensor weight, Tensor? bias=None, {_CONV_TAIL}", "nn", kind="composite",
+      derivative=_conv_derivative(_conv1d_input_derivative, _conv1d_weight_derivative, spatial=1),
       promotion=rules.same, dtypes="float", meta=_conv_meta("conv1d"), normalize=_conv_normalize(1),
       composite=_conv1d, reference=_conv_reference, samples=_conv1d_samples, method=False,
       tolerances={"float16": (2e-2, 2e-2), "bfloat16": (5e-2, 5e-2)},
@@ -486,10 +604,30 @@ def _conv_transpose_samples(make, dtype):
                  note="per-dim attributes and groups")
     yield Sample((make((2, 4, 3), noncontiguous=True), w(2, 3, 3, 3)), {"dilation": 2}, note="unbatched")
     yield Sample((make((1, 1, 1, 1)), w(1, 1, 5, 5)), {"padding": 2}, note="taps cropped away entirely")
+    yield Sample((make((1, 2, 4, 3)), w(2, 3, 2, 3)), {"output_padding": 1, "dilation": 2},
+                 note="output_padding not smaller than the stride")
+
+
+def _conv_transpose2d_input_derivative(grad, input, weight, stride, padding, dilation, groups):
+    """conv2d of grad with the same weight; output_padding can leave it a window longer than the input
+    (when it is not smaller than stride), which gets cropped."""
+    pairs = tuple((p, p) for p in padding)
+    out = F.conv2d(grad, weight, None, stride, pairs, dilation, groups)
+    for dim, n in zip((-2, -1), input.shape[-2:]):
+        if out.shape[dim] != n:
+            out = F.slice(out, dim, 0, n)
+    return out
+
+
+def _conv_transpose2d_weight_derivative(grad, input, weight, stride, padding, dilation, groups):
+    """conv2d's weight gradient with the roles swapped: grad's windows against the input."""
+    pairs = tuple((p, p) for p in padding)
+    return _conv2d_weight_grad(grad, input, tuple(weight.shape[2:]), stride, pairs, dilation, groups)
 
 
 defop("conv_transpose2d(Tensor input, Tensor weight, Tensor? bias=None, int[] stride=1, int[] padding=0, "
       "int[] output_padding=0, int groups=1, int[] dilation=1)", "nn", kind="composite", promotion=rules.same,
+      derivative=_conv_derivative(_conv_transpose2d_input_derivative, _conv_transpose2d_weight_derivative),
       dtypes="float", meta=_conv_transpose_meta, normalize=_conv_transpose_normalize,
       composite=_conv_transpose2d, reference=_conv_transpose_reference, samples=_conv_transpose_samples,
       method=False, tolerances={"float16": (2e-2, 2e-2), "bfloat16": (5e-2, 5e-2)},
@@ -514,7 +652,7 @@ def _pool_normalize(op, values):
     stride = values[2] if values[2] else kernel
     values[1], values[2] = kernel, _at_least(op.name, "stride", _ints(op.name, "stride", stride, 2), 1)
     values[3] = _at_least(op.name, "padding", _ints(op.name, "padding", values[3], 2), 0)
-    if op.name == "max_pool2d":
+    if "dilation" in op.param_index:
         values[4] = _at_least(op.name, "dilation", _ints(op.name, "dilation", values[4], 2), 1)
     if any(p > k // 2 for p, k in zip(values[3], kernel)):
         raise ValueError(f"{op.name}: padding should be at most half of the kernel size, got padding={values[3]} "
@@ -531,12 +669,17 @@ def _pool_meta(op_name: str, x, kernel, stride, padding, dilation, ceil_mode):
     return in_shape[:-2] + out
 
 
+def _pool_extent(size: tuple, kernel, stride, padding, dilation, ceil_mode) -> tuple:
+    """(output size, extra padding on the right that ceil mode's last window reaches) per spatial dim."""
+    out = [_pool_output_size(*a, ceil_mode) for a in zip(size, kernel, stride, padding, dilation)]
+    right = [max(0, (o - 1) * s + d * (k - 1) + 1 - n - p)
+             for o, s, d, k, n, p in zip(out, stride, dilation, kernel, size, padding)]
+    return out, right
+
+
 def _pool_windows(x, kernel, stride, padding, dilation, ceil_mode, fill):
     """Padded with ``fill`` (extra on the right in ceil mode) -> (N, C, OH, OW, kh, kw) window view."""
-    h, w = x.shape[-2:]
-    out = [_pool_output_size(*a, ceil_mode) for a in zip((h, w), kernel, stride, padding, dilation)]
-    right = [max(0, (o - 1) * s + d * (k - 1) + 1 - size - p)
-             for o, s, d, k, size, p in zip(out, stride, dilation, kernel, (h, w), padding)]
+    out, right = _pool_extent(tuple(x.shape[-2:]), kernel, stride, padding, dilation, ceil_mode)
     if any(padding) or any(right):
         x = F.pad(x, (padding[1], right[1], padding[0], right[0]), value=fill)
     windows = _windows(x, kernel, stride, dilation)
@@ -574,6 +717,28 @@ def _avg_pool2d(x, kernel_size, stride, padding, ceil_mode, count_include_pad, d
     rows, cols = (_pool_counts(*a, count_include_pad, x.device)
                   for a in zip(x.shape[-2:], kernel_size, stride, padding, total.shape[-2:]))
     return _unbatch(F.div(total, F.mul(F.unsqueeze(rows, 1), cols)), batched)
+
+
+def _window_matrix(size: int, k: int, s: int, p: int, out: int, count, dtype, device):
+    """(out, size): row o holds 1 / count[o] (or 1 where count is None) on the input elements of window o."""
+    start = F.unsqueeze(F.sub(F.mul(F.arange(out, device=device), s), p), 1)
+    position = F.arange(size, device=device)
+    member = F.to_dtype(F.logical_and(F.ge(position, start), F.lt(position, F.add(start, k))), dtype)
+    return member if count is None else F.div(member, F.unsqueeze(count, 1))
+
+
+def _avg_pool2d_backward(grad_output, input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                         divisor_override):
+    """Average pooling is separable: each plane's output is A_h x A_w^T, where row o of A_h holds
+    1 / count on the input rows of window o (the divisor factors into a row and a column count, see
+    _pool_counts). So the gradient is A_h^T grad A_w: two matmuls, and padding needs no special case."""
+    grad = grad_output if divisor_override is None else F.div(grad_output, divisor_override)
+    along = []  # A_h, A_w
+    for dim in (-2, -1):
+        geometry = (input.shape[dim], kernel_size[dim], stride[dim], padding[dim], grad.shape[dim])
+        count = None if divisor_override is not None else _pool_counts(*geometry, count_include_pad, grad.device)
+        along.append(_window_matrix(*geometry, count, grad.dtype, grad.device))
+    return F.matmul(F.matmul(F.transpose(along[0], 0, 1), grad), along[1])
 
 
 def _pool_reference_windows(x, kernel_size, stride, padding, dilation, ceil_mode):
@@ -617,6 +782,22 @@ def _avg_pool_reference(x, kernel_size, stride=None, padding=0, ceil_mode=False,
     return out
 
 
+def _avg_pool_backward_reference(grad_output, x, kernel_size, stride=None, padding=0, ceil_mode=False,
+                                 count_include_pad=True, divisor_override=None):
+    """Each output's gradient spread evenly (by the forward's divisor) over its window's input elements."""
+    out = np.zeros(x.shape)
+    for i, j, rows, cols, box, _ in _pool_reference_windows(x, kernel_size, stride, padding, 1, ceil_mode):
+        if divisor_override:
+            divisor = divisor_override
+        elif count_include_pad:
+            divisor = (box[1] - box[0]) * (box[3] - box[2])
+        else:
+            divisor = len(rows) * len(cols)
+        spread = np.asarray(grad_output, np.float64)[..., i, j, None, None] / divisor
+        out[(Ellipsis,) + np.ix_(rows, cols)] += spread
+    return out
+
+
 def _max_pool_samples(make, dtype):
     yield Sample((make((2, 3, 6, 6)), 2))
     yield Sample((make((2, 3, 7, 8)), 3), {"stride": 2, "padding": 1})
@@ -637,12 +818,113 @@ def _avg_pool_samples(make, dtype):
     yield Sample((make((1, 2, 6, 6)), 3), {"padding": 1, "divisor_override": 5})
 
 
+def _max_pool_meta(x, k, s, p, d, ceil):
+    return _pool_meta("max_pool2d", x, k, s, p, d, ceil)
+
+
 defop("max_pool2d(Tensor input, int[] kernel_size, int[]? stride=None, int[] padding=0, int[] dilation=1, "
-      "bool ceil_mode=False)", "nn", kind="composite", promotion=rules.same, dtypes="numeric",
-      meta=lambda x, k, s, p, d, ceil: _pool_meta("max_pool2d", x, k, s, p, d, ceil),
+      "bool ceil_mode=False)", "nn", kind="composite", promotion=rules.same, dtypes="numeric", meta=_max_pool_meta,
       normalize=_pool_normalize, composite=_max_pool2d, reference=_max_pool_reference,
       samples=_max_pool_samples, method=False,
+      derivative={"input": lambda grad, input, kernel_size, stride, padding, dilation, ceil_mode:
+                  F.max_pool2d_backward(grad, input, kernel_size, stride, padding, dilation, ceil_mode)},
       doc="the maximum of each (dilated) window; padding counts as -inf; NaN propagates")
+
+
+# -- the pooling gradients, as ops of their own ------------------------------------------------------------
+# A backend overrides each with one kernel (the CPU one loops over the kernel taps); their core definitions
+# are Ember ops, which autograd decomposes when the gradient itself is differentiated. Like PyTorch's
+# max_pool2d_with_indices_backward and avg_pool2d_backward, they take the input (max pooling re-finds each
+# window's maximum in it; average pooling needs only its shape).
+
+def _backward_normalize(forward_normalize):
+    """The forward's normalizer applied to the attributes after the leading grad_output."""
+    def normalize(op, values):
+        rest = values[1:]
+        forward_normalize(op, rest)
+        values[1:] = rest
+    return normalize
+
+
+def _pool_backward_meta(forward_meta, op_name: str):
+    def meta(grad_output, x, *attrs):
+        expected = forward_meta(x, *attrs)
+        require(shape(grad_output) == expected, op_name, f"grad_output must have the pooled output's shape "
+                f"{expected}", grad_output, x)
+        return shape(x)
+    return meta
+
+
+def _pool_backward_samples(forward_samples, forward_reference):
+    """The forward's samples with an incoming gradient of the output's shape in front."""
+    def samples(make, dtype):
+        for sample in forward_samples(make, dtype):
+            x = sample.args[0]
+            out = forward_reference(np.zeros(tuple(x.shape)), *sample.args[1:], **sample.kwargs)
+            yield Sample((make(out.shape),) + sample.args, sample.kwargs, sample.note)
+    return samples
+
+
+def _max_pool2d_backward(grad_output, input, kernel_size, stride, padding, dilation, ceil_mode):
+    """Each window's gradient goes to its first maximum, or to its last NaN where it has one (the element
+    PyTorch's loops pick); overlapping windows add up. In Ember ops: the chosen tap of every window becomes
+    a position in the padded plane, and one scatter_add sums the gradients there."""
+    x, batched = _batched(input, 2)
+    grad = grad_output if batched else F.unsqueeze(grad_output, 0)
+    n, c, h, w = x.shape
+    (oh, ow), right = _pool_extent((h, w), kernel_size, stride, padding, dilation, ceil_mode)
+    kw, taps = kernel_size[1], kernel_size[0] * kernel_size[1]
+    attrs = (kernel_size, stride, padding, dilation, ceil_mode)
+    windows = F.reshape(_pool_windows(x, *attrs, _lowest(x.dtype)), (n, c, oh, ow, taps))
+    # padding is no candidate, even where every element of a window is -inf
+    inside = F.reshape(_pool_windows(F.ones((1, 1, h, w), device=x.device), *attrs, 0.0), (1, 1, oh, ow, taps))
+    best = F.amax(windows, -1, True)
+    hits = F.logical_and(F.logical_or(F.eq(windows, best), F.isnan(windows)), F.gt(inside, 0))
+    order = F.arange(taps, device=x.device)
+    first, last = F.amin(F.where(hits, order, taps), -1), F.amax(F.where(hits, order, -1), -1)
+    tap = F.where(F.isnan(F.squeeze(best, -1)), last, first)
+    width = w + padding[1] + right[1]  # of the padded plane
+    rows = F.add(F.unsqueeze(F.mul(F.arange(oh, device=x.device), stride[0]), 1),
+                 F.mul(F.floor_divide(tap, kw), dilation[0]))
+    cols = F.add(F.mul(F.arange(ow, device=x.device), stride[1]), F.mul(F.remainder(tap, kw), dilation[1]))
+    index = F.reshape(F.add(F.mul(rows, width), cols), (n, c, oh * ow))
+    height = h + padding[0] + right[0]
+    plane = F.zeros((n, c, height * width), dtype=grad.dtype, device=grad.device)
+    plane = F.reshape(F.scatter_add(plane, 2, index, F.reshape(grad, (n, c, oh * ow))), (n, c, height, width))
+    plane = F.slice(F.slice(plane, 2, padding[0], padding[0] + h), 3, padding[1], padding[1] + w)
+    return _unbatch(plane, batched)
+
+
+def _max_pool_backward_reference(grad_output, x, kernel_size, stride=None, padding=0, dilation=1,
+                                 ceil_mode=False):
+    """PyTorch's loop: the first element inside the input, replaced by every later larger one or NaN."""
+    x = np.asarray(x, np.float64)
+    out = np.zeros(x.shape)
+    for i, j, rows, cols, _, _ in _pool_reference_windows(x, kernel_size, stride, padding, dilation, ceil_mode):
+        for lead in np.ndindex(x.shape[:-2]):
+            best, chosen = -np.inf, (rows[0], cols[0])
+            for r in rows:
+                for c in cols:
+                    value = x[lead + (r, c)]
+                    if value > best or np.isnan(value):
+                        best, chosen = value, (r, c)
+            out[lead + chosen] += grad_output[lead + (i, j)]
+    return out
+
+
+def _max_pool_backward_samples(make, dtype):
+    yield from _pool_backward_samples(_max_pool_samples, _max_pool_reference)(make, dtype)
+    if dtype.is_floating_point:  # few distinct values: many tied maxima, the first of which wins
+        ties = F.round(make((2, 2, 6, 7), low=-2, high=2))
+        yield Sample((make((2, 2, 5, 6)), ties, 2, 1), note="ties, overlapping windows", gradcheck=False)
+
+
+defop("max_pool2d_backward(Tensor grad_output, Tensor input, int[] kernel_size, int[]? stride=None, "
+      "int[] padding=0, int[] dilation=1, bool ceil_mode=False)", "nn", kind="composite", promotion=rules.same,
+      dtypes="float", meta=_pool_backward_meta(_max_pool_meta, "max_pool2d_backward"),
+      normalize=_backward_normalize(_pool_normalize), composite=_max_pool2d_backward,
+      reference=_max_pool_backward_reference, samples=_max_pool_backward_samples, method=False,
+      doc="the gradient of max_pool2d with respect to its input: each window's gradient to its first maximum")
 
 
 def _avg_pool_normalize(op, values):
@@ -651,12 +933,26 @@ def _avg_pool_normalize(op, values):
         raise ValueError("avg_pool2d: divisor_override must not be zero")
 
 
+def _avg_pool_meta(x, k, s, p, ceil, *rest):
+    return _pool_meta("avg_pool2d", x, k, s, p, (1, 1), ceil)
+
+
 defop("avg_pool2d(Tensor input, int[] kernel_size, int[]? stride=None, int[] padding=0, bool ceil_mode=False, "
       "bool count_include_pad=True, int? divisor_override=None)", "nn", kind="composite", promotion=rules.same,
-      dtypes="float", meta=lambda x, k, s, p, ceil, *rest: _pool_meta("avg_pool2d", x, k, s, p, (1, 1), ceil),
-      normalize=_avg_pool_normalize, composite=_avg_pool2d, reference=_avg_pool_reference,
-      samples=_avg_pool_samples, method=False,
+      dtypes="float", meta=_avg_pool_meta, normalize=_avg_pool_normalize, composite=_avg_pool2d,
+      reference=_avg_pool_reference, samples=_avg_pool_samples, method=False,
+      derivative={"input": lambda grad, input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                  divisor_override: F.avg_pool2d_backward(grad, input, kernel_size, stride, padding, ceil_mode,
+                                                          count_include_pad, divisor_override)},
       doc="the mean of each window; count_include_pad counts zero padding in the divisor")
+defop("avg_pool2d_backward(Tensor grad_output, Tensor input, int[] kernel_size, int[]? stride=None, "
+      "int[] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None)", "nn",
+      kind="composite", promotion=rules.same, dtypes="float",
+      meta=_pool_backward_meta(_avg_pool_meta, "avg_pool2d_backward"),
+      normalize=_backward_normalize(_avg_pool_normalize), composite=_avg_pool2d_backward,
+      reference=_avg_pool_backward_reference, samples=_pool_backward_samples(_avg_pool_samples, _avg_pool_reference),
+      method=False, doc="the gradient of avg_pool2d with respect to its input: each output's gradient spread "
+                        "over its window by the forward's divisor")
 
 
 # -- adaptive average pooling ---------------------------------------------------------------------------------
@@ -709,6 +1005,35 @@ def _adaptive_avg_pool2d(x, output_size):
     return _adaptive_mean(_adaptive_mean(x, x.ndim - 2, output_size[0]), x.ndim - 1, output_size[1])
 
 
+def _adaptive_mean_backward(grad, dim: int, size: int):
+    """The adjoint of ``_adaptive_mean`` along dim: every input element gets the gradient of each bin it is
+    in, over the bin's length. Equal bins repeat each gradient; overlapping ones take a matmul with the
+    (size, out) matrix of 1 / length on each bin's elements."""
+    out = grad.shape[dim]
+    if size == out:
+        return grad
+    if size % out == 0:
+        step = size // out
+        spread = F.unsqueeze(F.div(grad, step), dim + 1)
+        spread = F.expand(spread, spread.shape[:dim + 1] + (step,) + spread.shape[dim + 2:])
+        return F.flatten(spread, dim, dim + 1)
+    bins = F.arange(out, device=grad.device)
+    start = F.floor_divide(F.mul(bins, size), out)
+    end = F.neg(F.floor_divide(F.mul(F.add(bins, 1), -size), out))  # ceil((b + 1) * size / out)
+    position = F.unsqueeze(F.arange(size, device=grad.device), 1)
+    member = F.to_dtype(F.logical_and(F.ge(position, start), F.lt(position, end)), grad.dtype)
+    weights = F.div(member, F.sub(end, start))
+    return F.transpose(F.matmul(F.transpose(grad, dim, -1), F.transpose(weights, 0, 1)), dim, -1)
+
+
+def _adaptive_derivative(grad, input, output_size):
+    """Rows, then columns: the forward's two separable means, adjoined in turn."""
+    if 0 in output_size:
+        return F.zeros_like(input)
+    h, w = input.shape[-2:]
+    return _adaptive_mean_backward(_adaptive_mean_backward(grad, grad.ndim - 1, w), grad.ndim - 2, h)
+
+
 def _adaptive_reference(x, output_size):
     sizes = _expand(output_size, 2)
     h, w = x.shape[-2:]
@@ -730,6 +1055,7 @@ def _adaptive_samples(make, dtype):
 
 defop("adaptive_avg_pool2d(Tensor input, Any output_size)", "nn", kind="composite", promotion=rules.same,
       dtypes="float", meta=_adaptive_meta, normalize=_adaptive_normalize, composite=_adaptive_avg_pool2d,
+      derivative={"input": _adaptive_derivative},
       reference=_adaptive_reference, samples=_adaptive_samples, method=False,
       doc="average pooling to a fixed output size (an int, or a pair whose None keeps the input size)")
 

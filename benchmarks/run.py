@@ -1,0 +1,169 @@
+"""Ember against PyTorch on the issue-8 workloads, in one process, rounds interleaved.
+
+    python benchmarks/run.py [--quick] [--device cpu] [--write benchmarks/results/cpu.md]
+
+Sections: per-op overhead, GEMM, one training step of an MLP, a CNN and a transformer encoder,
+DataLoader throughput, and peak RSS of the MLP loop (fresh subprocesses). ``--device cuda|opencl``
+(repeatable) adds or selects another device: Ember there against PyTorch CUDA, or against Ember's
+own CPU backend for OpenCL; a device that is not available is reported as skipped, with the reason.
+Without PyTorch (the ``bench`` extra) the Ember-only parts still run. ``--profile KEY`` prints
+where Ember's time goes in one case; ``--profile-missed`` appends that for every missed target.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import pathlib
+import sys
+import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+
+import gemm  # noqa: E402
+import loading  # noqa: E402
+import machine  # noqa: E402
+import memory  # noqa: E402
+import overhead  # noqa: E402
+import training  # noqa: E402
+from harness import Case  # noqa: E402
+from report import DevicePart, render, targets  # noqa: E402
+from sides import Lineup, lineup, load_torch  # noqa: E402
+
+SECTIONS = {"overhead": overhead.section, "gemm": gemm.section, "training": training.section,
+            "loading": loading.section}
+ORDER = ["overhead", "gemm", "training", "loading", "memory"]
+DEVICES = ["cpu", "cuda", "opencl"]
+
+
+def parse(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer rounds and steps: about a minute")
+    parser.add_argument("--device", action="append", choices=DEVICES,
+                        help="device to benchmark (repeatable; default cpu)")
+    parser.add_argument("--write", type=pathlib.Path, metavar="FILE",
+                        help="also write the Markdown report to this file")
+    parser.add_argument("--only", type=lambda s: s.split(","), default=ORDER, metavar="SECTIONS",
+                        help=f"comma-separated sections to run, of {','.join(ORDER)}")
+    parser.add_argument("--no-torch", action="store_true",
+                        help="measure Ember only, as when PyTorch is not installed")
+    parser.add_argument("--profile", metavar="KEY", help="cProfile Ember's side of one case (e.g. mlp, add) and exit")
+    parser.add_argument("--profile-missed", action="store_true",
+                        help="append a cProfile summary of Ember's side for each missed time target")
+    args = parser.parse_args(argv)
+    args.device = args.device or ["cpu"]
+    unknown = set(args.only) - set(ORDER)
+    if unknown:
+        parser.error(f"unknown section(s) {', '.join(sorted(unknown))}; choose from {', '.join(ORDER)}")
+    return args
+
+
+def _progress(start: float):
+    def say(line: str) -> None:
+        print(f"[{time.perf_counter() - start:6.1f} s] {line}", file=sys.stderr, flush=True)
+    return say
+
+
+def run_device(line: Lineup, args, with_torch: bool, say) -> tuple[DevicePart, dict[str, Case]]:
+    """Every chosen section on one device; also the cases by key, for profiling afterwards."""
+    part, cases = DevicePart(line.device), {}
+    if line.subject is None:
+        part.skipped = line.skipped
+        say(f"{line.device}: skipped. {line.skipped}")
+        return part, cases
+    if line.note:
+        part.notes.append(line.note)
+    if line.device != "cpu":
+        part.notes.append("DataLoader throughput and peak RSS are host-side: see the cpu part. The issue-8 "
+                          "targets are CPU targets and are not judged here.")
+    for key in (k for k in ORDER if k in args.only):
+        if key == "memory":
+            if line.device == "cpu":
+                part.tables.append(memory.table(with_torch, args.quick, say))
+            continue
+        section = SECTIONS[key](line, args.quick)
+        if section is None:
+            continue
+        if line.device != "cpu":
+            for case in section.cases:
+                case.target = None
+        cases.update((case.key, case) for case in section.cases)
+        part.tables.append(section.run(say))
+    return part, cases
+
+
+def header(args, argv: list[str], torch, message: str, load_start: str, load_end: str, seconds: float) -> list[str]:
+    command = "python benchmarks/run.py" + "".join(f" {a}" for a in argv)
+    lines = [
+        f"Command: `{command}` ({'quick' if args.quick else 'full'} run, {seconds:.0f} s, "
+        f"{datetime.datetime.now().strftime('%Y-%m-%d %H:%M')}).",
+        "",
+        f"- Machine: {machine.describe()}.",
+        f"- Load average (1, 5, 15 min): {load_start} at the start, {load_end} at the end. The machine is "
+        "shared with other engineers' test runs.",
+        f"- Versions: {machine.versions(torch)}.",
+        f"- Threads: {machine.threading(torch)}",
+    ]
+    if message:
+        lines.append(f"- Note: {message}")
+    lines += [
+        "",
+        "Method: Ember and the other sides run the same code on copies of the same inputs in one process; "
+        "rounds are interleaved (Ember, PyTorch, Ember, PyTorch, ...) and each value is the median over "
+        "rounds. Ratios are Ember's cost over the other side's (time per call, or bytes): lower is better, "
+        "1.00× is parity. Values whose rounds varied by more than 10 % (interquartile range over median) "
+        "are marked (±IQR). Models start from identical weights (PyTorch's initialisation copied into Ember "
+        "with load_state_dict).",
+        "",
+        "Reading the numbers: with few cores, multi-threaded pools (NumPy's OpenBLAS for Ember, OpenMP for "
+        "PyTorch) are very sensitive to other processes, since one pool thread that loses its core stalls the "
+        "whole op; the PyTorch 1-thread column and the fastest-round ratios are the views least disturbed by load.",
+    ]
+    return lines
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    args = parse(argv)
+    start = time.perf_counter()
+    say = _progress(start)
+    torch, message = load_torch(args.no_torch)
+    if message:
+        print(message, file=sys.stderr)
+    load_start = machine.load_average()
+
+    if args.profile:
+        from profiling import profile
+        line = lineup(args.device[0], torch)
+        found = {c.key: c for key in SECTIONS for s in [SECTIONS[key](line, True)] if s for c in s.cases}
+        if args.profile not in found:
+            sys.exit(f"no case {args.profile!r}; cases: {', '.join(found)}")
+        print(profile(found[args.profile], line.subject))
+        return
+
+    parts, cases = [], {}
+    for device in args.device:
+        part, device_cases = run_device(lineup(device, torch), args, torch is not None, say)
+        parts.append(part)
+        if device == "cpu":
+            cases = device_cases
+
+    profiles = []
+    if args.profile_missed:
+        from profiling import profile
+        subject = lineup("cpu", torch).subject
+        for result in targets(parts):
+            if result.met is False and result.key in cases:
+                say(f"profiling {result.name}")
+                profiles.append(profile(cases[result.key], subject))
+
+    text = render(header(args, argv, torch, message, load_start, machine.load_average(),
+                         time.perf_counter() - start), parts, profiles)
+    print(text)
+    if args.write:
+        args.write.parent.mkdir(parents=True, exist_ok=True)
+        args.write.write_text(text)
+        say(f"wrote {args.write}")
+
+
+if __name__ == "__main__":
+    main()
