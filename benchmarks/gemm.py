@@ -11,7 +11,8 @@ from harness import Case, Section, Timing
 from sides import Lineup
 
 SIZES = (256, 1024, 2048)
-TIMING = {True: Timing(rounds=3, budget_s=0.05), False: Timing(rounds=9, budget_s=0.25)}
+TIMING = {True: Timing(rounds=3, budget_s=0.05, settle_s=0.15),
+          False: Timing(rounds=9, budget_s=0.25, settle_s=0.15)}
 
 
 def _gemm(n: int):

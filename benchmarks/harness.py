@@ -7,6 +7,7 @@ seconds per call; the median over rounds discards the rounds a neighbour's burst
 """
 from __future__ import annotations
 
+import dataclasses
 import statistics
 import time
 from dataclasses import dataclass, field
@@ -17,9 +18,16 @@ Call = Callable[[], object]
 
 @dataclass
 class Timing:
-    """How long to measure: ``rounds`` interleaved rounds of about ``budget_s`` seconds per contender."""
+    """How long to measure: ``rounds`` interleaved rounds of about ``budget_s`` seconds per contender.
+
+    ``settle_s`` is an untimed pause before each contender's turn. Thread pools keep spinning
+    after their last job (OpenBLAS for about 0.1 s), so without it the previous contender's idle
+    pool competes for the cores with the next one's: on two cores that slowed PyTorch's default
+    (2-thread) training step about twofold right after an Ember turn.
+    """
     rounds: int
     budget_s: float
+    settle_s: float = 0.0
 
 
 @dataclass
@@ -29,13 +37,15 @@ class Case:
     ``build(sides)`` returns one zero-argument call per side (same inputs, same work) and a note
     (empty unless something about the comparison needs saying, such as outputs that disagree).
     ``work`` is the amount of work in one call (FLOPs, batches) for cases reported as a rate;
-    ``target`` is the issue-8 bound on the ratio Ember / reference, where one exists.
+    ``target`` is the issue-8 bound on the ratio Ember / reference, where one exists;
+    ``settle_s``, where given, replaces the section's pause between turns (see ``Timing``).
     """
     key: str
     name: str
     build: Callable[[Sequence], tuple[list[Call], str]]
     target: float | None = None
     work: float | None = None
+    settle_s: float | None = None
 
 
 @dataclass
@@ -107,6 +117,7 @@ def interleave(sides: Sequence, calls: Sequence[Call], timing: Timing) -> dict[s
     """
     sizes = []
     for side, fn in zip(sides, calls):
+        time.sleep(timing.settle_s)
         with side.running():
             sizes.append(calls_for(fn, side.sync, timing.budget_s))
     times: dict[str, list[float]] = {side.label: [] for side in sides}
@@ -115,6 +126,7 @@ def interleave(sides: Sequence, calls: Sequence[Call], timing: Timing) -> dict[s
             with side.running() as switched:
                 if switched:
                     fn()
+                time.sleep(timing.settle_s)
                 times[side.label].append(_timed(fn, n, side.sync) / n)
     return times
 
@@ -122,6 +134,8 @@ def interleave(sides: Sequence, calls: Sequence[Call], timing: Timing) -> dict[s
 def measure(case: Case, sides: Sequence, timing: Timing, reference: str | None) -> Result:
     """Build ``case`` for every side, time it interleaved and summarise each side by its median."""
     calls, note = case.build(sides)
+    if case.settle_s is not None:
+        timing = dataclasses.replace(timing, settle_s=case.settle_s)
     times = interleave(sides, calls, timing)
     medians = {label: statistics.median(ts) for label, ts in times.items()}
     spread = {label: _relative_iqr(ts) for label, ts in times.items()}

@@ -110,7 +110,9 @@ def header(args, argv: list[str], torch, message: str, load_start: str, load_end
         "Method: Ember and the other sides run the same code on copies of the same inputs in one process; "
         "rounds are interleaved (Ember, PyTorch, Ember, PyTorch, ...) and each value is the median over "
         "rounds. Ratios are Ember's cost over the other side's (time per call, or bytes): lower is better, "
-        "1.00× is parity. Values whose rounds varied by more than 10 % (interquartile range over median) "
+        "1.00× is parity. Where thread pools are involved (GEMM, training, DataLoader, 64×64 matmul) each "
+        "turn starts after an untimed 0.15 s pause, so the previous side's still-spinning pool does not slow "
+        "the next. Values whose rounds varied by more than 10 % (interquartile range over median) "
         "are marked (±IQR). Models start from identical weights (PyTorch's initialisation copied into Ember "
         "with load_state_dict).",
         "",

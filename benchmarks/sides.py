@@ -15,6 +15,9 @@ from types import ModuleType
 import numpy as np
 
 
+EMBER_ONE_THREAD, TORCH_ONE_THREAD = "Ember 1 thread", "PyTorch 1 thread"
+
+
 @dataclass(frozen=True)
 class Side:
     """One contender. ``threads``: during this side's rounds, PyTorch's intra-op thread count, or for
@@ -171,9 +174,9 @@ def lineup(device: str, torch: ModuleType | None) -> Lineup:
         subject = Side("Ember", ember, "cpu")
         if torch is None:
             return Lineup(device, subject, numpy=Side("NumPy", np))
-        ember_one = Side("Ember 1 thread", ember, "cpu", threads=1) if _has_threadpoolctl() else None
+        ember_one = Side(EMBER_ONE_THREAD, ember, "cpu", threads=1) if _has_threadpoolctl() else None
         return Lineup(device, subject, reference=Side("PyTorch", torch, "cpu", threads=torch.get_num_threads()),
-                      single_thread=Side("PyTorch 1 thread", torch, "cpu", threads=1),
+                      single_thread=Side(TORCH_ONE_THREAD, torch, "cpu", threads=1),
                       subject_single_thread=ember_one, numpy=Side("NumPy", np))
     subject = Side(f"Ember {device}", ember, device)
     if device == "opencl":

@@ -17,7 +17,8 @@ import numpy as np
 from harness import Case, Section, Timing
 from sides import Lineup, Side, load_numpy_state, numpy_state
 
-TIMING = {True: Timing(rounds=3, budget_s=0.05), False: Timing(rounds=9, budget_s=0.3)}
+TIMING = {True: Timing(rounds=3, budget_s=0.05, settle_s=0.15),
+          False: Timing(rounds=11, budget_s=0.3, settle_s=0.15)}
 
 
 def _mlp(nn: ModuleType):

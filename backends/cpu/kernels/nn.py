@@ -100,28 +100,31 @@ def _conv1d(x, w, bias, stride, padding, dilation, groups):
 
 @_in_float32
 def _conv_transpose2d(x, w, bias, stride, padding, output_padding, groups, dilation):
-    """One matmul per group gives every tap's contribution (channels-first, batch inside the columns, so
-    BLAS sees one big product); col2im then adds each tap's plane, strided, onto a zero canvas."""
+    """One matmul per group gives every tap's contribution (batch inside the columns, so BLAS sees one big
+    product); col2im then adds each tap's plane, strided, onto a zero canvas. The batch is the canvas's last
+    dim, so that each add runs over rows of width x batch contiguous elements, not of the image width alone
+    (which for small feature maps left NumPy a few elements per inner loop)."""
     x, batched = _batched(x, 2)
     n, in_channels, h, wd = x.shape
     _, out_group, kh, kw = w.shape
     out_channels, in_group = out_group * groups, in_channels // groups
-    taps = w.reshape(groups, in_group, out_group * kh * kw).transpose(0, 2, 1)
-    inputs = np.ascontiguousarray(x.reshape(n, groups, in_group, h * wd).transpose(1, 2, 0, 3))
-    cols = np.matmul(taps, inputs.reshape(groups, in_group, n * h * wd)).reshape(out_channels, kh, kw, n, h, wd)
+    taps = w.reshape(groups, in_group, out_group, kh, kw).transpose(0, 3, 4, 2, 1)
+    taps = taps.reshape(groups, kh * kw * out_group, in_group)
+    inputs = np.ascontiguousarray(x.transpose(1, 2, 3, 0)).reshape(groups, in_group, h * wd * n)
+    cols = np.matmul(taps, inputs).reshape(groups, kh, kw, out_group, h, wd, n)
     size = [(i - 1) * s - 2 * p + d * (k - 1) + e + 1
             for i, k, s, p, e, d in zip((h, wd), (kh, kw), stride, padding, output_padding, dilation)]
     spans = [(i - 1) * s + 1 for i, s in zip((h, wd), stride)]
-    canvas = np.zeros((out_channels, n) + tuple(max(d * (k - 1) + span, p + o) for d, k, span, p, o in
-                                                zip(dilation, (kh, kw), spans, padding, size)), cols.dtype)
+    extent = tuple(max(d * (k - 1) + span, p + o) for d, k, span, p, o in zip(dilation, (kh, kw), spans, padding, size))
+    canvas = np.zeros((groups, out_group) + extent + (n,), cols.dtype)
     for i in range(kh):
         rows = slice(i * dilation[0], i * dilation[0] + spans[0], stride[0])
         for j in range(kw):
             canvas[:, :, rows, j * dilation[1]:j * dilation[1] + spans[1]:stride[1]] += cols[:, i, j]
     out = canvas[:, :, padding[0]:padding[0] + size[0], padding[1]:padding[1] + size[1]]
+    out = np.ascontiguousarray(out.reshape(out_channels, size[0], size[1], n).transpose(3, 0, 1, 2))
     if bias is not None:
-        out += bias.reshape(-1, 1, 1, 1)
-    out = np.ascontiguousarray(out.transpose(1, 0, 2, 3))
+        out += bias.reshape(-1, 1, 1)
     return out if batched else out[0]
 
 
@@ -264,9 +267,9 @@ def _avg_pool2d_backward(grad, x, kernel_size, stride, padding, ceil_mode, count
     canvas, inside = _pool_canvas(x, kernel_size, stride, padding, (1, 1), ceil_mode, scaled.dtype)
     disjoint = _disjoint(kernel_size, stride, (1, 1))
     for view in _tap_views(canvas, out, kernel_size, stride, (1, 1)):
-        if disjoint:
+        if disjoint:  # every spot of the canvas belongs to one tap of one window
             view[...] = scaled
-        else:
+        else:  # overlapping windows: gradients add up
             view += scaled
     return np.ascontiguousarray(inside) if batched else np.ascontiguousarray(inside[0])
 

@@ -1284,7 +1284,7 @@ def _sigmoid_reference(x):
 
 _activation("relu(Tensor input)", lambda x: F.where(F.le(x, 0), 0, x), lambda x: np.maximum(x, 0),
             dtypes="numeric", method=True, inplace=True, doc="max(x, 0); NaN stays NaN; relu'(0) = 0",
-            derivative=lambda grad, result: F.where(F.gt(result, 0), grad, 0))
+            derivative=lambda grad, result: F.mul(grad, F.gt(result, 0)))
 _activation("leaky_relu(Tensor input, float negative_slope=0.01)", _leaky_relu,
             lambda x, negative_slope=0.01: np.where(x > 0, x, x * negative_slope),
             samples=_with_attrs(((0.2,), {}), ((), {"negative_slope": -1.5})), doc="x if x > 0 else x * slope")
