@@ -72,9 +72,26 @@ def _numpy_blas() -> str:
     return f"{name}, {threads} threads ({pools[0]['threading_layer'] if pools else 'threadpoolctl'})"
 
 
+def ember_commit() -> str:
+    """The checkout's commit, and whether the working tree differs from it (read-only git plumbing).
+
+    Several engineers change Ember at once, so a result is only reproducible with the code it measured.
+    """
+    import subprocess
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True,
+                              check=True).stdout.strip()
+        dirty = subprocess.run(["git", "diff-index", "--quiet", "HEAD", "--"], cwd=root).returncode != 0
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown commit"
+    return f"commit {head}" + (" with uncommitted changes" if dirty else "")
+
+
 def versions(torch: ModuleType | None) -> str:
     import ember
-    parts = [f"Python {platform.python_version()}", f"Ember {ember.__version__}", f"NumPy {np.__version__}"]
+    parts = [f"Python {platform.python_version()}", f"Ember {ember.__version__} ({ember_commit()})",
+             f"NumPy {np.__version__}"]
     parts.append(f"PyTorch {torch.__version__}" if torch else "PyTorch not installed")
     return ", ".join(parts)
 

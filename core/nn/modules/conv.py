@@ -119,34 +119,33 @@ class _ConvNd(Module):
         return F.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode), 0
 
 
-class Conv1d(_ConvNd):
+class _Conv(_ConvNd):
+    """Conv1d and Conv2d: PyTorch's constructor; forward pads (for non-zero modes) and runs ``_conv``."""
+
+    _conv = None
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, dilation=1,
+                 groups: int = 1, bias: bool = True, padding_mode: str = "zeros", device=None, dtype=None) -> None:
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
+                         padding_mode, device=device, dtype=dtype)
+
+    def forward(self, input):
+        input, padding = self._padded(input)
+        return type(self)._conv(input, self.weight, self.bias, self.stride, padding, self.dilation, self.groups)
+
+
+class Conv1d(_Conv):
     """1-D convolution over (N, C_in, L) or (C_in, L) inputs."""
 
     _spatial = 1
-
-    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, dilation=1,
-                 groups: int = 1, bias: bool = True, padding_mode: str = "zeros", device=None, dtype=None) -> None:
-        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
-                         padding_mode, device=device, dtype=dtype)
-
-    def forward(self, input):
-        input, padding = self._padded(input)
-        return F.conv1d(input, self.weight, self.bias, self.stride, padding, self.dilation, self.groups)
+    _conv = staticmethod(F.conv1d)
 
 
-class Conv2d(_ConvNd):
+class Conv2d(_Conv):
     """2-D convolution over (N, C_in, H, W) or (C_in, H, W) inputs."""
 
     _spatial = 2
-
-    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, dilation=1,
-                 groups: int = 1, bias: bool = True, padding_mode: str = "zeros", device=None, dtype=None) -> None:
-        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
-                         padding_mode, device=device, dtype=dtype)
-
-    def forward(self, input):
-        input, padding = self._padded(input)
-        return F.conv2d(input, self.weight, self.bias, self.stride, padding, self.dilation, self.groups)
+    _conv = staticmethod(F.conv2d)
 
 
 class ConvTranspose2d(_ConvNd):
