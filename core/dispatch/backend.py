@@ -37,19 +37,19 @@ class Backend:
     # -- storage -----------------------------------------------------------------
     def from_numpy(self, array, dtype: dtype, index: int | None):
         """A new native array on device ``index`` holding ``array`` converted to ``dtype``."""
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must implement from_numpy()")
 
     def to_numpy(self, native):
         """A NumPy array with the contents of ``native`` (waits for pending work)."""
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must implement to_numpy()")
 
     def strides(self, native) -> tuple[int, ...]:
         """Strides of ``native`` in elements."""
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must implement strides()")
 
     def storage_id(self, native) -> int:
         """An identifier shared by every view of one allocation."""
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must implement storage_id()")
 
     def to_index(self, native, index: int | None):
         """Copy ``native`` to another device of this backend."""
@@ -61,10 +61,10 @@ class Backend:
 
     def new_generator(self, index: int | None):
         """A fresh generator object for ``generator=`` arguments of random kernels."""
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must implement new_generator()")
 
     def default_generator(self, index: int | None):
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must implement default_generator()")
 
     def synchronize(self, index: int | None) -> None:
         """Block until queued work on the device is done."""
