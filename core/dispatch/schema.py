@@ -39,11 +39,13 @@ class Param:
     def optional(self) -> bool:
         return self.type.endswith("?")
 
-    @property
-    def default_is_canonical(self) -> bool:
-        """A default the dispatcher may pass on as is: dims need wrapping, lists become tuples."""
-        return self.default is None or (self.type not in ("dim", "dim?", "dim[]?", "int[]", "int[]?", "dtype",
-                                                          "dtype?", "device?") and not isinstance(self.default, list))
+    def __post_init__(self) -> None:
+        # Read on every dispatch, so computed once: a default the dispatcher may pass on as is
+        # (dims need wrapping, lists become tuples, dtypes and devices are looked up).
+        canonical = self.default is None or (
+            self.type not in ("dim", "dim?", "dim[]?", "int[]", "int[]?", "dtype", "dtype?", "device?")
+            and not isinstance(self.default, list))
+        object.__setattr__(self, "default_is_canonical", canonical)
 
 
 @dataclass(eq=False)

@@ -772,14 +772,18 @@ def _avg_pool_reference(x, kernel_size, stride=None, padding=0, ceil_mode=False,
     for i, j, rows, cols, box, size in _pool_reference_windows(x, kernel_size, stride, padding, 1, ceil_mode):
         if out is None:
             out = np.zeros(x.shape[:-2] + size)
-        if divisor_override:
-            divisor = divisor_override
-        elif count_include_pad:
-            divisor = (box[1] - box[0]) * (box[3] - box[2])
-        else:
-            divisor = len(rows) * len(cols)
+        divisor = _reference_divisor(box, rows, cols, count_include_pad, divisor_override)
         out[..., i, j] = np.sum(np.asarray(x, np.float64)[..., rows, :][..., cols], axis=(-2, -1)) / divisor
     return out
+
+
+def _reference_divisor(box, rows, cols, count_include_pad, divisor_override):
+    """What the reference divides a window's sum by: the override, the padded box, or the real elements."""
+    if divisor_override:
+        return divisor_override
+    if count_include_pad:
+        return (box[1] - box[0]) * (box[3] - box[2])
+    return len(rows) * len(cols)
 
 
 def _avg_pool_backward_reference(grad_output, x, kernel_size, stride=None, padding=0, ceil_mode=False,
@@ -787,12 +791,7 @@ def _avg_pool_backward_reference(grad_output, x, kernel_size, stride=None, paddi
     """Each output's gradient spread evenly (by the forward's divisor) over its window's input elements."""
     out = np.zeros(x.shape)
     for i, j, rows, cols, box, _ in _pool_reference_windows(x, kernel_size, stride, padding, 1, ceil_mode):
-        if divisor_override:
-            divisor = divisor_override
-        elif count_include_pad:
-            divisor = (box[1] - box[0]) * (box[3] - box[2])
-        else:
-            divisor = len(rows) * len(cols)
+        divisor = _reference_divisor(box, rows, cols, count_include_pad, divisor_override)
         spread = np.asarray(grad_output, np.float64)[..., i, j, None, None] / divisor
         out[(Ellipsis,) + np.ix_(rows, cols)] += spread
     return out
