@@ -1,4 +1,5 @@
-"""The Markdown report: machine and method first, then the issue-8 targets, then every section's table.
+"""The Markdown report: machine and method first, then the targets (issue 8 on the CPU, issue 6 on CUDA),
+then every section's table.
 
 Every ratio reads the same way, whatever the unit: Ember's cost over the other side's cost (time
 per call, or bytes), so lower is better and 1.0× is parity. Rate columns (GFLOP/s, batches/s) show
@@ -56,15 +57,21 @@ def status(result: Result) -> str:
     return "met" if result.met else "**missed**"
 
 
+def format_bound(target: float) -> str:
+    """A target ratio with as many decimals as it has (1.0, 1.3, 1.11 for GEMM's 90 %), at least one."""
+    text = f"{target:.2f}".rstrip("0")
+    return text + "0" if text.endswith(".") else text
+
+
 def format_target(result: Result) -> str:
-    return "" if result.target is None else f"≤ {result.target:.1f}×: {status(result)}"
+    return "" if result.target is None else f"≤ {format_bound(result.target)}×: {status(result)}"
 
 
 def render_table(table: Table) -> list[str]:
     has_target = any(r.target is not None for r in table.results)
     header = ["case", *table.labels, *(f"{a}/{b}" for a, b in table.pairs)]
     if has_target:
-        header.append("issue-8 target")
+        header.append("target")
     lines = [f"### {table.title}", ""]
     if table.note:
         lines += [table.note, ""]
@@ -79,16 +86,20 @@ def render_table(table: Table) -> list[str]:
     return lines + [""]
 
 
-def targets(parts: list[DevicePart]) -> list[Result]:
-    """Results that carry an issue-8 target (the CPU part only: the targets are CPU targets)."""
-    return [r for part in parts if part.device == "cpu" for t in part.tables for r in t.results
+#: device -> the title of its targets table: issue 8 set the CPU targets, issue 6 the CUDA ones
+TARGET_TITLES = {"cpu": "Issue-8 targets (cpu)", "cuda": "Issue-6 targets (cuda, against PyTorch CUDA eager)"}
+
+
+def targets(parts: list[DevicePart], device: str = "cpu") -> list[Result]:
+    """Results of ``device``'s part that carry a target."""
+    return [r for part in parts if part.device == device for t in part.tables for r in t.results
             if r.target is not None]
 
 
-def render_targets(results: list[Result]) -> list[str]:
+def render_targets(results: list[Result], title: str = TARGET_TITLES["cpu"]) -> list[str]:
     if not results:
         return []
-    lines = ["## Issue-8 targets (cpu)", "",
+    lines = [f"## {title}", "",
              "Judged on the ratio of medians with each framework's default threads. Two cross-checks against "
              "other processes' load: the ratio of the fastest rounds, and (training steps) the ratio with both "
              "frameworks limited to one thread.",
@@ -97,7 +108,7 @@ def render_targets(results: list[Result]) -> list[str]:
     for r in results:
         best = format_ratio(r.ratio(best=True)) if r.best else "—"
         single = format_ratio(r.ratio(TORCH_ONE_THREAD, of=EMBER_ONE_THREAD)) if EMBER_ONE_THREAD in r.values else "—"
-        lines.append(f"| {r.name} | {format_ratio(r.ratio())} | {best} | {single} | ≤ {r.target:.1f}× | {status(r)} |")
+        lines.append(f"| {r.name} | {format_ratio(r.ratio())} | {best} | {single} | ≤ {format_bound(r.target)}× | {status(r)} |")
     met = sum(1 for r in results if r.met)
     judged = sum(1 for r in results if r.met is not None)
     failed = sum(1 for r in results if r.note.startswith("failed"))
@@ -111,7 +122,8 @@ def render_targets(results: list[Result]) -> list[str]:
 
 def render(header: list[str], parts: list[DevicePart], profiles: list[str]) -> str:
     lines = ["# Ember benchmarks", ""] + header + [""]
-    lines += render_targets(targets(parts))
+    for device, title in TARGET_TITLES.items():
+        lines += render_targets(targets(parts, device), title)
     for part in parts:
         lines += [f"## {part.device}", ""]
         if part.skipped:

@@ -4,8 +4,9 @@
 
 Sections: per-op overhead, GEMM, one training step of an MLP, a CNN and a transformer encoder,
 DataLoader throughput, and peak RSS of the MLP loop (fresh subprocesses). ``--device cuda|opencl``
-(repeatable) adds or selects another device: Ember there against PyTorch CUDA, or against Ember's
-own CPU backend for OpenCL; a device that is not available is reported as skipped, with the reason.
+(repeatable) adds or selects another device: Ember there against PyTorch CUDA (judged by the issue-6
+targets, GEMM up to 4096 in TFLOP/s), or against Ember's own CPU backend for OpenCL; a device that is
+not available is reported as skipped, with the reason.
 Without PyTorch (the ``bench`` extra) the Ember-only parts still run. ``--profile KEY`` prints
 where Ember's time goes in one case; ``--profile-missed`` appends that for every missed target.
 """
@@ -20,6 +21,7 @@ import time
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
 import gemm  # noqa: E402
+import gpu  # noqa: E402
 import loading  # noqa: E402
 import machine  # noqa: E402
 import memory  # noqa: E402
@@ -74,7 +76,9 @@ def run_device(line: Lineup, args, with_torch: bool, say) -> tuple[DevicePart, d
         part.notes.append(line.note)
     if line.device != "cpu":
         part.notes.append("DataLoader throughput and peak RSS are host-side: see the cpu part. The issue-8 "
-                          "targets are CPU targets and are not judged here.")
+                          "targets are CPU targets and are not judged here"
+                          + ("; the issue-6 targets are (PyTorch CUDA eager as the reference)."
+                             if gpu.targets_for(line.device) else "."))
     for key in (k for k in ORDER if k in args.only):
         if key == "memory":
             if line.device == "cpu":
@@ -84,8 +88,9 @@ def run_device(line: Lineup, args, with_torch: bool, say) -> tuple[DevicePart, d
         if section is None:
             continue
         if line.device != "cpu":
+            device_targets = gpu.targets_for(line.device) if line.reference is not None else {}
             for case in section.cases:
-                case.target = None
+                case.target = device_targets.get(case.key)
         cases.update((case.key, case) for case in section.cases)
         part.tables.append(section.run(say))
     return part, cases
@@ -103,6 +108,8 @@ def header(args, argv: list[str], torch, message: str, load_start: str, load_end
         f"- Versions: {machine.versions(torch)}.",
         f"- Threads: {machine.threading(torch)}",
     ]
+    if "cuda" in args.device:
+        lines.append(f"- CUDA: {gpu.describe(torch) or 'unavailable here (see the cuda part)'}.")
     if message:
         lines.append(f"- Note: {message}")
     lines += [

@@ -3,6 +3,7 @@
     pytest --pyargs ember.conformance --backend cpu        # or cuda, opencl, a third-party plugin
     pytest --pyargs ember.conformance --backend opencl --hypothesis-profile thorough
     EMBER_HYPOTHESIS_PROFILE=thorough pytest --pyargs ember.conformance
+    python -m ember.conformance --backend opencl --report opencl.md   # the same tests, as an op × dtype matrix
 
 Every op in ``ember.dispatch.OPS`` runs on the backend for every dtype the backend supports
 and the op accepts. Its inputs are the op's declared ``samples`` plus, for elementwise ops
@@ -22,5 +23,7 @@ op and dtype pairs), ``make`` (seeded sample tensors), ``samples`` (fixed and ge
 inputs), ``oracle`` (expected dtypes, shapes and reference values), ``compare``
 (tolerances), ``checks`` (one sample, checked), ``gradients`` (one sample as a differentiable
 function, and its CPU float64 reference), and the ``test_*`` modules (``test_gradients`` per op,
-``test_autograd`` for the engine on the device).
+``test_autograd`` for the engine on the device). The report command (``__main__``) runs them through
+pytest with ``record`` (each test's outcome, by op and dtype), ``progress`` (the live display),
+``matrix`` (the op × dtype statuses) and ``report`` (the terminal table and the Markdown report).
 """

@@ -21,6 +21,7 @@ from .random import (Generator, default_generator, get_rng_state, initial_seed, 
                      set_rng_state)
 from . import functions as _functions
 from . import backends  # noqa: E402  (ember.backends.available(), the registry's public face)
+from . import cuda  # noqa: E402  (ember.cuda: torch.cuda's functions, through the registry)
 from . import autograd  # noqa: E402  (installs recording into the dispatcher)
 from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled  # noqa: E402
 from . import utils  # noqa: E402

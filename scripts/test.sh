@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # Sets up .venv and runs every test: the conformance suite for each bundled backend (those not
-# available here skip, and say why), then the project tests.
+# available here skip, and say why) and for the template plugin in examples/, then the project tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh dev,bench,examples
+scripts/setup.sh dev,bench,examples,opencl
+scripts/ensure_opencl.sh
 export EMBER_HYPOTHESIS_PROFILE="${EMBER_HYPOTHESIS_PROFILE:-quick}"
 .venv/bin/python -m ember.backends
 for backend in cuda opencl cpu; do
     .venv/bin/python -m pytest -p no:cacheprovider -q --pyargs ember.conformance --backend "$backend"
 done
+# the template plugin, installed from its folder as a third-party backend would be
+.venv/bin/python -m pip install --quiet ./examples/template_backend
+.venv/bin/python -m pytest -p no:cacheprovider -q --pyargs ember.conformance --backend template
 .venv/bin/python -m pytest -p no:cacheprovider tests

@@ -1,4 +1,9 @@
-"""CpuBackend: storage, RNG and memory statistics on NumPy."""
+"""CpuBackend: storage, RNG and memory statistics on NumPy.
+
+Its kernels are the shared NumPy-compatible ones (``ember.backends.arraykernels``, built for NumPy in
+``kernels.py``), the same code the CUDA backend runs on CuPy; what is CPU-only stays here: the NumPy
+hooks (``library.py``), the Philox generator and the glibc allocator tuning below.
+"""
 from __future__ import annotations
 
 import numpy as np

@@ -1,4 +1,7 @@
-"""A seedable generator on NumPy's Philox counter-based bit generator."""
+"""A seedable generator on NumPy's Philox counter-based bit generator.
+
+It offers the draws the shared random kernels ask for (``uniform``, ``normal``, ``integers``).
+"""
 from __future__ import annotations
 
 import numpy as np
@@ -13,6 +16,15 @@ class CpuGenerator:
     def manual_seed(self, seed: int) -> None:
         self.initial_seed = int(seed)
         self.numpy = np.random.Generator(np.random.Philox(self.initial_seed))
+
+    def uniform(self, size, dtype) -> np.ndarray:
+        return self.numpy.random(size, dtype=dtype)
+
+    def normal(self, size, dtype) -> np.ndarray:
+        return self.numpy.standard_normal(size, dtype=dtype)
+
+    def integers(self, low: int, high: int, size) -> np.ndarray:
+        return self.numpy.integers(low, high, size, dtype=np.int64)
 
     def get_state(self) -> bytes:
         """The full Philox state as bytes, so that it can be checkpointed like any tensor."""

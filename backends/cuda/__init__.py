@@ -1,25 +1,11 @@
-"""The CUDA backend plugin (CuPy). Until its kernels land it registers as unavailable, with the reason."""
-from __future__ import annotations
+"""The CUDA backend plugin on CuPy: devices ``cuda:N``, registered through the ``ember.backends`` entry point.
 
-from ember.dispatch import PLUGIN_API_VERSION, Backend, hookimpl
+Importing this module imports no CuPy: the backend finds out whether it can run (CuPy installed, CUDA
+libraries loadable, a device present) the first time it is asked, and says why not otherwise.
+"""
+from ember.dispatch import PLUGIN_API_VERSION, hookimpl
 
-
-class CudaBackend(Backend):
-    device_type = "cuda"
-    kernels: dict = {}
-
-    def unavailable_reason(self) -> str | None:
-        try:
-            import cupy
-        except Exception as exc:  # ImportError, or CUDA libraries missing
-            return f"CuPy is not importable ({type(exc).__name__}: {exc})"
-        try:
-            count = cupy.cuda.runtime.getDeviceCount()
-        except Exception as exc:
-            return f"no CUDA device ({type(exc).__name__}: {exc})"
-        if count == 0:
-            return "no CUDA device"
-        return "the cuda backend's kernels are not implemented yet"
+from .backend import CudaBackend
 
 
 @hookimpl

@@ -1,25 +1,13 @@
-"""The OpenCL backend plugin (PyOpenCL). Until its kernels land it registers as unavailable, with the reason."""
+"""The OpenCL backend plugin, on PyOpenCL: every primitive as generated OpenCL C kernels.
+
+PoCL makes it real on a CPU-only machine; the same kernels run on any OpenCL 1.2+ device.
+Importing this module never touches OpenCL: devices are probed on first use.
+"""
 from __future__ import annotations
 
-from ember.dispatch import PLUGIN_API_VERSION, Backend, hookimpl
+from ember.dispatch import PLUGIN_API_VERSION, hookimpl
 
-
-class OpenCLBackend(Backend):
-    device_type = "opencl"
-    kernels: dict = {}
-
-    def unavailable_reason(self) -> str | None:
-        try:
-            import pyopencl as cl
-        except Exception as exc:
-            return f"PyOpenCL is not importable ({type(exc).__name__}: {exc}); install ember[opencl]"
-        try:
-            devices = [d for p in cl.get_platforms() for d in p.get_devices()]
-        except Exception as exc:
-            return f"no OpenCL platform ({type(exc).__name__}: {exc})"
-        if not devices:
-            return "no OpenCL device"
-        return "the opencl backend's kernels are not implemented yet"
+from .backend import OpenCLBackend
 
 
 @hookimpl

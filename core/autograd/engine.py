@@ -42,18 +42,16 @@ def _add(existing, new):
 def _dependencies(roots: list[Node]) -> dict:
     """How many edges point at each node reachable from the roots."""
     counts: dict = {}
-    seen = set()
-    stack = list(roots)
+    stack = list(dict.fromkeys(roots))
+    seen = set(stack)
     while stack:
-        node = stack.pop()
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        for edge in node.next_edges:
+        for edge in stack.pop().next_edges:
             if edge is not None:
                 child = edge[0]
                 counts[child] = counts.get(child, 0) + 1
-                stack.append(child)
+                if child not in seen:
+                    seen.add(child)
+                    stack.append(child)
     return counts
 
 
@@ -79,7 +77,7 @@ def run_backward(roots, grad_roots, retain_graph: bool, create_graph: bool, capt
         slots[nr] = _add(slots[nr], grad)
         root_nodes.append(node)
     counts = _dependencies(root_nodes)
-    ready = [n for n in dict.fromkeys(root_nodes) if counts.get(n, 0) == 0]
+    ready = [n for n in dict.fromkeys(root_nodes) if n not in counts]
     handed: set = set()  # ids of gradient tensors already stored in some leaf's .grad
     previous = (state.enabled, state.inference)
     state.enabled, state.inference = create_graph, False
@@ -87,12 +85,19 @@ def run_backward(roots, grad_roots, retain_graph: bool, create_graph: bool, capt
         while ready:
             node = ready.pop()
             grads = buffers.pop(node, None) or [None] * node.num_outputs
-            _process(node, grads, buffers, counts, ready, retain_graph, create_graph, capture, handed)
+            if node.__class__ is AccumulateGrad:
+                _reach_leaf(node, grads, capture, create_graph, handed)
+                continue
+            if node.pre_hooks or capture is not None:
+                _before_apply(node, grads, capture)
+            input_grads = _apply(node, grads, retain_graph)
+            _pass_on(node, input_grads, buffers, counts, ready)
     finally:
         state.enabled, state.inference = previous
 
 
-def _process(node, grads, buffers, counts, ready, retain_graph, create_graph, capture, handed):
+def _before_apply(node, grads: list, capture) -> None:
+    """Tensor hooks of the node's outputs, and gradients that ``autograd.grad`` asked for at them."""
     if node.pre_hooks:
         for nr, hooks in node.pre_hooks.items():
             if grads[nr] is not None:
@@ -101,32 +106,48 @@ def _process(node, grads, buffers, counts, ready, retain_graph, create_graph, ca
         for nr, grad in enumerate(grads):
             if (node, nr) in capture and grad is not None:
                 capture[(node, nr)] = _add(capture[(node, nr)], grad)
-    if node.__class__ is AccumulateGrad:
-        if capture is None:
-            _accumulate(node, grads[0], create_graph, handed)
-        return
-    if len(grads) == 1 and grads[0] is not None:
-        input_grads = node.apply(grads, retain_graph)
-        if state.anomaly:
-            check_gradients(node, input_grads)
-    elif all(g is None for g in grads):
-        input_grads = [None] * len(node.next_edges)
+
+
+def _reach_leaf(node, grads: list, capture, create_graph: bool, handed: set) -> None:
+    if node.pre_hooks or capture is not None:
+        _before_apply(node, grads, capture)
+    if capture is None:
+        _accumulate(node, grads[0], create_graph, handed)
+
+
+def _apply(node, grads: list, retain_graph: bool) -> list:
+    """The node's input gradients; unused outputs of a multi-output node count as zero gradients."""
+    if len(grads) == 1:
+        if grads[0] is None:
+            return [None] * len(node.next_edges)
     else:
-        if any(g is None for g in grads):
+        missing = [g is None for g in grads]
+        if all(missing):
+            return [None] * len(node.next_edges)
+        if any(missing):
             grads = [g if g is not None else _zeros_for(node, nr, grads) for nr, g in enumerate(grads)]
-        input_grads = node.apply(grads, retain_graph)
-        if state.anomaly:
-            check_gradients(node, input_grads)
+    input_grads = node.apply(grads, retain_graph)
+    if state.anomaly:
+        check_gradients(node, input_grads)
+    return input_grads
+
+
+def _pass_on(node, input_grads, buffers: dict, counts: dict, ready: list) -> None:
+    """Add each input gradient, fitted to its input's shape and dtype, to the buffer of the node it goes to."""
     for edge, grad, meta in zip(node.next_edges, input_grads, getattr(node, "input_meta", ())):
         if edge is None:
             continue
         child, nr = edge
         if grad is not None:
-            grad = _fit(grad, meta) if meta is not None else grad
-            slots = buffers.setdefault(child, [None] * child.num_outputs)
-            slots[nr] = _add(slots[nr], grad)
-        counts[child] -= 1
-        if counts[child] == 0:
+            if meta is not None:
+                grad = _fit(grad, meta)
+            slots = buffers.get(child)
+            if slots is None:
+                buffers[child] = slots = [None] * child.num_outputs
+            slots[nr] = grad if slots[nr] is None else F.add(slots[nr], grad)
+        left = counts[child] - 1
+        counts[child] = left
+        if not left:
             ready.append(child)
 
 

@@ -12,7 +12,6 @@ import weakref
 from ..dispatch.errors import EmberError
 from ..tensor import Tensor
 from . import saved as saving
-from .saved import SavedTensor
 from .grad_mode import state
 
 _FREED = ("Trying to backward through the graph a second time (or directly access saved tensors after they "
@@ -94,101 +93,186 @@ def derivative_inputs(derivative) -> tuple[str, ...]:
 
 
 _LIST_TYPES = ("Tensor[]", "Index?[]")  # parameter types whose value is a list of graph inputs
+_GRAD, _GRADS = 0, 1  # positions of the incoming gradient(s) among a derivative's available arguments
+_RESULT, _RESULTS = -1, -2  # sources of saved values that are outputs rather than inputs
+_PLAIN_VALUES = frozenset({int, float, bool, str, type(None)})  # attributes saved as they are
 
 
-def _formulas(op, inputs, list_sizes: tuple):
-    """A derivative is one function for every input, or a dict with one function per input name (as in
-    PyTorch's derivatives.yaml), so that only what the inputs needing gradients use gets saved.
-    ``inputs`` are flat: a list parameter takes as many of them as its ``list_sizes`` entry says."""
-    if callable(op.derivative):
-        return None, derivative_inputs(op.derivative)
-    if not list_sizes and len(op.tensor_positions) == len(inputs):  # no list parameters: one input each
-        needed = {p: op.derivative[p] for p, t in zip(op.tensor_param_names, inputs)
-                  if t is not None and t.requires_grad and p in op.derivative}
-        return needed, tuple(dict.fromkeys(n for fn in needed.values() for n in derivative_inputs(fn)))
+class NodePlan:
+    """What a node of one op saves and runs, for one pattern of inputs needing gradients.
+
+    Worked out once per (op, pattern) and shared by every node with that pattern, so that recording,
+    which happens on every differentiable op call, only copies values. A derivative is one function for
+    every input, or a dict with one function per input name (as in PyTorch's derivatives.yaml), so that
+    only what the inputs needing gradients use gets saved. ``wants`` are the saved names, ``sources``
+    where each comes from (a parameter position, or the outputs), and ``calls`` the functions to run,
+    one per tensor parameter (None where no gradient is needed), each with the positions of its
+    arguments in ``[grad, grads, *saved]``.
+    """
+
+    __slots__ = ("wants", "sources", "calls", "single", "derivative")
+
+    def __init__(self, op, needed: dict | None) -> None:
+        self.derivative = op.derivative
+        if needed is None:  # one function for every input
+            functions = [op.derivative]
+        else:
+            functions = list(needed.values())
+        wants = tuple(dict.fromkeys(n for fn in functions for n in derivative_inputs(fn)
+                                    if n not in ("grad", "grads")))
+        sources = []
+        for name in wants:
+            at = op.param_index.get(name)
+            sources.append(at if at is not None else _RESULT if name == "result" else
+                           _RESULTS if name == "results" else None)
+        self.wants = wants
+        self.sources = tuple(sources)
+        position = {"grad": _GRAD, "grads": _GRADS, **{name: 2 + i for i, name in enumerate(wants)}}
+
+        def arguments(fn):
+            return fn, tuple(position[n] for n in derivative_inputs(fn))
+        self.single = needed is None
+        if needed is None:
+            self.calls = (arguments(op.derivative),)
+        else:
+            self.calls = tuple(arguments(needed[name]) if name in needed else None
+                               for name in op.tensor_param_names)
+
+
+def _needed_formulas(op, mask: tuple, list_sizes: tuple) -> dict:
+    """The per-input derivative functions of ``op`` that the inputs needing gradients (``mask``, one flag per
+    flat input: a list parameter takes as many as its ``list_sizes`` entry says) call for."""
+    if not list_sizes:
+        return {p: op.derivative[p] for p, needs in zip(op.tensor_param_names, mask)
+                if needs and p in op.derivative}
     needed = {}
     position = 0
     sizes = iter(list_sizes)
     for i in op.tensor_positions:
         p = op.params[i]
         width = next(sizes) if p.type in _LIST_TYPES else 1
-        items = inputs[position:position + width]
-        position += width
-        if p.name in op.derivative and any(t is not None and t.requires_grad for t in items):
+        if p.name in op.derivative and any(mask[position:position + width]):
             needed[p.name] = op.derivative[p.name]
-    wants = tuple(dict.fromkeys(name for fn in needed.values() for name in derivative_inputs(fn)))
-    return needed, wants
+        position += width
+    return needed
+
+
+def node_plan(op, mask: tuple, list_sizes: tuple) -> NodePlan:
+    """The cached NodePlan of ``op`` for inputs needing gradients as in ``mask``."""
+    key = (mask, list_sizes) if list_sizes else mask
+    plan = op.node_plans.get(key)
+    if plan is None or plan.derivative is not op.derivative:  # new, or the op's derivative was replaced
+        needed = None if callable(op.derivative) else _needed_formulas(op, mask, list_sizes)
+        plan = NodePlan(op, needed)
+        if len(op.node_plans) < 256:
+            op.node_plans[key] = plan
+    return plan
 
 
 class OpNode(Node):
-    """The backward of one op call: runs the op's declared derivative on the saved values."""
+    """The backward of one op call: runs the op's declared derivative on the saved values.
 
-    __slots__ = ("op", "saved", "input_meta", "output_meta", "released", "formulas", "list_sizes")
+    Saved inputs are kept as the tensors themselves with the version each had (``versions``; -1 for a
+    value that is not a tensor); outputs and lists go through ``saved.save``, which breaks the reference
+    cycle an output would make (``versions`` None)."""
+
+    __slots__ = ("op", "plan", "saved", "versions", "input_meta", "output_meta", "released", "list_sizes")
 
     def __init__(self, op, values, outputs, tensor_inputs) -> None:
         # Recording happens on every differentiable op call, so this is written for speed.
-        edges, metas = [], []
+        edges, metas, mask = [], [], []
         for t in tensor_inputs:
-            if t is None:
+            if t is None or not t.requires_grad:
                 edges.append(None)
                 metas.append(None)
+                mask.append(False)
                 continue
             fn = t.grad_fn
-            edges.append((fn, t._output_nr) if fn is not None else
-                         ((accumulator(t), 0) if t.requires_grad else None))
+            if fn is not None:
+                edges.append((fn, t._output_nr))
+            else:
+                ref = t._accumulator
+                sink = ref() if ref is not None else None
+                edges.append((sink if sink is not None else accumulator(t), 0))
             metas.append((t._data.shape, t._dtype, t._device))
+            mask.append(True)
         self.next_edges = edges
         self.num_outputs = len(outputs)
         self.pre_hooks = None
-        self.forward_op = op.name
         self.op = op
         self.input_meta = metas
+        self.released = False
+        if op.list_positions:
+            self.list_sizes = list_sizes = tuple(len(values[i]) for i in op.list_positions)
+            plan = node_plan(op, tuple(mask), list_sizes)
+        else:
+            self.list_sizes = ()
+            plan = op.node_plans.get(tuple(mask))
+            if plan is None or plan.derivative is not op.derivative:
+                plan = node_plan(op, tuple(mask), ())
+        self.plan = plan
         self.output_meta = tuple((t._data.shape, t._dtype, t._device) for t in outputs) \
             if len(outputs) > 1 else None
-        self.released = False
-        self.list_sizes = tuple(len(values[i]) for i in op.list_positions) if op.list_positions else ()
-        self.formulas, wants = _formulas(op, tensor_inputs, self.list_sizes)
-        index = op.param_index
-        saved = {}
-        for name in wants:
-            if name in ("grad", "grads"):
-                continue
-            at = index.get(name)
-            if at is not None:
+        saved, versions = [], []
+        for at in plan.sources:
+            if at is not None and at >= 0:
                 value = values[at]
-                saved[name] = SavedTensor(value) if value.__class__ is Tensor else saving.save(value)
-            elif name == "result":
-                saved[name] = saving.save(outputs[0] if len(outputs) == 1 else list(outputs), self)
-            elif name == "results":
-                saved[name] = saving.save(list(outputs), self)
+                if value.__class__ is Tensor:
+                    saved.append(value)
+                    versions.append(value._version[0])
+                elif value.__class__ in _PLAIN_VALUES:
+                    saved.append(value)
+                    versions.append(-1)
+                else:
+                    saved.append(saving.save(value))
+                    versions.append(None)
+            elif at is None:
+                saved.append(None)
+                versions.append(-1)
+            else:
+                saved.append(saving.save(outputs[0] if at == _RESULT and len(outputs) == 1 else list(outputs),
+                                         self))
+                versions.append(None)
         self.saved = saved
+        self.versions = versions
+
+    @property
+    def forward_op(self) -> str:
+        return self.op.name
 
     def name(self) -> str:
         return "".join(part.capitalize() for part in self.op.name.split("_")) + "Backward"
 
+    def _unpacked(self) -> list:
+        """The saved values, checked against in-place changes made since they were saved."""
+        out = []
+        op_name = self.op.name
+        for value, version, name in zip(self.saved, self.versions, self.plan.wants):
+            if version is None:
+                value = saving.unpack(value, op_name, name)
+            elif version >= 0 and value._version[0] != version:
+                raise RuntimeError(saving.modified_message(f"the saved '{name}'", op_name, value._version[0],
+                                                           version))
+            out.append(value)
+        return out
+
     def apply(self, grads, retain_graph):
         if self.released:
             raise RuntimeError(_FREED.format(name=self.name()))
-        available = {"grad": grads[0], "grads": grads}
-        op_name = self.op.name
-        for name, value in self.saved.items():
-            available[name] = saving.unpack(value, op_name, name)
-        if self.formulas is None:
-            fn = self.op.derivative
-            out = fn(**{name: available[name] for name in fn._wants})
+        available = [grads[0], grads, *self._unpacked()]
+        plan = self.plan
+        if plan.single:
+            fn, at = plan.calls[0]
+            out = fn(*[available[i] for i in at])
         else:
-            out = tuple(self._per_input(p.name, available) for p in self.op.params if p.is_tensor)
+            out = tuple(None if call is None else call[0](*[available[i] for i in call[1]])
+                        for call in plan.calls)
         if not retain_graph:
             self.saved = None
             self.released = True
-        if not isinstance(out, (tuple, list)):
+        if out.__class__ is not tuple and not isinstance(out, (tuple, list)):
             out = (out,)
         return _flatten_list_grads(out, self.op, self.list_sizes)
-
-
-    def _per_input(self, name, available):
-        fn = self.formulas.get(name)
-        return None if fn is None else fn(**{n: available[n] for n in fn._wants})
 
 
 def _flatten_list_grads(out, op, list_sizes: tuple):
@@ -222,7 +306,10 @@ def tensor_inputs_of(op, values):
 
 
 def record_elementwise(op, values, inputs, out) -> None:
-    """The fast path's recording: one output, operands known to be tensors or None, op differentiable."""
+    """The fast path's recording: one output, operands known to be tensors or None, op differentiable.
+    Checks the grad mode itself, which saves the fast path a call."""
+    if not state.enabled:
+        return
     node = OpNode(op, values, (out,), inputs)
     if out._dtype.is_floating_point:
         out.requires_grad = True

@@ -9,6 +9,10 @@ _MODIFIED = ("one of the variables needed for gradient computation has been modi
              "operation: {what} of {op} is at version {now}; expected version {then} instead")
 
 
+def modified_message(what: str, op_name: str, now: int, then: int) -> str:
+    return _MODIFIED.format(what=what, op=op_name, now=now, then=then)
+
+
 class SavedTensor:
     """An input kept as the tensor itself (it already points at older nodes), or an output kept as a
     detached alias plus a weak link to its node (a strong one would be a reference cycle)."""
@@ -29,7 +33,7 @@ class SavedTensor:
     def unpack(self, op_name: str, what: str):
         t = self.tensor
         if t._version[0] != self.version:
-            raise RuntimeError(_MODIFIED.format(what=what, op=op_name, now=t._version[0], then=self.version))
+            raise RuntimeError(modified_message(what, op_name, t._version[0], self.version))
         if self.node_ref is None:
             return t
         out = wrap_view(t._data, t._dtype, t._device, t)

@@ -31,6 +31,11 @@ class Backend:
         """The index a bare device type (``"cuda"``) stands for; None for single-device types."""
         return 0
 
+    def set_default_index(self, index: int) -> None:
+        """Make ``index`` the device a bare device type stands for (``ember.cuda.set_device``)."""
+        if index != self.default_index():
+            raise ValueError(f"{self.device_type}: the default device cannot be changed (asked for index {index})")
+
     def supported_dtypes(self, index: int | None) -> frozenset[dtype]:
         return frozenset(ALL_DTYPES)
 
@@ -72,3 +77,9 @@ class Backend:
     def memory_stats(self, index: int | None) -> dict[str, int]:
         """At least ``allocated_bytes`` and ``peak_bytes`` where the backend can tell."""
         return {}
+
+    def reset_peak_memory_stats(self, index: int | None) -> None:
+        """Start ``peak_bytes`` over from what is allocated now (a no-op where there is no peak)."""
+
+    def empty_cache(self, index: int | None) -> None:
+        """Return cached but unused memory to the device (a no-op where nothing is cached)."""

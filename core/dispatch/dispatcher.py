@@ -9,10 +9,10 @@ from __future__ import annotations
 import operator
 from typing import Any
 
-from . import registry
+from . import fallback, registry
 from .device import device as Device
 from .dtypes import as_dtype, bool_, dtype as DType
-from .errors import BackendError, DeviceError, DtypeError, ShapeError, describe
+from .errors import DeviceError, DtypeError, ShapeError, describe
 from .promotion import result_type_of, scalar_dtype
 from .rules import PURE_RULES
 from .schema import REQUIRED, OpDef
@@ -26,7 +26,7 @@ class _Hooks:
     wrap = None  # (native, dtype, device) -> Tensor
     wrap_view = None  # (native, dtype, device, base Tensor) -> Tensor sharing base's version counter
     record = None  # autograd: (op, values, outputs) -> None, called when grad mode records
-    record_elementwise = None  # autograd: (op, values, tensor inputs, output) -> None, for the fast path
+    record_elementwise = None  # autograd: (op, values, tensor inputs, output) -> None; fast path, checks grad mode
     record_transfer = None  # autograd: (source, copy) -> None for device copies
     before_mutation = None  # autograd: (op, values) -> None, refuses in-place writes it cannot track
     no_grad = None  # autograd: a context manager that turns recording off
@@ -95,6 +95,13 @@ def wrap_dim(op_name: str, dim: int, ndim: int) -> int:
     return dim % rank
 
 
+def _all_ints(values: tuple) -> bool:
+    for x in values:
+        if x.__class__ is not int:
+            return False
+    return True
+
+
 _PLAIN = {("int", int), ("int?", int), ("bool", bool), ("bool?", bool), ("float", float), ("float?", float),
           ("str", str), ("str?", str), ("Scalar", int), ("Scalar", float), ("Scalar?", int), ("Scalar?", float)}
 
@@ -107,6 +114,8 @@ def _convert(op: OpDef, p, v, ndim: int):
         return v
     if t == "dim" and v.__class__ is int and 0 <= v < ndim:
         return v
+    if v.__class__ is tuple and t in ("int[]", "int[]?") and _all_ints(v):
+        return v  # sizes from tensor.shape or a literal: already what the kernels take
     if v is None:
         if p.optional or t in ("Any",):
             return None
@@ -296,8 +305,8 @@ def call(op: OpDef, args: tuple, kwargs: dict):
             return result
         result = impl(*values)
         return _named(op, result) if len(op.outputs) > 1 else result
-    if kind == "missing":
-        raise BackendError(f"{op.name}: the {dev.type} backend has no kernel for this primitive op")
+    if kind == "missing":  # raises unless the opt-in CPU fallback is on
+        return fallback.missing_kernel(op, values, dev, needs_grad)
     if op.mutates and grad_on:
         hooks.before_mutation(op, values)
     natives = _natives(op, values, compute, out, backend, dev)
@@ -312,8 +321,12 @@ def _dtype_plan(op: OpDef, values, tensors, scalars, backend, dev: Device):
         compute, out = _promote(op, values, tensors, scalars)
         _check_dtypes(op, compute, out, tensors, backend, dev)
         return compute, out
-    key = (dev, *[(t._dtype, t._data.shape == ()) for t in tensors], *[s.__class__ for s in scalars],
-           *[values[op.param_index[name]] for name in key_params])
+    if len(tensors) == 1 and not scalars and not key_params:  # the common single-tensor case, built quickly
+        t = tensors[0]
+        key = (dev, t._dtype, t._data.shape == ())
+    else:
+        key = (dev, *[(t._dtype, t._data.shape == ()) for t in tensors], *[s.__class__ for s in scalars],
+               *[values[op.param_index[name]] for name in key_params])
     plan = op.plan_cache.get(key)
     if plan is None:
         compute, out = _promote(op, values, tensors, scalars)

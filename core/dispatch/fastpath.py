@@ -6,6 +6,10 @@ combination runs the generic checks once and caches what they concluded (the ker
 and the output dtype); later calls only re-check shapes (cached too) and go straight to
 the kernel. Anything unusual (mixed dtypes or devices, autograd recording, keyword
 arguments) falls back to the generic path, which raises the proper errors.
+
+The Tensor type and its constructor are read from ``hooks`` on each call, not when the
+functions are made: ``ember.dispatch`` is imported (and these functions made) before the
+Tensor class exists, so a copy taken at creation would be a placeholder forever.
 """
 from __future__ import annotations
 
@@ -62,37 +66,30 @@ class _ProbeArray:
 
 def _recorder(op: OpDef):
     """How the fast path records autograd: None when the op never records, False when recording needs
-    the generic path (a composite that must decompose), else a function of (values, output)."""
+    the generic path (a composite that must decompose), else True: ``hooks.record_elementwise`` records
+    (it checks the grad mode itself)."""
     if not op.differentiable:
         return None
-    if op.kind == "composite" and op.derivative is None:
-        return False
-
-    def record(values, inputs, out):
-        if hooks.grad_enabled():
-            hooks.record_elementwise(op, values, inputs, out)
-    return record
+    return not (op.kind == "composite" and op.derivative is None)
 
 
 def make_unary(op: OpDef):
     plans: dict = {}
-    tensor_type = hooks.tensor_type
-    wrap = hooks.wrap
     recorder = _recorder(op)
 
     def function(*args, **kwargs):
         if len(args) == 1 and not kwargs:
             a = args[0]
-            if a.__class__ is tensor_type and (recorder is not False or not a.requires_grad):
+            if a.__class__ is hooks.tensor_type and (recorder is not False or not a.requires_grad):
                 key = (a._device, a._dtype)
                 plan = plans.get(key, _MISS)
                 if plan is _MISS:
                     plan = plans[key] = _plan(op, a._device, a._dtype)
                 if plan is not None:
                     kernel, extra, out_dtype = plan
-                    out = wrap(kernel(a._data, *extra), out_dtype, a._device)
+                    out = hooks.wrap(kernel(a._data, *extra), out_dtype, a._device)
                     if a.requires_grad and recorder:
-                        recorder([a, *extra], (a,), out)
+                        hooks.record_elementwise(op, [a, *extra], (a,), out)
                     return out
         return call(op, args, kwargs)
     return function
@@ -100,14 +97,13 @@ def make_unary(op: OpDef):
 
 def make_binary(op: OpDef):
     plans: dict = {}
-    tensor_type = hooks.tensor_type
-    wrap = hooks.wrap
     name = op.name
     recorder = _recorder(op)
 
     def function(*args, **kwargs):
         if len(args) == 2 and not kwargs:
             a, b = args
+            tensor_type, wrap = hooks.tensor_type, hooks.wrap
             if a.__class__ is tensor_type:
                 if b.__class__ is tensor_type:
                     if b._device is a._device and b._dtype is a._dtype and (
@@ -123,7 +119,7 @@ def make_binary(op: OpDef):
                             kernel, extra, out_dtype = plan
                             out = wrap(kernel(da, db, *extra), out_dtype, a._device)
                             if (a.requires_grad or b.requires_grad) and recorder:
-                                recorder([a, b, *extra], (a, b), out)
+                                hooks.record_elementwise(op, [a, b, *extra], (a, b), out)
                             return out
                 elif (b.__class__ is float or (b.__class__ is int and 0 <= b < 128)) and (
                         recorder is not False or not a.requires_grad):
@@ -135,7 +131,7 @@ def make_binary(op: OpDef):
                         kernel, extra, out_dtype = plan
                         out = wrap(kernel(a._data, b, *extra), out_dtype, a._device)
                         if a.requires_grad and recorder:
-                            recorder([a, b, *extra], (a, None), out)
+                            hooks.record_elementwise(op, [a, b, *extra], (a, None), out)
                         return out
             elif b.__class__ is tensor_type and (a.__class__ is float or (a.__class__ is int and 0 <= a < 128)) \
                     and (recorder is not False or not b.requires_grad):
@@ -147,7 +143,7 @@ def make_binary(op: OpDef):
                     kernel, extra, out_dtype = plan
                     out = wrap(kernel(a, b._data, *extra), out_dtype, b._device)
                     if b.requires_grad and recorder:
-                        recorder([a, b, *extra], (None, b), out)
+                        hooks.record_elementwise(op, [a, b, *extra], (None, b), out)
                     return out
         return call(op, args, kwargs)
     return function

@@ -12,10 +12,12 @@ from .errors import DeviceError
 from .hookspecs import PLUGIN_API_VERSION, PROJECT, BackendHookSpecs
 
 ENTRY_POINT_GROUP = "ember.backends"
+_BUNDLED = "ember.backends."  # the modules of the backends that ship with Ember
 
 _manager = pluggy.PluginManager(PROJECT)
 _manager.add_hookspecs(BackendHookSpecs)
 _backends: dict[str, Backend] = {}
+_providers: dict[str, str] = {}  # device type -> name of the plugin that registered it
 _failures: dict[str, str] = {}
 _discovered = False
 
@@ -43,7 +45,10 @@ def _register(plugin, name: str | None) -> Backend | None:
         return None
     try:
         version_impls = [i for i in _manager.hook.ember_plugin_api_version.get_hookimpls() if i.plugin is plugin]
-        version = version_impls[0].function() if version_impls else None
+        if not version_impls:
+            raise RuntimeError(f"does not say which plugin API version it targets: implement "
+                               f"ember_plugin_api_version() (this Ember speaks version {PLUGIN_API_VERSION})")
+        version = version_impls[0].function()
         if version != PLUGIN_API_VERSION:
             raise RuntimeError(f"targets plugin API version {version}, but this Ember speaks version "
                                f"{PLUGIN_API_VERSION}")
@@ -53,16 +58,18 @@ def _register(plugin, name: str | None) -> Backend | None:
         backend = impls[0].function()
         if not isinstance(backend, Backend) or not backend.device_type:
             raise RuntimeError("ember_register_backend must return a Backend with a device_type")
-        owner = _backends.get(backend.device_type)
+        owner = _providers.get(backend.device_type)
         if owner is not None:
-            raise RuntimeError(f"claims device type {backend.device_type!r}, which "
-                               f"{type(owner).__module__} already provides")
+            raise RuntimeError(f"claims device type {backend.device_type!r}, which plugin {owner!r} "
+                               f"({type(_backends[backend.device_type]).__module__}) already provides; "
+                               f"uninstall one of the two")
     except Exception as exc:
         _manager.unregister(plugin)
         _failures[name] = f"failed to register: {exc}"
         _warn(f"ember: backend plugin {name!r} {_failures[name]}")
         return None
     _backends[backend.device_type] = backend
+    _providers[backend.device_type] = name
     return backend
 
 
@@ -72,7 +79,8 @@ def discover() -> None:
     if _discovered:
         return
     _discovered = True
-    for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+    # Ember's own backends first, so that no plugin can take their device types; the rest by name.
+    for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: (not e.value.startswith(_BUNDLED), e.name)):
         try:
             plugin = ep.load()
         except Exception as exc:

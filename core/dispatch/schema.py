@@ -82,6 +82,8 @@ class OpDef:
     # filled in by the dispatcher: device type -> resolved implementation
     impl_cache: dict = field(default_factory=dict, repr=False)
     plan_cache: dict = field(default_factory=dict, repr=False)  # (device, operand dtypes) -> dtypes
+    # filled in by autograd: which inputs need gradients -> what a graph node saves and runs
+    node_plans: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         self.param_index = {p.name: i for i, p in enumerate(self.params)}

@@ -1,10 +1,10 @@
 """Adam and AdamW (Adam with decoupled weight decay)."""
 from __future__ import annotations
 
-import math
 from typing import Any, Iterable
 
 from ..dispatch.ops import F
+from ..dispatch.ops.optim import adam_scalars
 from ..tensor import Tensor
 from .optimizer import Optimizer
 
@@ -53,12 +53,17 @@ class Adam(Optimizer):
                 if amsgrad:
                     state["max_exp_avg_sq"] = F.zeros_like(p)
             state["step"] = step = state["step"] + 1
-            state["exp_avg"], state["exp_avg_sq"], max_exp_avg_sq = adam_update(
-                p, grad, state["exp_avg"], state["exp_avg_sq"], state.get("max_exp_avg_sq") if amsgrad else None,
-                step=step, lr=lr, beta1=beta1, beta2=beta2, eps=eps, weight_decay=weight_decay,
-                decoupled_weight_decay=decoupled, maximize=maximize)
             if amsgrad:
-                state["max_exp_avg_sq"] = max_exp_avg_sq
+                state["exp_avg"], state["exp_avg_sq"], state["max_exp_avg_sq"] = adam_update(
+                    p, grad, state["exp_avg"], state["exp_avg_sq"], state["max_exp_avg_sq"], step=step, lr=lr,
+                    beta1=beta1, beta2=beta2, eps=eps, weight_decay=weight_decay,
+                    decoupled_weight_decay=decoupled, maximize=maximize)
+                continue
+            # one op per parameter, which a backend may run as one fused kernel
+            new_param, state["exp_avg"], state["exp_avg_sq"] = F.adam_step(
+                p, grad, state["exp_avg"], state["exp_avg_sq"], step, lr, beta1, beta2, eps, weight_decay,
+                decoupled, maximize)
+            p.copy_(new_param)
 
 
 class AdamW(Adam):
@@ -81,12 +86,10 @@ class AdamW(Adam):
 def adam_update(param: Tensor, grad: Tensor, exp_avg: Tensor, exp_avg_sq: Tensor,
                 max_exp_avg_sq: Tensor | None, *, step: int, lr: float, beta1: float, beta2: float, eps: float,
                 weight_decay: float, decoupled_weight_decay: bool, maximize: bool):
-    """Write one Adam step into ``param``; return the new ``(exp_avg, exp_avg_sq, max_exp_avg_sq)``.
+    """Write one AMSGrad step into ``param``; return the new ``(exp_avg, exp_avg_sq, max_exp_avg_sq)``.
 
-    The bias corrections are folded into two scalars,
-    ``param -= lr / bc1 * m / (sqrt(v) / sqrt(bc2) + eps) == m * (lr * sqrt(bc2) / bc1) / (sqrt(v) + eps * sqrt(bc2))``,
-    so the update costs five tensor ops after the moments. One parameter's whole update
-    in one function of tensors and floats, so that a backend's fused kernel could take its place.
+    Plain Adam runs the ``adam_step`` op instead, which backends may fuse; AMSGrad's extra state
+    keeps it on this composition of tensor ops. The bias corrections fold into two scalars as there.
     """
     if maximize:
         grad = -grad
@@ -97,10 +100,8 @@ def adam_update(param: Tensor, grad: Tensor, exp_avg: Tensor, exp_avg_sq: Tensor
     second = exp_avg_sq
     if max_exp_avg_sq is not None:
         max_exp_avg_sq = second = max_exp_avg_sq.maximum(exp_avg_sq)
-    bias_correction1 = 1.0 - beta1 ** step
-    bias_correction2_sqrt = math.sqrt(1.0 - beta2 ** step)
-    step_size = lr * bias_correction2_sqrt / bias_correction1
-    update = exp_avg * step_size / (second.sqrt() + eps * bias_correction2_sqrt)
+    step_size, eps_hat = adam_scalars(step, lr, beta1, beta2, eps)
+    update = exp_avg * step_size / (second.sqrt() + eps_hat)
     if weight_decay != 0 and decoupled_weight_decay:
         param.copy_(param * (1.0 - lr * weight_decay) - update)
     else:

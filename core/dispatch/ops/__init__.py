@@ -35,6 +35,6 @@ def _populate() -> None:
         setattr(F, name, _make_function(op))
 
 
-from . import elementwise, reduction, views, creation, random, linalg, indexing, nn, layers, losses  # noqa: E402,F401
+from . import elementwise, reduction, views, creation, random, linalg, indexing, nn, layers, losses, optim  # noqa: E402,F401,E501
 
 _populate()

@@ -14,17 +14,22 @@ from . import F
 
 
 def infer_size(op_name: str, size: tuple, total: int) -> tuple:
-    """Replace one -1 in ``size`` so that the element count is ``total``."""
-    unknown = [i for i, s in enumerate(size) if s == -1]
-    if len(unknown) > 1:
-        raise ShapeError(f"{op_name}: only one dimension can be inferred (-1), got size {size}")
-    if any(s < -1 for s in size):
-        raise ShapeError(f"{op_name}: invalid size {size}: sizes must be non-negative or -1")
-    known = numel(tuple(s for s in size if s != -1))
-    if unknown:
+    """Replace one -1 in ``size`` so that the element count is ``total``. One pass: views run in every
+    layer's forward and backward."""
+    known, unknown = 1, None
+    for i, s in enumerate(size):
+        if s >= 0:
+            known *= s
+        elif s == -1 and unknown is None:
+            unknown = i
+        elif s == -1:
+            raise ShapeError(f"{op_name}: only one dimension can be inferred (-1), got size {size}")
+        else:
+            raise ShapeError(f"{op_name}: invalid size {size}: sizes must be non-negative or -1")
+    if unknown is not None:
         if known == 0 or total % known:
             raise ShapeError(f"{op_name}: shape {size} is invalid for input of size {total}")
-        size = size[:unknown[0]] + (total // known,) + size[unknown[0] + 1:]
+        size = size[:unknown] + (total // known,) + size[unknown + 1:]
     elif known != total:
         raise ShapeError(f"{op_name}: shape {size} is invalid for input of size {total}")
     return size

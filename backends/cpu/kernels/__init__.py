@@ -1,8 +1,0 @@
-"""Every CPU kernel, by op name. Each module contributes a ``KERNELS`` dict."""
-from . import creation, elementwise, indexing, layers, linalg, losses, nn, random, reduction, views
-
-KERNELS: dict = {}
-for _module in (elementwise, reduction, views, creation, random, linalg, indexing, nn, losses, layers):
-    overlap = KERNELS.keys() & _module.KERNELS.keys()
-    assert not overlap, f"kernels defined twice: {overlap}"
-    KERNELS.update(_module.KERNELS)

@@ -1,0 +1,62 @@
+"""NumPy as the shared array kernels see it: SciPy's special functions, ml_dtypes' bfloat16, NumPy's strides."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+from scipy import special
+
+from ember.backends.arraykernels import ArrayLib
+from ember.dispatch.dtypes import bfloat16
+
+from .dtypes import LOW_PRECISION, NUMPY_DTYPE
+
+_BFLOAT16 = NUMPY_DTYPE[bfloat16]
+_stride_tricks = np.lib.stride_tricks
+
+# Floating-point exceptions (log(0), 0/0) give inf/NaN as in PyTorch, without NumPy warnings.
+warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"ember\.backends\.(cpu|arraykernels)")
+
+
+def _weak(a, b):
+    """The operands as NumPy should see them. A Python float (on either side: the fast path passes them
+    through) is a weak scalar that takes the array's dtype, but ml_dtypes' bfloat16 does not implement
+    that (it answers in float32), so cast the number to bfloat16 here, as PyTorch does."""
+    if b.__class__ is float and getattr(a, "dtype", None) is _BFLOAT16:
+        return a, _BFLOAT16.type(b)
+    if a.__class__ is float and getattr(b, "dtype", None) is _BFLOAT16:
+        return _BFLOAT16.type(a), b
+    return a, b
+
+
+def _as_strided(a, shape, strides, writeable):
+    return _stride_tricks.as_strided(a, shape=shape, strides=strides, writeable=writeable)
+
+
+def _sliding_window_view(a, window_shape, axis, writeable=False):
+    return _stride_tricks.sliding_window_view(a, window_shape, axis=axis, writeable=writeable)
+
+
+def _quiet():
+    return np.errstate(all="ignore")
+
+
+NUMPY = ArrayLib(
+    name="numpy",
+    xp=np,
+    dtypes=NUMPY_DTYPE,
+    low_precision=LOW_PRECISION,
+    widen_for_matmul=LOW_PRECISION,  # NumPy's BLAS has no half-precision GEMM
+    array_out=...,
+    erf=special.erf,
+    expit=special.expit,
+    add_at=np.add.at,
+    as_strided=_as_strided,
+    sliding_window_view=_sliding_window_view,
+    argsort_stable=lambda a, axis: np.argsort(a, axis=axis, kind="stable"),
+    reshape_view=lambda a, size: np.reshape(a, size, copy=False),
+    sum_reduce=np.add.reduce,  # the ufunc method skips np.sum's Python-level dispatch
+    prod_reduce=np.multiply.reduce,
+    quiet=_quiet,
+    weak_scalar=_weak,
+)

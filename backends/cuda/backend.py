@@ -1,0 +1,131 @@
+"""CudaBackend: devices ``cuda:N`` on CuPy, its memory pool and streams, device-side random numbers.
+
+Nothing here imports CuPy until the backend is first asked whether it can run; then the probe result,
+the kernel table and the per-device state are set up once. Work runs on CuPy's current stream of each
+device (the legacy default stream unless the caller picks another with CuPy's stream context), so Ember
+calls interleave correctly with the caller's own CuPy code.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ember.dispatch import Backend, DeviceError
+
+from . import probe
+
+
+class CudaBackend(Backend):
+    device_type = "cuda"
+    kernels: dict = {}  # replaced by the real table once the backend is found available
+    accepts_python_scalars = True  # CuPy's ufuncs give a Python number the array's dtype
+
+    def __init__(self) -> None:
+        self._probed = False
+        self._reason: str | None = None
+        self._cupy = None
+        self._count = 0
+        self._current = 0
+        self._generators: dict[int, object] = {}
+
+    # -- capabilities ----------------------------------------------------------------------------
+    def unavailable_reason(self) -> str | None:
+        if not self._probed:
+            self._probed = True
+            self._reason = self._start()
+        return self._reason
+
+    def _start(self) -> str | None:
+        cupy, count, reason = probe.probe()
+        if reason is not None:
+            return reason
+        try:
+            from .kernels import build
+            from .library import cupy_library
+            from .memory import PeakTracker, Uploader
+            self._lib = cupy_library(cupy)
+            self.kernels = build(cupy, self._lib, count)
+            self._memory = PeakTracker(cupy)
+            self._uploader = Uploader(cupy)
+        except Exception as exc:  # a CuPy too old for an API the kernels use, a broken cupyx
+            return f"CuPy {getattr(cupy, '__version__', '?')} loaded, but Ember's CUDA kernels could not be set up " \
+                   f"({type(exc).__name__}: {exc})"
+        self._cupy, self._count = cupy, count
+        self._current = cupy.cuda.runtime.getDevice()
+        return None
+
+    def device_count(self) -> int:
+        return self._count if self.unavailable_reason() is None else 0
+
+    def default_index(self) -> int:
+        """The current device, which ``ember.cuda.set_device`` changes: what a bare ``"cuda"`` means."""
+        return self._current
+
+    def set_default_index(self, index: int) -> None:
+        if not 0 <= index < self.device_count():
+            raise DeviceError(f"cuda:{index} does not exist: cuda has {self.device_count()} device(s)")
+        self._current = index
+        self._cupy.cuda.Device(index).use()
+
+    def supported_dtypes(self, index):
+        """Everything but bfloat16, which CuPy has no type for (it is added if a probe finds it works)."""
+        return frozenset(self._lib.dtypes) if self.unavailable_reason() is None else frozenset()
+
+    # -- storage ---------------------------------------------------------------------------------
+    def from_numpy(self, array, dtype, index):
+        target = self._lib.dtypes.get(dtype)
+        if target is None:  # reached only by direct calls: the dispatcher checks dtypes first
+            raise DeviceError(f"cuda:{index} does not support {dtype.name} (CuPy has no {dtype.name} type)")
+        host = np.asarray(array)
+        if host.dtype != target:
+            host = host.astype(target)
+        return self._uploader.upload(host, self._index(index))
+
+    def to_numpy(self, native):
+        return native.get()  # waits for the copy on the current stream
+
+    def strides(self, native):
+        size = native.itemsize
+        return tuple(s // size for s in native.strides)
+
+    def storage_id(self, native) -> int:
+        return id(native.data.mem)  # every view of one allocation shares its memory object
+
+    def to_index(self, native, index):
+        index = self._index(index)
+        if native.device.id == index:
+            return native
+        with self._cupy.cuda.Device(index):
+            return self._cupy.array(native, copy=True)  # a peer copy where the GPUs allow it
+
+    # -- execution -------------------------------------------------------------------------------
+    def _index(self, index) -> int:
+        return self._current if index is None else index
+
+    def manual_seed(self, seed: int) -> None:
+        for index in range(self.device_count()):
+            self.default_generator(index).manual_seed(seed)
+
+    def default_generator(self, index):
+        index = self._index(index)
+        generator = self._generators.get(index)
+        if generator is None:
+            from .rng import CudaGenerator
+            generator = self._generators[index] = CudaGenerator(self._cupy, index, 0)
+        return generator
+
+    def new_generator(self, index):
+        from .rng import CudaGenerator
+        return CudaGenerator(self._cupy, self._index(index), np.random.SeedSequence().entropy % (2 ** 63))
+
+    def synchronize(self, index) -> None:
+        for i in (range(self.device_count()) if index is None else (index,)):
+            self._cupy.cuda.Device(i).synchronize()
+
+    def memory_stats(self, index) -> dict[str, int]:
+        return self._memory.stats(self._index(index))
+
+    def reset_peak_memory_stats(self, index) -> None:
+        self._memory.reset_peak(self._index(index))
+
+    def empty_cache(self, index) -> None:
+        self._memory.release_cached(self._index(index))

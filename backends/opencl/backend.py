@@ -1,0 +1,100 @@
+"""OpenCLBackend: devices, capabilities, host transfers, generators and memory statistics."""
+from __future__ import annotations
+
+import numpy as np
+
+from ember.dispatch import Backend, bfloat16, float16, float64
+from ember.dispatch.dtypes import ALL_DTYPES
+
+from .array import CLArray
+from .cltypes import NUMPY_DTYPE
+from .kernels import KERNELS
+from .runtime import DEVICES
+
+
+def runtime_of(index):
+    return DEVICES.runtime(0 if index is None else index)
+
+
+class OpenCLBackend(Backend):
+    device_type = "opencl"
+    kernels = KERNELS
+    accepts_python_scalars = True  # elementwise kernels take a number as an argument, in the tensor's dtype
+
+    def unavailable_reason(self) -> str | None:
+        DEVICES.found()
+        return DEVICES.error
+
+    def device_count(self) -> int:
+        return len(DEVICES.found())
+
+    def supported_dtypes(self, index):
+        runtime = runtime_of(index)
+        missing = {bfloat16}
+        if not runtime.fp64:
+            missing.add(float64)
+        if not runtime.fp16:
+            missing.add(float16)
+        return frozenset(d for d in ALL_DTYPES if d not in missing)
+
+    def describe(self, index) -> str:
+        return runtime_of(index).describe()
+
+    # -- storage ---------------------------------------------------------------------------------
+    def from_numpy(self, array, dtype, index):
+        import pyopencl as cl
+        runtime = runtime_of(index)
+        host = np.asarray(array, dtype=NUMPY_DTYPE[dtype])
+        if not host.flags.c_contiguous:
+            host = host.copy()  # (np.ascontiguousarray would turn a 0-d array into a 1-d one)
+        buffer = runtime.allocate(host.nbytes)
+        if host.size:
+            cl.enqueue_copy(runtime.queue, buffer, host, is_blocking=True)
+        return CLArray(runtime, buffer, host.shape, host.dtype)
+
+    def to_numpy(self, native: CLArray):
+        from .kernels.views import clone
+        if not native.is_contiguous():
+            native = clone(native)
+        return native.runtime.read(native)
+
+    def strides(self, native: CLArray):
+        return native.strides
+
+    def storage_id(self, native: CLArray) -> int:
+        return native.buffer.int_ptr
+
+    def to_index(self, native: CLArray, index):
+        runtime = runtime_of(index)
+        if native.runtime is runtime:
+            return native
+        return self.from_numpy(self.to_numpy(native), _ember_dtype(native.dtype), index)
+
+    # -- execution -------------------------------------------------------------------------------
+    def manual_seed(self, seed: int) -> None:
+        from .kernels.random import PhiloxGenerator
+        PhiloxGenerator.seed_defaults(seed)
+
+    def default_generator(self, index):
+        from .kernels.random import PhiloxGenerator
+        return PhiloxGenerator.default(runtime_of(index))
+
+    def new_generator(self, index):
+        from .kernels.random import PhiloxGenerator
+        return PhiloxGenerator(runtime_of(index), int(np.random.SeedSequence().entropy % (2 ** 63)))
+
+    def synchronize(self, index) -> None:
+        for runtime in DEVICES.started():
+            if index is None or runtime.index == index:
+                runtime.synchronize()
+
+    def memory_stats(self, index):
+        runtime = runtime_of(index)
+        return {"allocated_bytes": runtime.pool.active_bytes, "peak_bytes": runtime.peak_bytes,
+                "reserved_bytes": runtime.pool.managed_bytes, "compiled_kernels": runtime.programs.compiled,
+                "compile_seconds_x1000": int(runtime.programs.compile_seconds * 1000)}
+
+
+def _ember_dtype(dtype: np.dtype):
+    from .cltypes import EMBER_DTYPE
+    return EMBER_DTYPE[dtype]

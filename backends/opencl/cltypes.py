@@ -1,0 +1,71 @@
+"""Ember dtypes as NumPy dtypes (for host copies and kernel scalars) and OpenCL C types.
+
+Booleans are stored as ``uchar`` 0/1. float16 is stored as ``half`` and computed in
+``float`` (``vload_half``/``vstore_half``), on devices with ``cl_khr_fp16`` only.
+OpenCL C has no bfloat16 type, so no device supports it.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ember.dispatch import dtypes as d
+
+NUMPY_DTYPE = {
+    d.bool_: np.dtype(np.bool_), d.uint8: np.dtype(np.uint8), d.int8: np.dtype(np.int8),
+    d.int16: np.dtype(np.int16), d.int32: np.dtype(np.int32), d.int64: np.dtype(np.int64),
+    d.float16: np.dtype(np.float16), d.float32: np.dtype(np.float32), d.float64: np.dtype(np.float64),
+}
+EMBER_DTYPE = {v: k for k, v in NUMPY_DTYPE.items()}
+
+#: the C type a buffer element is stored as
+STORAGE_CTYPE = {
+    np.dtype(np.bool_): "uchar", np.dtype(np.uint8): "uchar", np.dtype(np.int8): "char",
+    np.dtype(np.int16): "short", np.dtype(np.int32): "int", np.dtype(np.int64): "long",
+    np.dtype(np.float16): "half", np.dtype(np.float32): "float", np.dtype(np.float64): "double",
+}
+
+
+def compute_ctype(dtype: np.dtype) -> str:
+    """The C type arithmetic on ``dtype`` runs in: half precision widens to float."""
+    return "float" if dtype == np.float16 else STORAGE_CTYPE[dtype]
+
+
+def is_float(dtype: np.dtype) -> bool:
+    return dtype.kind == "f"
+
+
+def load(dtype: np.dtype, pointer: str, index: str) -> str:
+    """C expression reading element ``index`` of buffer ``pointer`` as its compute type."""
+    if dtype == np.float16:
+        return f"vload_half({index}, {pointer})"
+    return f"{pointer}[{index}]"
+
+
+def store(dtype: np.dtype, pointer: str, index: str, value: str) -> str:
+    """C statement writing ``value`` (any arithmetic type) to element ``index``, converted C-style."""
+    if dtype == np.float16:
+        return f"vstore_half_rte((float)({value}), {index}, {pointer});"
+    if dtype == np.bool_:
+        return f"{pointer}[{index}] = (uchar)(({value}) != 0);"
+    return f"{pointer}[{index}] = ({STORAGE_CTYPE[dtype]})({value});"
+
+
+def scalar_arg(value, dtype: np.dtype):
+    """A Python number as a kernel argument of ``dtype``, wrapping integers C-style (-1 -> 255 for uint8)."""
+    if dtype == np.bool_:
+        return np.uint8(bool(value))
+    if dtype == np.float16:
+        return np.float32(value)
+    try:
+        return np.array(value, dtype=dtype)[()]
+    except (OverflowError, ValueError):
+        return np.array(value).astype(dtype)[()]
+
+
+def arg_dtype(dtype: np.dtype) -> np.dtype:
+    """The NumPy dtype of a kernel's scalar argument holding a ``dtype`` value."""
+    if dtype == np.bool_:
+        return np.dtype(np.uint8)
+    if dtype == np.float16:
+        return np.dtype(np.float32)
+    return dtype

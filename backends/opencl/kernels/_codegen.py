@@ -1,0 +1,81 @@
+"""Small helpers the indexing and sorting kernels share: parameter lists, coordinate splitting and a
+kernel cache keyed by what a kernel is specialized on (rank, dtypes), never by sizes.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..cltypes import STORAGE_CTYPE
+
+LONG = np.dtype(np.int64)
+
+_KERNELS: dict = {}
+
+
+class Params:
+    """A kernel's parameter declarations and the matching ``set_scalar_arg_dtypes`` list."""
+
+    def __init__(self) -> None:
+        self.decls: list[str] = []
+        self.dtypes: list = []
+
+    def buffer(self, name: str, dtype: np.dtype, const: bool = True) -> "Params":
+        self.decls.append(f"__global {'const ' if const else ''}{STORAGE_CTYPE[dtype]} *{name}")
+        self.dtypes.append(None)
+        return self
+
+    def local(self, name: str, ctype: str) -> "Params":
+        self.decls.append(f"__local {ctype} *{name}")
+        self.dtypes.append(None)
+        return self
+
+    def longs(self, *names: str) -> "Params":
+        for name in names:
+            self.decls.append(f"const long {name}")
+            self.dtypes.append(LONG)
+        return self
+
+    def text(self) -> str:
+        return ", ".join(self.decls)
+
+
+def names(prefix: str, count: int) -> list[str]:
+    return [f"{prefix}{k}" for k in range(count)]
+
+
+def split(linear: str, dims: list[str], coords: list[str], temp: str) -> str:
+    """C statements declaring ``long coords[k]``: ``linear`` split in row-major order over ``dims``."""
+    if not dims:
+        return ""
+    lines = [f"long {temp} = {linear};"]
+    for k in range(len(dims) - 1, 0, -1):
+        lines.append(f"const long {coords[k]} = {temp} % {dims[k]}; {temp} /= {dims[k]};")
+    lines.append(f"const long {coords[0]} = {temp};")
+    return "\n    ".join(lines)
+
+
+def dot(base: str, coords: list[str], strides: list[str]) -> str:
+    """C expression ``base + coords . strides``."""
+    return " + ".join([base] + [f"{c} * {s}" for c, s in zip(coords, strides)])
+
+
+def cached(runtime, key: tuple, build):
+    """The compiled kernel for ``key``; ``build()`` gives (source, name, scalar dtypes) on first use."""
+    full = (runtime.index,) + key
+    kernel = _KERNELS.get(full)
+    if kernel is None:
+        source, name, scalar_dtypes = build()
+        kernel = _KERNELS[full] = runtime.programs.kernel(source, name, scalar_dtypes)
+    return kernel
+
+
+def group_size(runtime, count: int) -> int:
+    """The smallest power of two >= count, capped at the device's work-group size."""
+    size = 1
+    while size < min(count, runtime.max_group):
+        size *= 2
+    return size
+
+
+def overlaps(a, b) -> bool:
+    return a.buffer is b.buffer or getattr(a.buffer, "int_ptr", 0) == getattr(b.buffer, "int_ptr", 1)

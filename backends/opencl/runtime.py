@@ -1,0 +1,201 @@
+"""OpenCL devices as Ember sees them: enumeration, and per device a context, queue, memory pool and
+compiled-program cache.
+
+Device numbering (``opencl:N``): platforms in the order the ICD loader lists them, and within a
+platform its devices in the order the platform lists them. A device whose compiler cannot build a
+trivial kernel (e.g. a PoCL whose LLVM does not know the host CPU) is left out, and the reason is
+kept for ``ember.backends.available()``; ``EMBER_OPENCL_DEVICES=0,2`` keeps only those positions of
+the working list.
+"""
+from __future__ import annotations
+
+import atexit
+import os
+import time
+
+import numpy as np
+
+_PROBE = "__kernel void ember_probe(__global int *out) { out[get_global_id(0)] = 1; }"
+_LOCAL_SIZE = 256
+
+
+class ProgramCache:
+    """Compiled kernels by source text, so that no kernel is compiled twice in a process."""
+
+    def __init__(self, context, preamble: str) -> None:
+        self.context = context
+        self.preamble = preamble
+        self.kernels: dict[tuple[str, str], object] = {}
+        self.compiled = 0
+        self.compile_seconds = 0.0
+
+    def kernel(self, source: str, name: str, scalar_dtypes: list | None = None):
+        key = (source, name)
+        kernel = self.kernels.get(key)
+        if kernel is None:
+            import pyopencl as cl
+            started = time.perf_counter()
+            program = cl.Program(self.context, self.preamble + source).build()
+            kernel = getattr(program, name)
+            if scalar_dtypes is not None:
+                kernel.set_scalar_arg_dtypes(scalar_dtypes)
+            self.compile_seconds += time.perf_counter() - started
+            self.compiled += 1
+            self.kernels[key] = kernel
+        return kernel
+
+
+class DeviceRuntime:
+    """Everything one OpenCL device needs: context, in-order queue, memory pool, programs."""
+
+    def __init__(self, index: int, device) -> None:
+        import pyopencl as cl
+        import pyopencl.tools as cl_tools
+        self.index = index
+        self.device = device
+        self.name = f"opencl:{index}"
+        self.context = cl.Context([device])
+        self.queue = cl.CommandQueue(self.context)
+        self.pool = cl_tools.MemoryPool(cl_tools.ImmediateAllocator(self.queue))
+        extensions = device.extensions.split()
+        self.fp64 = "cl_khr_fp64" in extensions or bool(getattr(device, "double_fp_config", 0))
+        self.fp16 = "cl_khr_fp16" in extensions
+        self.max_group = min(device.max_work_group_size, _LOCAL_SIZE)
+        self.local_bytes = device.local_mem_size
+        self.is_cpu = bool(device.type & cl.device_type.CPU)
+        pragmas = []
+        if self.fp64:
+            pragmas.append("#pragma OPENCL EXTENSION cl_khr_fp64 : enable")
+        if self.fp16:
+            pragmas.append("#pragma OPENCL EXTENSION cl_khr_fp16 : enable")
+        self.programs = ProgramCache(self.context, "\n".join(pragmas) + "\n")
+        self.peak_bytes = 0
+
+    def describe(self) -> str:
+        return f"{self.device.name.strip()} ({self.device.platform.name.strip()}, {self.device.version.strip()})"
+
+    def allocate(self, nbytes: int):
+        """A pooled buffer of at least one byte (OpenCL has no empty buffers)."""
+        buffer = self.pool.allocate(max(int(nbytes), 8))
+        active = self.pool.active_bytes
+        if active > self.peak_bytes:
+            self.peak_bytes = active
+        return buffer
+
+    def launch(self, kernel, items: int, *args, local: int | None = None) -> None:
+        """Enqueue ``kernel`` over ``items`` work-items (rounded up to whole work-groups); no wait."""
+        if items <= 0:
+            return
+        group = local or self.max_group
+        total = -(-items // group) * group
+        kernel(self.queue, (total,), (group,), *args)
+
+    def launch_groups(self, kernel, groups: int, group: int, *args) -> None:
+        """Enqueue ``groups`` work-groups of ``group`` work-items each (one group per output)."""
+        if groups <= 0:
+            return
+        kernel(self.queue, (groups * group,), (group,), *args)
+
+    def synchronize(self) -> None:
+        self.queue.finish()
+
+    def read(self, a) -> np.ndarray:
+        """The contents of a contiguous CLArray as a new NumPy array (waits for queued work)."""
+        import pyopencl as cl
+        host = np.empty(a.shape, a.dtype)
+        if host.size:
+            cl.enqueue_copy(self.queue, host, a.buffer, src_offset=a.offset * a.itemsize, is_blocking=True)
+        return host
+
+    def read_scalar(self, a):
+        return self.read(a.view_as((), ())).item()
+
+
+def _probe(device) -> str | None:
+    """None when the device builds and runs a trivial kernel, else why not."""
+    import pyopencl as cl
+    try:
+        context = cl.Context([device])
+        queue = cl.CommandQueue(context)
+        kernel = cl.Program(context, _PROBE).build().ember_probe
+        out = np.zeros(1, np.int32)
+        buffer = cl.Buffer(context, cl.mem_flags.READ_WRITE, 4)
+        kernel(queue, (1,), None, buffer)
+        cl.enqueue_copy(queue, out, buffer)
+        queue.finish()
+        if out[0] != 1:
+            return "a probe kernel ran but wrote the wrong value"
+    except Exception as exc:
+        message = " ".join(str(exc).split())
+        return f"cannot build a probe kernel ({type(exc).__name__}: {message[:200]})"
+    return None
+
+
+class Devices:
+    """The working OpenCL devices (found once) and why any others were left out."""
+
+    def __init__(self) -> None:
+        self._found: list | None = None
+        self.rejected: list[str] = []
+        self.error: str | None = None
+        self._runtimes: dict[int, DeviceRuntime] = {}
+
+    def found(self) -> list:
+        if self._found is None:
+            self._found = self._enumerate()
+        return self._found
+
+    def _enumerate(self) -> list:
+        try:
+            import pyopencl as cl
+        except Exception as exc:
+            self.error = f"PyOpenCL is not importable ({type(exc).__name__}: {exc}); install ember[opencl]"
+            return []
+        try:
+            platforms = cl.get_platforms()
+        except Exception as exc:
+            self.error = f"no OpenCL platform ({type(exc).__name__}: {' '.join(str(exc).split())})"
+            return []
+        working = []
+        for platform in platforms:
+            try:
+                devices = platform.get_devices()
+            except Exception as exc:
+                self.rejected.append(f"{platform.name.strip()}: cannot list devices ({exc})")
+                continue
+            for device in devices:
+                problem = _probe(device)
+                if problem is None:
+                    working.append(device)
+                else:
+                    self.rejected.append(f"{device.name.strip()} on {platform.name.strip()} "
+                                         f"{platform.version.strip()}: {problem}")
+        chosen = os.environ.get("EMBER_OPENCL_DEVICES")
+        if chosen:
+            working = [working[int(i)] for i in chosen.split(",") if i.strip() and int(i) < len(working)]
+        if not working:
+            self.error = "no working OpenCL device" + (f": {'; '.join(self.rejected)}" if self.rejected else "")
+        return working
+
+    def runtime(self, index: int) -> DeviceRuntime:
+        runtime = self._runtimes.get(index)
+        if runtime is None:
+            runtime = self._runtimes[index] = DeviceRuntime(index, self.found()[index])
+        return runtime
+
+    def started(self) -> list[DeviceRuntime]:
+        return list(self._runtimes.values())
+
+
+DEVICES = Devices()
+
+
+@atexit.register
+def _drain() -> None:
+    """Finish queued work and drop pooled memory while the contexts still exist."""
+    for runtime in DEVICES.started():
+        try:
+            runtime.queue.finish()
+            runtime.pool.free_held()
+        except Exception:  # the process is ending; nothing useful to report
+            pass

@@ -1,0 +1,127 @@
+"""Generated strided kernels: one work-item per element of an output shape, each operand read or
+written through its own offset and strides. Elementwise ops, casts and copies are all this.
+
+Operands are broadcast to the output shape (stride 0 along broadcast dims), and adjacent dims that
+every operand walks contiguously are merged, so a contiguous tensor of any rank is a 1-d loop.
+Kernels are generated per (expression, dtypes, rank) and cached; shapes and strides are arguments.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .array import CLArray, empty
+from .cltypes import STORAGE_CTYPE, arg_dtype, compute_ctype, load, scalar_arg, store
+
+
+class Scalar:
+    """A Python number passed to a kernel as an argument of ``dtype``."""
+    __slots__ = ("value", "dtype")
+
+    def __init__(self, value, dtype: np.dtype) -> None:
+        self.value, self.dtype = value, dtype
+
+
+def broadcast_strides(a: CLArray, shape: tuple) -> tuple:
+    lead = len(shape) - a.ndim
+    return (0,) * lead + tuple(0 if size == 1 and target != 1 else stride
+                               for size, stride, target in zip(a.shape, a.strides, shape[lead:]))
+
+
+def collapse(shape: tuple, strides: list[tuple]) -> tuple[tuple, list[tuple]]:
+    """Drop size-1 dims and merge runs that every operand walks contiguously."""
+    dims = [i for i, s in enumerate(shape) if s != 1]
+    merged_shape: list[int] = []
+    merged: list[list[int]] = [[] for _ in strides]
+    for i in dims:
+        if merged_shape and all(m[-1] == st[i] * shape[i] for m, st in zip(merged, strides)):
+            merged_shape[-1] *= shape[i]
+            for m, st in zip(merged, strides):
+                m[-1] = st[i]
+            continue
+        merged_shape.append(shape[i])
+        for m, st in zip(merged, strides):
+            m.append(st[i])
+    return tuple(merged_shape), [tuple(m) for m in merged]
+
+
+def coordinates(ndim: int, linear: str = "g") -> str:
+    """C statements splitting ``linear`` into coordinates i0..i{ndim-1} over dims d0..d{ndim-1}."""
+    if ndim == 0:
+        return ""
+    lines = [f"long r = {linear};"]
+    for d in range(ndim - 1, 0, -1):
+        lines.append(f"long i{d} = r % d{d}; r /= d{d};")
+    lines.append("long i0 = r;")
+    return "\n    ".join(lines)
+
+
+def position(name: str, ndim: int) -> str:
+    """C expression: operand ``name``'s element offset at coordinates i0.. (args {name}_o, {name}_s*)."""
+    return " + ".join([f"{name}_o"] + [f"i{d} * {name}_s{d}" for d in range(ndim)])
+
+
+_KERNELS: dict = {}
+
+
+def _source(expr: str, operands: list, out_dtype: np.dtype, ndim: int, helpers: str) -> tuple[str, list]:
+    params, scalar_dtypes, loads = [], [], []
+    for k, op in enumerate(operands):
+        if isinstance(op, Scalar):
+            params.append(f"const {compute_ctype(op.dtype)} x{k}")
+            scalar_dtypes.append(arg_dtype(op.dtype))
+            continue
+        params.append(f"__global const {STORAGE_CTYPE[op.dtype]} *a{k}")
+        params += [f"const long a{k}_o"] + [f"const long a{k}_s{d}" for d in range(ndim)]
+        scalar_dtypes += [None] + [np.int64] * (1 + ndim)
+        loads.append(f"const {compute_ctype(op.dtype)} x{k} = {load(op.dtype, f'a{k}', position(f'a{k}', ndim))};")
+    params.append(f"__global {STORAGE_CTYPE[out_dtype]} *out")
+    params += ["const long out_o"] + [f"const long out_s{d}" for d in range(ndim)]
+    params += ["const long n"] + [f"const long d{d}" for d in range(ndim)]
+    scalar_dtypes += [None] + [np.int64] * (2 + 2 * ndim)
+    body = "\n    ".join(loads)
+    source = helpers + f"""
+__kernel void ember_map({', '.join(params)})
+{{
+    const long g = get_global_id(0);
+    if (g >= n) return;
+    {coordinates(ndim)}
+    {body}
+    {store(out_dtype, 'out', position('out', ndim), expr)}
+}}
+"""
+    return source, scalar_dtypes
+
+
+def run(runtime, expr: str, operands: list, out_dtype: np.dtype, out: CLArray | None = None,
+        shape: tuple | None = None, helpers: str = "") -> CLArray:
+    """``out[...] = expr(x0, x1, ...)`` elementwise; a new contiguous array unless ``out`` is given.
+
+    ``helpers`` is C code (inline functions) the expression calls.
+    """
+    if shape is None:
+        shape = out.shape if out is not None else np.broadcast_shapes(
+            *[op.shape for op in operands if not isinstance(op, Scalar)])
+    if out is None:
+        out = empty(runtime, shape, out_dtype)
+    arrays = [op for op in operands if not isinstance(op, Scalar)]
+    collapsed, strides = collapse(shape, [broadcast_strides(a, shape) for a in arrays]
+                                  + [broadcast_strides(out, shape)])
+    ndim = len(collapsed)
+    key = (runtime.index, expr, helpers, out_dtype, ndim,
+           tuple((op.dtype, isinstance(op, Scalar)) for op in operands))
+    kernel = _KERNELS.get(key)
+    if kernel is None:
+        source, scalar_dtypes = _source(expr, operands, out_dtype, ndim, helpers)
+        kernel = _KERNELS[key] = runtime.programs.kernel(source, "ember_map", scalar_dtypes)
+    args = []
+    at = 0
+    for op in operands:
+        if isinstance(op, Scalar):
+            args.append(scalar_arg(op.value, op.dtype))
+            continue
+        args += [op.buffer, op.offset, *strides[at]]
+        at += 1
+    size = int(np.prod(shape)) if shape else 1
+    args += [out.buffer, out.offset, *strides[at], size, *collapsed]
+    runtime.launch(kernel, size, *args)
+    return out

@@ -1,0 +1,97 @@
+"""OpenCL-specific behaviour that the backend-generic conformance suite does not cover: device
+enumeration and capabilities, the compiled-program cache, buffers shared by views, memory
+statistics, integer division by zero, and the GPU tiling of matmul (run here on PoCL too).
+Skipped, with the reason, where no OpenCL device works.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ember
+
+STATUS = ember.backends.available().get("opencl", "unavailable: not registered")
+pytestmark = pytest.mark.skipif(STATUS != "available", reason=f"opencl {STATUS}")
+
+
+def backend():
+    return ember.backends.registered()["opencl"]
+
+
+def runtime():
+    from ember.backends.opencl.backend import runtime_of
+    return runtime_of(0)
+
+
+def test_devices_are_numbered_and_out_of_range_is_an_error():
+    count = backend().device_count()
+    assert count >= 1
+    assert ember.zeros(1, device="opencl").device == ember.device("opencl", 0)
+    with pytest.raises(ember.DeviceError, match=rf"opencl:{count} does not exist"):
+        ember.zeros(1, device=f"opencl:{count}")
+
+
+def test_missing_dtype_is_a_clear_error():
+    supported = backend().supported_dtypes(0)
+    assert ember.bfloat16 not in supported  # OpenCL C has no bfloat16
+    with pytest.raises(ember.DtypeError, match=r"opencl:0 does not support bfloat16"):
+        ember.ones(2, dtype=ember.bfloat16, device="opencl")
+    assert (ember.float64 in supported) == runtime().fp64
+    assert (ember.float16 in supported) == runtime().fp16
+
+
+def test_no_kernel_is_compiled_twice():
+    x = ember.arange(10.0, device="opencl")
+    (x * 3 + 1).tanh().sum().item()
+    compiled = runtime().programs.compiled
+    y = ember.arange(37.0, device="opencl")[::2]  # another size, offset and stride: shapes are arguments
+    (y * 3 + 1).tanh().sum().item()
+    assert runtime().programs.compiled == compiled
+
+
+def test_views_share_the_buffer():
+    x = ember.zeros(3, 4, device="opencl")
+    column = x[:, 1]
+    column.add_(5)
+    x.t()[2].fill_(1)
+    expected = np.zeros((3, 4), np.float32)
+    expected[:, 1] = 5
+    expected[:, 2] = 1
+    np.testing.assert_array_equal(x.cpu().numpy(), expected)
+    assert column._data.buffer is x._data.buffer
+
+
+def test_memory_statistics_follow_allocations():
+    before = backend().memory_stats(0)
+    big = ember.empty(1 << 20, device="opencl")
+    after = backend().memory_stats(0)
+    assert after["allocated_bytes"] >= before["allocated_bytes"] + (1 << 22)
+    assert after["peak_bytes"] >= after["allocated_bytes"]
+    del big
+
+
+def test_integer_division_by_zero_raises():
+    a = ember.tensor([4, 5], device="opencl")
+    with pytest.raises(ZeroDivisionError, match="floor_divide: integer division by zero"):
+        a // ember.tensor([1, 0], device="opencl")
+    assert (a // ember.tensor([-3, 2], device="opencl")).tolist() == [-2, 2]
+
+
+@pytest.mark.parametrize("shapes", [((70, 33), (33, 45)), ((2, 1, 8, 16), (3, 16, 24)), ((5,), (5, 7))])
+def test_gpu_tiling_of_matmul_is_right_here_too(shapes, monkeypatch):
+    """The local-memory GEMM that non-CPU devices get, run on this device."""
+    monkeypatch.setattr(runtime(), "is_cpu", False)
+    a, b = (np.random.default_rng(0).standard_normal(s).astype(np.float32) for s in shapes)
+    got = (ember.tensor(a, device="opencl") @ ember.tensor(b, device="opencl")).cpu().numpy()
+    np.testing.assert_allclose(got, a @ b, rtol=1e-5, atol=1e-5)
+
+
+def test_random_streams_follow_the_seed_and_the_state():
+    ember.manual_seed(7)
+    first = ember.rand(5, device="opencl").tolist()
+    generator = ember.Generator(device="opencl")
+    generator.manual_seed(7)
+    state = generator.get_state()
+    again = ember.rand(5, generator=generator, device="opencl").tolist()
+    generator.set_state(state)
+    assert ember.rand(5, generator=generator, device="opencl").tolist() == again == first
