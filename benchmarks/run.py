@@ -20,6 +20,7 @@ import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
+import compilation  # noqa: E402
 import gemm  # noqa: E402
 import gpu  # noqa: E402
 import loading  # noqa: E402
@@ -33,7 +34,7 @@ from sides import Lineup, lineup, load_torch  # noqa: E402
 
 SECTIONS = {"overhead": overhead.section, "gemm": gemm.section, "training": training.section,
             "loading": loading.section}
-ORDER = ["overhead", "gemm", "training", "loading", "memory"]
+ORDER = ["overhead", "gemm", "training", "loading", "memory", "compile"]
 DEVICES = ["cpu", "cuda", "opencl"]
 
 
@@ -83,6 +84,10 @@ def run_device(line: Lineup, args, with_torch: bool, say) -> tuple[DevicePart, d
         if key == "memory":
             if line.device == "cpu":
                 part.tables.append(memory.table(with_torch, args.quick, say))
+            continue
+        if key == "compile":
+            if line.device == "opencl":
+                part.tables.append(compilation.table(say))
             continue
         section = SECTIONS[key](line, args.quick)
         if section is None:

@@ -138,6 +138,7 @@ class Tensor:
 
     def _host(self):
         """A NumPy copy of the values from any device; for printing, item and tolist."""
+        dispatcher.note_value_read()
         return self._backend().to_numpy(self._data)
 
     def item(self):

@@ -60,6 +60,18 @@ def test_train_digits_checkpoints_and_resumes(tmp_path):
     assert ember.load(checkpoint)["epoch"] == 3
 
 
+@needs_digits_dependencies
+def test_train_digits_on_opencl(tmp_path):
+    """The main job on the OpenCL backend (PoCL here): it learns, as on the CPU."""
+    import ember
+    status = ember.backends.available().get("opencl", "unavailable: not registered")
+    if status != "available":
+        pytest.skip(f"opencl {status}")
+    output = run_example("train_digits.py", "--device", "opencl", "--epochs", 2, cwd=tmp_path)
+    assert "training took" in output and output.rstrip().endswith("on opencl"), output
+    assert accuracy(rf"test accuracy {PERCENT} on \d+ held-out digits", output) > 50.0, output
+
+
 @pytest.mark.parametrize("model,steps", [("lstm", 30), ("transformer", 20)])
 def test_train_sequence(model, steps, tmp_path):
     args = ("--steps", steps) if model == "lstm" else ("--model", model, "--steps", steps)

@@ -95,3 +95,20 @@ def test_random_streams_follow_the_seed_and_the_state():
     again = ember.rand(5, generator=generator, device="opencl").tolist()
     generator.set_state(state)
     assert ember.rand(5, generator=generator, device="opencl").tolist() == again == first
+
+
+def test_half_storage_paths_where_the_device_has_fp16(monkeypatch):
+    """float16 is stored as half and computed in float (vload_half/vstore_half, core OpenCL): run those
+    kernels here by claiming cl_khr_fp16 for this device, and compare with the CPU backend."""
+    monkeypatch.setattr(runtime(), "fp16", True)
+    x = ember.randn(6, 9).to(ember.float16)
+    on_device = x.to("opencl")
+    for name, fn in [("arith", lambda t: t * 2 - 1), ("exp", lambda t: t.exp()), ("sum", lambda t: t.sum(1)),
+                     ("matmul", lambda t: t @ t.t()), ("sort", lambda t: t.sort(1).values),
+                     ("softmax", lambda t: t.softmax(1)), ("index", lambda t: t[[0, 2], 1:])]:
+        got, expected = fn(on_device), fn(x)
+        assert got.dtype is ember.float16, name
+        np.testing.assert_allclose(got.cpu().numpy().astype(np.float32), expected.numpy().astype(np.float32),
+                                   rtol=2e-3, atol=2e-3, err_msg=name)
+    draws = ember.rand(4000, dtype=ember.float16, device="opencl").cpu().numpy()
+    assert draws.min() >= 0 and draws.max() < 1

@@ -26,7 +26,14 @@ def build(lib: ArrayLib) -> dict:
 
     def _index_put_(a, indices, values, accumulate):
         if accumulate:
-            add_at(a, _key(indices), values)
+            key = _key(indices)
+            # NumPy 2.4's add.at adds wrong values when ``values`` must broadcast to the indexed shape (add.at(a,
+            # (i,), v) with i of shape (2, 2) and v of shape (2,)): broadcast them first. The indexed shape is
+            # read off a bool stand-in of a's shape (zero strides: nothing of a's size is allocated)
+            indexed = xp.broadcast_to(xp.zeros((), bool), a.shape)[key].shape
+            if values.shape != indexed:
+                values = xp.broadcast_to(values, indexed)
+            add_at(a, key, values)
         else:
             a[_key(indices)] = values
         return a

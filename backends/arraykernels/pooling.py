@@ -82,43 +82,69 @@ def build(lib: ArrayLib) -> dict:
     def _max_pool2d_backward(grad, x, kernel_size, stride, padding, dilation, ceil_mode):
         """PyTorch's choice in each window: its first element inside the input, replaced by every later one
         that is larger or NaN. One pass per tap finds it for all windows at once, one more routes the gradient.
-        Branch-free updates throughout: a masked copy (copyto with where=) costs several times more."""
+        Branch-free updates throughout: a masked copy (copyto with where=) costs several times more.
+        Without padding (the usual case) the windows read the input itself, every window's first tap is its
+        first element, and where disjoint windows tile the whole input the gradient's canvas is the result."""
         x, had_batch = batched(x, 2)
         grad = grad if had_batch else grad[None]
         h, w = x.shape[-2:]
         out, right = pool_extent((h, w), kernel_size, stride, padding, dilation, ceil_mode)
-        canvas = grow(x, ((0, 0), (0, 0), (padding[0], right[0]), (padding[1], right[1])), "constant", -np.inf)
+        padded = any(padding) or any(right)
         kernel_cols = kernel_size[1]
         index = np.int16 if kernel_size[0] * kernel_cols < 2 ** 15 else np.int64
-        # the first tap inside the input, in each window (not 0 where the window starts in the padding)
-        first = [np.maximum(0, -((np.arange(o) * s - p) // d)) for o, s, p, d in zip(out, stride, padding, dilation)]
-        first_tap = xp.asarray((first[0][:, None] * kernel_cols + first[1]).astype(index))
+        if padded:
+            plane = grow(x, ((0, 0), (0, 0), (padding[0], right[0]), (padding[1], right[1])), "constant", -np.inf)
+            # the first tap inside the input, in each window (not 0 where the window starts in the padding)
+            first = [np.maximum(0, -((np.arange(o) * s - p) // d))
+                     for o, s, p, d in zip(out, stride, padding, dilation)]
+            first_tap = xp.asarray((first[0][:, None] * kernel_cols + first[1]).astype(index))
+        else:
+            plane = x
         chosen, best = xp.empty(grad.shape, index), xp.empty(grad.shape, x.dtype)
         take, nan = xp.empty(grad.shape, bool), xp.empty(grad.shape, bool)
+        step = xp.empty(grad.shape, index)
 
         def choose(nans: bool):
-            chosen[...] = first_tap
-            best.fill(-np.inf)
-            for t, tap in enumerate(_tap_views(canvas, out, kernel_size, stride, dilation)):
+            taps = _tap_views(plane, out, kernel_size, stride, dilation)
+            if padded:
+                chosen[...] = first_tap
+                best.fill(-np.inf)
+                start = 0
+            else:  # every window starts with its first tap: it is chosen unless a later one takes over
+                chosen.fill(0)
+                best[...] = next(taps)
+                start = 1
+            for t, tap in enumerate(taps, start):
                 xp.greater(tap, best, out=take)
                 if nans:
                     xp.logical_or(take, xp.isnan(tap, out=nan), out=take)
                 # a tap that takes over lies inside the input, so at or after the first tap inside: the chosen
                 # index only grows, and a maximum updates it
-                xp.maximum(chosen, take * index(t), out=chosen)
+                xp.multiply(take, index(t), out=step)
+                xp.maximum(chosen, step, out=chosen)
                 xp.maximum(best, tap, out=best)  # NaN propagates: a window's maximum is NaN if it holds one
 
         choose(nans=False)
         if bool(xp.isnan(best).any()):  # only then can a NaN have been passed over: choose again, minding them
             choose(nans=True)
-        canvas[...] = 0  # from here on, the gradient's canvas
         disjoint = _disjoint(kernel_size, stride, dilation)
+        tiled = disjoint and not padded and all(
+            o * s == n and s == d * (k - 1) + 1 for o, s, n, d, k in zip(out, stride, (h, w), dilation, kernel_size))
+        if padded:
+            canvas = plane
+            canvas[...] = 0  # from here on, the gradient's canvas
+        elif tiled:
+            canvas = xp.empty(x.shape, grad.dtype)  # every element is written below
+        else:
+            canvas = xp.zeros(x.shape, grad.dtype)
         for t, view in enumerate(_tap_views(canvas, out, kernel_size, stride, dilation)):
             xp.equal(chosen, t, out=take)
             if disjoint:  # every spot of the canvas belongs to one tap of one window
                 xp.multiply(grad, take, out=view)
             else:  # overlapping windows: gradients add up
                 view += grad * take
+        if not padded:
+            return canvas if had_batch else canvas[0]
         inside = canvas[:, :, padding[0]:padding[0] + h, padding[1]:padding[1] + w]
         return xp.ascontiguousarray(inside) if had_batch else xp.ascontiguousarray(inside[0])
 

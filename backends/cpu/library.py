@@ -30,7 +30,16 @@ def _weak(a, b):
 
 
 def _as_strided(a, shape, strides, writeable):
-    return _stride_tricks.as_strided(a, shape=shape, strides=strides, writeable=writeable)
+    # A contiguous array exports its memory as a buffer, and ndarray() over it is a C-level view (it also checks
+    # that the strides stay inside the buffer): about 0.3 µs against 2.5 µs for NumPy's Python-level as_strided,
+    # which expand (in every sum's backward) and the pooling windows go through.
+    try:
+        out = np.ndarray(shape, a.dtype, a, 0, strides)
+    except (TypeError, ValueError):  # not contiguous, or windows that NumPy cannot check against the buffer
+        return _stride_tricks.as_strided(a, shape=shape, strides=strides, writeable=writeable)
+    if not writeable and out.flags.writeable:
+        out.flags.writeable = False
+    return out
 
 
 def _sliding_window_view(a, window_shape, axis, writeable=False):

@@ -7,6 +7,8 @@ Kernels are generated per (expression, dtypes, rank) and cached; shapes and stri
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .array import CLArray, empty
@@ -63,6 +65,13 @@ def position(name: str, ndim: int) -> str:
 _KERNELS: dict = {}
 
 
+def _broadcast_shape(arrays: list) -> tuple:
+    shape = arrays[0].shape
+    if all(a.shape == shape for a in arrays):
+        return shape
+    return tuple(np.broadcast_shapes(*[a.shape for a in arrays]))
+
+
 def _source(expr: str, operands: list, out_dtype: np.dtype, ndim: int, helpers: str) -> tuple[str, list]:
     params, scalar_dtypes, loads = [], [], []
     for k, op in enumerate(operands):
@@ -98,12 +107,11 @@ def run(runtime, expr: str, operands: list, out_dtype: np.dtype, out: CLArray | 
 
     ``helpers`` is C code (inline functions) the expression calls.
     """
+    arrays = [op for op in operands if op.__class__ is not Scalar]
     if shape is None:
-        shape = out.shape if out is not None else np.broadcast_shapes(
-            *[op.shape for op in operands if not isinstance(op, Scalar)])
+        shape = out.shape if out is not None else _broadcast_shape(arrays)
     if out is None:
         out = empty(runtime, shape, out_dtype)
-    arrays = [op for op in operands if not isinstance(op, Scalar)]
     collapsed, strides = collapse(shape, [broadcast_strides(a, shape) for a in arrays]
                                   + [broadcast_strides(out, shape)])
     ndim = len(collapsed)
@@ -121,7 +129,7 @@ def run(runtime, expr: str, operands: list, out_dtype: np.dtype, out: CLArray | 
             continue
         args += [op.buffer, op.offset, *strides[at]]
         at += 1
-    size = int(np.prod(shape)) if shape else 1
+    size = math.prod(shape)
     args += [out.buffer, out.offset, *strides[at], size, *collapsed]
     runtime.launch(kernel, size, *args)
     return out

@@ -81,6 +81,8 @@ def run_backward(roots, grad_roots, retain_graph: bool, create_graph: bool, capt
     handed: set = set()  # ids of gradient tensors already stored in some leaf's .grad
     previous = (state.enabled, state.inference)
     state.enabled, state.inference = create_graph, False
+    anomaly = state.anomaly
+    add = F.add
     try:
         while ready:
             node = ready.pop()
@@ -90,8 +92,39 @@ def run_backward(roots, grad_roots, retain_graph: bool, create_graph: bool, capt
                 continue
             if node.pre_hooks or capture is not None:
                 _before_apply(node, grads, capture)
-            input_grads = _apply(node, grads, retain_graph)
-            _pass_on(node, input_grads, buffers, counts, ready)
+            # the node's input gradients; unused outputs of a multi-output node count as zero gradients
+            if len(grads) == 1:
+                input_grads = node.apply(grads, retain_graph) if grads[0] is not None else None
+            else:
+                input_grads = _apply(node, grads, retain_graph)
+            if anomaly and input_grads is not None:
+                check_gradients(node, input_grads)
+            # each input gradient, fitted to its input's shape and dtype, goes to the buffer of its node
+            metas = node.input_meta
+            count = len(input_grads) if input_grads is not None else 0
+            for i, edge in enumerate(node.next_edges):
+                if edge is None:
+                    continue
+                child, nr = edge
+                grad = input_grads[i] if i < count else None
+                if grad is not None:
+                    meta = metas[i]
+                    if meta is not None and (grad._data.shape != meta[0] or grad._dtype is not meta[1]
+                                             or grad._device is not meta[2]):
+                        grad = _fit(grad, meta)
+                    slots = buffers.get(child)
+                    if slots is None:
+                        if child.num_outputs == 1:
+                            buffers[child] = [grad]
+                        else:
+                            buffers[child] = slots = [None] * child.num_outputs
+                            slots[nr] = grad
+                    else:
+                        slots[nr] = grad if slots[nr] is None else add(slots[nr], grad)
+                left = counts[child] - 1
+                counts[child] = left
+                if not left:
+                    ready.append(child)
     finally:
         state.enabled, state.inference = previous
 
@@ -119,17 +152,14 @@ def _apply(node, grads: list, retain_graph: bool) -> list:
     """The node's input gradients; unused outputs of a multi-output node count as zero gradients."""
     if len(grads) == 1:
         if grads[0] is None:
-            return [None] * len(node.next_edges)
+            return None
     else:
         missing = [g is None for g in grads]
         if all(missing):
-            return [None] * len(node.next_edges)
+            return None
         if any(missing):
             grads = [g if g is not None else _zeros_for(node, nr, grads) for nr, g in enumerate(grads)]
-    input_grads = node.apply(grads, retain_graph)
-    if state.anomaly:
-        check_gradients(node, input_grads)
-    return input_grads
+    return node.apply(grads, retain_graph)
 
 
 def _pass_on(node, input_grads, buffers: dict, counts: dict, ready: list) -> None:

@@ -259,20 +259,22 @@ class OpNode(Node):
     def apply(self, grads, retain_graph):
         if self.released:
             raise RuntimeError(_FREED.format(name=self.name()))
-        available = [grads[0], grads, *self._unpacked()]
+        available = [grads[0], grads]
+        if self.saved:
+            available += self._unpacked()
         plan = self.plan
         if plan.single:
             fn, at = plan.calls[0]
             out = fn(*[available[i] for i in at])
         else:
-            out = tuple(None if call is None else call[0](*[available[i] for i in call[1]])
-                        for call in plan.calls)
+            out = [None if call is None else call[0](*[available[i] for i in call[1]]) for call in plan.calls]
         if not retain_graph:
             self.saved = None
             self.released = True
-        if out.__class__ is not tuple and not isinstance(out, (tuple, list)):
-            out = (out,)
-        return _flatten_list_grads(out, self.op, self.list_sizes)
+        if out.__class__ is not tuple and out.__class__ is not list:
+            if not isinstance(out, (tuple, list)):
+                return (out,)
+        return _flatten_list_grads(out, self.op, self.list_sizes) if self.list_sizes else out
 
 
 def _flatten_list_grads(out, op, list_sizes: tuple):

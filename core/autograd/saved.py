@@ -14,18 +14,19 @@ def modified_message(what: str, op_name: str, now: int, then: int) -> str:
 
 
 class SavedTensor:
-    """An input kept as the tensor itself (it already points at older nodes), or an output kept as a
-    detached alias plus a weak link to its node (a strong one would be a reference cycle)."""
+    """An input kept as the tensor itself (it already points at older nodes), or an output kept with its
+    array as it was when saved plus a weak link to its node (a strong one would be a reference cycle); unpacking
+    an output gives a fresh view of that array attached to the node."""
 
-    __slots__ = ("tensor", "version", "node_ref", "output_nr", "requires_grad")
+    __slots__ = ("tensor", "data", "version", "node_ref", "output_nr", "requires_grad")
 
     def __init__(self, tensor, node=None, output_nr: int = 0) -> None:
         self.version = tensor._version[0]
+        self.tensor = tensor
         if node is None:
-            self.tensor = tensor
             self.node_ref = None
         else:
-            self.tensor = wrap_view(tensor._data, tensor._dtype, tensor._device, tensor)
+            self.data = tensor._data
             self.node_ref = weakref.ref(node)
             self.output_nr = output_nr
             self.requires_grad = tensor._dtype.is_floating_point  # outputs of a recorded node require grad
@@ -36,7 +37,7 @@ class SavedTensor:
             raise RuntimeError(modified_message(what, op_name, t._version[0], self.version))
         if self.node_ref is None:
             return t
-        out = wrap_view(t._data, t._dtype, t._device, t)
+        out = wrap_view(self.data, t._dtype, t._device, t)
         node = self.node_ref()
         if node is not None and self.requires_grad:
             out.requires_grad = True

@@ -11,7 +11,7 @@ from typing import Any
 
 from . import fallback, registry
 from .device import device as Device
-from .dtypes import as_dtype, bool_, dtype as DType
+from .dtypes import _default_float, as_dtype, bool_, dtype as DType
 from .errors import DeviceError, DtypeError, ShapeError, describe
 from .promotion import result_type_of, scalar_dtype
 from .rules import PURE_RULES
@@ -274,9 +274,90 @@ def _scalar_native(backend, value, dt: DType, index):
     return full((), value, dt, index)
 
 
+# -- the validation cache ----------------------------------------------------------------------
+#
+# Validating a call (converting attributes, promotion, ``normalize``, ``meta``) looks only at the tensors'
+# shapes, dtypes, devices and requires_grad, at the attribute values, and at the grad mode and default
+# dtype; so its outcome is cached under exactly those, per op, and a repeated call (a training loop's)
+# skips straight to the kernel. ``view``'s meta also reads the input's strides: an op that says so with
+# ``layout_dependent`` gets them in its key. An op whose checks read tensor *values* (index range checks:
+# embedding, cross_entropy, one_hot, gather, ...) cannot be cached: such checks dispatch other ops
+# (``amin``/``amax``) or read values to the host, which bumps ``_activity``; an op seen doing so during
+# its validation is excluded for good (``op.check_cache = None``). A check that reads values calls
+# ``note_value_read`` itself, so that it is seen even where it answers from a memo (cross_entropy's targets).
+
+_activity = 0  # calls of ``call`` plus host reads of tensor values: any change during a validation means it read data
+_CHECK_CACHE_SIZE = 512
+_KEY_ATOMS = frozenset({int, float, bool, str, type(None)})
+
+
+def note_value_read() -> None:
+    """Called where a tensor's values are read to the host (``item``, ``tolist``): a validation doing this is
+    data-dependent and must not be cached."""
+    global _activity
+    _activity += 1
+
+
+def _check_key(op: OpDef, values: list, grad_on: bool):
+    """The validation cache key of this call, or None where the call cannot be cached."""
+    Tensor = hooks.tensor_type
+    key = [grad_on, _default_float[0]]
+    append = key.append
+    first = None
+    for i in op.tensor_positions:
+        v = values[i]
+        if isinstance(v, Tensor):
+            append(v._data.shape)
+            append(v._dtype)
+            append(v._device)
+            append(v.requires_grad)
+            if first is None:
+                first = v
+        elif v.__class__ in _KEY_ATOMS:
+            append(v.__class__)  # a Python number: promotion looks at its kind, a check may look at its value
+            append(v)
+        else:
+            return None  # lists of tensors: not cached
+    if first is None:
+        return None  # the device would come from the defaults
+    for i in op.attr_positions:
+        v = values[i]
+        c = v.__class__
+        if c is list or c is tuple:
+            for x in v:
+                if x.__class__ is not int and x.__class__ is not float:
+                    return None
+            append(tuple)
+            append(tuple(v))
+        elif c in _KEY_ATOMS or c is DType or c is Device:
+            append(c)  # True, 1 and 1.0 are equal keys, but not equally valid arguments
+            append(v)
+        else:
+            return None
+    if op.layout_dependent:
+        append(registry.get_backend(first._device.type).strides(first._data))
+    return tuple(key)
+
+
 def call(op: OpDef, args: tuple, kwargs: dict):
     """Run ``op`` on the given arguments: the one generic entry point of every op."""
+    global _activity
+    _activity += 1
     values = list(args) if not kwargs and len(args) == len(op.params) else bind(op, args, kwargs)
+    grad_on = hooks.grad_enabled is not None and hooks.grad_enabled()
+    cache = op.check_cache
+    key = None
+    if cache is not None:
+        key = _check_key(op, values, grad_on)
+        if key is not None:
+            entry = cache.get(key)
+            if entry is not None:
+                attrs, dev, backend, compute, out, wants_grad = entry
+                for i, v in zip(op.attr_positions, attrs):
+                    values[i] = v
+                return _run(op, values, dev, backend, compute, out, grad_on, wants_grad)
+    before = _activity
+    originals = [values[i] for i in op.tensor_positions] if key is not None else None
     tensors, scalars, dev = _collect(op, values)
     params = op.params
     ndim = len(tensors[0]._data.shape) if tensors else 0
@@ -292,9 +373,22 @@ def call(op: OpDef, args: tuple, kwargs: dict):
     if op.normalize is not None:
         op.normalize(op, values)
     op.meta(*values)  # validates shapes; raises ShapeError naming the op and operands
+    wants_grad = any(t.requires_grad for t in tensors)
+    if key is not None and op.check_cache is not None:
+        if _activity != before:
+            op.check_cache = None  # the checks read tensor values: never cache this op
+        elif all(values[i] is t for i, t in zip(op.tensor_positions, originals)) and (
+                resolve(op, backend, dev.type)[0] != "missing"):
+            if len(cache) >= _CHECK_CACHE_SIZE:
+                cache.clear()
+            cache[key] = (tuple(values[i] for i in op.attr_positions), dev, backend, compute, out, wants_grad)
+    return _run(op, values, dev, backend, compute, out, grad_on, wants_grad)
+
+
+def _run(op: OpDef, values: list, dev: Device, backend, compute, out, grad_on: bool, wants_grad: bool):
+    """The validated call: pick the implementation, run it, wrap and record."""
     kind, impl = resolve(op, backend, dev.type)
-    grad_on = hooks.grad_enabled is not None and hooks.grad_enabled()
-    needs_grad = grad_on and op.differentiable and any(t.requires_grad for t in tensors)
+    needs_grad = grad_on and wants_grad and op.differentiable
     if needs_grad and op.kind == "composite" and op.derivative is None:
         kind, impl = "composite", op.composite  # decompose, so that every inner op records its node
     if kind == "composite":

@@ -237,7 +237,9 @@ def _index(a, indices):
 
 def _index_put_(a, indices, values, accumulate):
     if accumulate:
-        np.add.at(a, _where_indices(indices), values)  # repeated positions add up
+        key = _where_indices(indices)
+        # repeated positions add up; values broadcast first (NumPy 2.4's add.at adds wrong values otherwise)
+        np.add.at(a, key, np.broadcast_to(values, a[key].shape))
     else:
         a[_where_indices(indices)] = values
     return a

@@ -26,16 +26,17 @@ inline uint4 philox(ulong counter, ulong key) {
 }
 """
 
-# Per distribution: (values per counter, C code computing v[0..] from the words w and args p0, p1).
+# Per distribution: (values per counter, C code computing v[0..] from the words w and args p0, p1, p2).
+# Uniform draws are clamped to p2, the largest value of the output dtype below high: rounding
+# low + u * (high - low), or rounding it to half precision, must not land on high itself.
 _DRAWS = {
     ("uniform", "float"): (4, """
     const float u[4] = {(w.x >> 8) * 0x1p-24f, (w.y >> 8) * 0x1p-24f, (w.z >> 8) * 0x1p-24f, (w.w >> 8) * 0x1p-24f};
-    for (int j = 0; j < 4; ++j) { float x = (float)p0 + u[j] * (float)(p1 - p0);
-        v[j] = x < (float)p1 ? x : nextafter((float)p1, (float)p0); }"""),
+    for (int j = 0; j < 4; ++j) v[j] = min(p0 + u[j] * (p1 - p0), p2);"""),
     ("uniform", "double"): (2, """
     const double u[2] = {((ulong)(w.x >> 5) * 67108864.0 + (w.y >> 6)) * 0x1p-53,
                          ((ulong)(w.z >> 5) * 67108864.0 + (w.w >> 6)) * 0x1p-53};
-    for (int j = 0; j < 2; ++j) { double x = p0 + u[j] * (p1 - p0); v[j] = x < p1 ? x : nextafter(p1, p0); }"""),
+    for (int j = 0; j < 2; ++j) v[j] = min(p0 + u[j] * (p1 - p0), p2);"""),
     ("normal", "float"): (4, """
     for (int j = 0; j < 4; j += 2) {
         const uint a = j ? w.z : w.x, b = j ? w.w : w.y;
@@ -62,7 +63,7 @@ def _kernel(runtime, kind: str, draw: str, out_dtype: np.dtype):
         arg = draw  # the distribution's parameters come in the type it computes in
         source = _PHILOX + f"""
 __kernel void ember_random(__global {STORAGE_CTYPE[out_dtype]} *out, const long n, const ulong offset,
-                           const ulong key, const {arg} p0, const {arg} p1)
+                           const ulong key, const {arg} p0, const {arg} p1, const {arg} p2)
 {{
     const long i = get_global_id(0);
     if (i * {per} >= n) return;
@@ -77,7 +78,7 @@ __kernel void ember_random(__global {STORAGE_CTYPE[out_dtype]} *out, const long 
 """
         arg_dtype = {"float": np.float32, "double": np.float64, "long": np.int64}[arg]
         kernel = _KERNELS[key] = runtime.programs.kernel(
-            source, "ember_random", [None, np.int64, np.uint64, np.uint64, arg_dtype, arg_dtype])
+            source, "ember_random", [None, np.int64, np.uint64, np.uint64, arg_dtype, arg_dtype, arg_dtype])
     return kernel, per
 
 
@@ -116,13 +117,13 @@ class PhiloxGenerator:
             raise ValueError(f"set_state: expected 16 bytes of Philox state (key, offset), got {len(state)}")
         self.key, self.offset = struct.unpack("<QQ", bytes(state))
 
-    def draw(self, kind: str, draw: str, size, dtype, p0, p1):
+    def draw(self, kind: str, draw: str, size, dtype, p0, p1, p2=0):
         out_dtype = NUMPY_DTYPE[dtype]
         out = empty(self.runtime, tuple(size), out_dtype)
         n = out.size
         kernel, per = _kernel(self.runtime, kind, draw, out_dtype)
         counters = math.ceil(n / per)
-        self.runtime.launch(kernel, counters, out.buffer, n, self.offset, self.key, p0, p1)
+        self.runtime.launch(kernel, counters, out.buffer, n, self.offset, self.key, p0, p1, p2)
         self.offset = (self.offset + counters) % (2 ** 64)
         return out
 
@@ -132,7 +133,9 @@ def _precision(dtype) -> str:
 
 
 def _uniform(size, low, high, generator, dtype, device):
-    return generator.draw("uniform", _precision(dtype), size, dtype, low, high)
+    target = NUMPY_DTYPE[dtype]
+    below_high = float(np.nextafter(np.array(high, dtype=target), np.array(-np.inf, dtype=target)))
+    return generator.draw("uniform", _precision(dtype), size, dtype, low, high, below_high)
 
 
 def _normal(size, mean, std, generator, dtype, device):

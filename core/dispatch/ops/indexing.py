@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from .. import rules
-from ..dispatcher import wrap_dim
+from ..dispatcher import note_value_read, wrap_dim
 from ..dtypes import bool_, int64
 from ..errors import DtypeError, ShapeError, describe
 from ..meta import broadcast_shapes, numel, require, shape
@@ -57,6 +57,7 @@ def _check_range(op_name: str, index, dim: int, size: int, negative_ok: bool) ->
 
     Uses Ember reductions so it runs on any backend; this is the one data-dependent check.
     """
+    note_value_read()
     if index.numel() == 0:
         return 0
     low, high = F.amin(index).item(), F.amax(index).item()
@@ -232,7 +233,9 @@ def _index_put_reference(x, indices, values, accumulate=False):
     out = np.array(x)
     values = np.asarray(values).astype(out.dtype)
     if accumulate:
-        np.add.at(out, _np_key(indices), values)
+        key = _np_key(indices)
+        # NumPy 2.4's add.at adds wrong values when ``values`` must broadcast to the indexed shape: broadcast first
+        np.add.at(out, key, np.broadcast_to(values, out[key].shape))
     else:
         out[_np_key(indices)] = values
     return out
@@ -247,6 +250,8 @@ def _index_put_samples(make, dtype):
                                                         make((1,), dtype=int64, low=0, high=6)], make(()), True),
                  note="separated indices, 0-d values")
     yield Sample((make((3, 4)), [make((0,), dtype=int64, low=0, high=3)], make(())), note="empty index")
+    yield Sample((make((2,)), [make((2, 2), dtype=int64, low=0, high=2)], make((2,)), True),
+                 note="accumulate, values broadcast along the index's leading dim (NumPy 2.4's add.at gets it wrong)")
 
 
 defop("index_put_(Tensor self, Index?[] indices, Tensor values, bool accumulate=False)", "indexing",

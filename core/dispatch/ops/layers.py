@@ -26,7 +26,7 @@ from contextlib import nullcontext
 import numpy as np
 
 from .. import rules
-from ..dispatcher import hooks
+from ..dispatcher import hooks, note_value_read
 from ..dtypes import float32, int64
 from ..meta import require, shape
 from ..schema import Sample, defop
@@ -138,6 +138,7 @@ defop("bilinear(Tensor input1, Tensor input2, Tensor weight, Tensor? bias=None)"
 
 def _embedding_normalize(op, values):
     """Checks the indices (this reads them, as PyTorch does) and wraps a negative padding_idx."""
+    note_value_read()
     x, weight, padding_idx = values[:3]
     require(len(shape(weight)) == 2, "embedding", "expected a 2-D weight (num_embeddings, embedding_dim)", weight)
     if x._dtype.is_floating_point or x._dtype.kind == "bool":

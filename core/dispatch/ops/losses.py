@@ -22,7 +22,7 @@ import weakref
 import numpy as np
 
 from .. import rules
-from ..dispatcher import hooks
+from ..dispatcher import hooks, note_value_read
 from ..dtypes import float32, int64
 from ..errors import DtypeError, EmberError, describe
 from ..meta import broadcast_shapes, require, shape
@@ -105,6 +105,7 @@ def _check_targets(op_name: str, target, classes: int, ignore_index: int) -> Non
     This reads the data (a device round trip); the common all-in-range case costs two reductions,
     and the backward of a checked forward none.
     """
+    note_value_read()  # also when remembered: the dispatcher must not cache this validation
     key = (classes, ignore_index)
     if target.numel() == 0 or _checked_targets.holds(target, key):
         return
@@ -419,6 +420,7 @@ _class_loss_backward(f"cross_entropy_indices_backward(Tensor grad_output, Tensor
 
 def _check_unit_interval(op_name: str, t, what: str) -> None:
     """PyTorch's data check: every element in [0, 1] (NaN fails it too). Reads the data."""
+    note_value_read()
     if not hasattr(t, "_data"):
         low = high = t  # a Python number
     elif t.numel() == 0:

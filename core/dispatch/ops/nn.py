@@ -19,6 +19,7 @@ import math
 import numpy as np
 
 from .. import rules
+from ..dispatcher import note_value_read
 from ..dtypes import float32, int64
 from ..errors import ShapeError
 from ..meta import require, shape
@@ -1140,6 +1141,7 @@ defop("log_softmax(Tensor input, dim dim, dtype? dtype=None)", "nn", kind="compo
 
 def _one_hot_normalize(op, values):
     """Resolves num_classes=-1 and checks the class values: this reads the data, as PyTorch does."""
+    note_value_read()
     x, num_classes = values
     if num_classes < -1:
         raise ValueError(f"one_hot: num_classes must be -1 or non-negative, got {num_classes}")

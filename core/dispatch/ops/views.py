@@ -278,7 +278,7 @@ def _view_meta(x, size):
 
 defop("view(Tensor input, int[] size)", "view", samples=_view_samples, promotion=rules.passthrough, meta=_view_meta,
       derivative=lambda grad, input: F.reshape(grad, tuple(input.shape)),
-      normalize=_view_normalize, view=True, reference=lambda x, size: np.reshape(x, size),
+      normalize=_view_normalize, view=True, layout_dependent=True, reference=lambda x, size: np.reshape(x, size),
       doc="the same storage in another shape; -1 infers one size")
 
 
