@@ -35,16 +35,24 @@ def _read_index(name: str, base: str, coords: list[str], strides: list[str]) -> 
     return f"(long){name}[{dot(base, coords, strides)}]"
 
 
+def _index_terms(p, index_dtypes: tuple, coords: list, stride: str) -> list[str]:
+    """Add each index tensor's parameters (buffer, offset, strides, step) to ``p``; return the C terms
+    ``index_k[at coords] * step_k`` whose sum is the element offset the indices select."""
+    terms = []
+    for k, idt in enumerate(index_dtypes):
+        strides = names(f"x{k}_{stride}", len(coords))
+        p.buffer(f"x{k}", idt).longs(f"x{k}_o", *strides, f"step{k}")
+        terms.append(f"{_read_index(f'x{k}', f'x{k}_o', coords, strides)} * step{k}")
+    return terms
+
+
 # -- take: out[g] = a[a_pos(g) + sum_k ix_k[ix_k_pos(g)] * step_k] -----------------------------------
 
 def _take_kernel(runtime, dtype: np.dtype, index_dtypes: tuple, rank: int):
     def build():
         dims, coords = names("d", rank), names("i", rank)
         p = Params().buffer("a", dtype).longs("a_o", *names("a_s", rank))
-        terms = []
-        for k, idt in enumerate(index_dtypes):
-            p.buffer(f"x{k}", idt).longs(f"x{k}_o", *names(f"x{k}_s", rank), f"step{k}")
-            terms.append(f"{_read_index(f'x{k}', f'x{k}_o', coords, names(f'x{k}_s', rank))} * step{k}")
+        terms = _index_terms(p, index_dtypes, coords, "s")
         p.buffer("out", dtype, const=False).longs("n", *dims)
         source = f"""
 __kernel void ember_take({p.text()})
@@ -212,10 +220,7 @@ def _keys_kernel(runtime, index_dtypes: tuple, brank: int):
     def build():
         bdims, bcoords = names("e", brank), names("j", brank)
         p = Params()
-        terms = []
-        for k, idt in enumerate(index_dtypes):
-            p.buffer(f"x{k}", idt).longs(f"x{k}_o", *names(f"x{k}_t", brank), f"step{k}")
-            terms.append(f"{_read_index(f'x{k}', f'x{k}_o', bcoords, names(f'x{k}_t', brank))} * step{k}")
+        terms = _index_terms(p, index_dtypes, bcoords, "t")
         p.buffer("keys", LONG, const=False).longs("nb", *bdims)
         source = f"""
 __kernel void ember_put_keys({p.text()})
