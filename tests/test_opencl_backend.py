@@ -112,3 +112,19 @@ def test_half_storage_paths_where_the_device_has_fp16(monkeypatch):
                                    rtol=2e-3, atol=2e-3, err_msg=name)
     draws = ember.rand(4000, dtype=ember.float16, device="opencl").cpu().numpy()
     assert draws.min() >= 0 and draws.max() < 1
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32])
+def test_short_reductions_over_many_outputs(dtype):
+    """Many short rows take the one-work-item-per-output form; long ones the work-group tree."""
+    rng = np.random.default_rng(1)
+    for shape, dim in [((700, 5), 1), ((3, 9, 400), 1), ((2, 3000), 1), ((40, 50), 0)]:
+        data = (rng.standard_normal(shape) * 10).astype(dtype)
+        if dtype != np.int32:
+            data.flat[::37] = np.nan
+        x = ember.tensor(data, device="opencl")
+        for name, reference in [("sum", np.sum), ("amax", np.max), ("amin", np.min)]:
+            got = getattr(x, name)(dim).cpu().numpy()
+            np.testing.assert_allclose(got, reference(data, axis=dim), rtol=1e-5, err_msg=f"{name}{shape}")
+        for name, cpu in [("argmax", x.cpu().argmax), ("argmin", x.cpu().argmin)]:
+            np.testing.assert_array_equal(getattr(x, name)(dim).cpu().numpy(), cpu(dim).numpy(), err_msg=name)

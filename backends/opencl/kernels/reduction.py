@@ -1,11 +1,15 @@
 """Reductions (work-group tree reductions along any dims) and scans (one work-item per fiber)."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..array import CLArray, empty
 from ..cltypes import STORAGE_CTYPE, compute_ctype, load, store
+from ._codegen import group_size
 
+SERIAL_BELOW = 64  # reductions this short, over many outputs, run one work-item per output
 _ACCUMULATOR_DTYPES = {"float": np.float32, "double": np.float64, "uchar": np.uint8, "char": np.int8,
                        "short": np.int16, "int": np.int32, "long": np.int64}
 _FLOAT_EXTREMA = {"float": ("-INFINITY", "INFINITY"), "double": ("-INFINITY", "INFINITY")}
@@ -51,20 +55,15 @@ def _offsets(prefix: str, ndim: int, linear: str, base: str) -> str:
     return "\n    ".join(lines)
 
 
-def _group_size(runtime, count: int) -> int:
-    size = 1
-    while size < min(count, runtime.max_group):
-        size *= 2
-    return size
-
-
 _KERNELS: dict = {}
 
 
 def _reduce_kernel(runtime, kind: str, arg: bool, in_dtype: np.dtype, acc: str, out_dtype: np.dtype,
-                   kept: int, reduced: int):
-    """One kernel for every work-group size: the size and the local scratch are arguments."""
-    key = (runtime.index, kind, arg, in_dtype, acc, out_dtype, kept, reduced)
+                   kept: int, reduced: int, serial: bool):
+    """A reduction kernel. Tree form: one work-group per output, the group size and its local scratch
+    are arguments, so one kernel serves every size. Serial form (short reductions, many outputs): one
+    work-item per output loops over its elements, with no barriers."""
+    key = (runtime.index, kind, arg, in_dtype, acc, out_dtype, kept, reduced, serial)
     kernel = _KERNELS.get(key)
     if kernel is not None:
         return kernel
@@ -72,9 +71,13 @@ def _reduce_kernel(runtime, kind: str, arg: bool, in_dtype: np.dtype, acc: str, 
     params += [f"const long kd{d}, const long ks{d}" for d in range(kept)]
     params += [f"const long rd{d}, const long rs{d}" for d in range(reduced)]
     params += ["const long R", f"__global {STORAGE_CTYPE[out_dtype]} *out"]
-    params += ([f"__local {acc} *vals", "__local long *idxs"] if arg else [f"__local {acc} *scratch"])
     scalar_dtypes = [None, np.int64] + [np.int64] * (2 * kept + 2 * reduced) + [np.int64, None]
-    scalar_dtypes += [None, None] if arg else [None]
+    if serial:
+        params.append("const long outputs")
+        scalar_dtypes.append(np.int64)
+    else:
+        params += ([f"__local {acc} *vals", "__local long *idxs"] if arg else [f"__local {acc} *scratch"])
+        scalar_dtypes += [None, None] if arg else [None]
     floating = acc in ("float", "double")
     defines = ""
     if arg:
@@ -86,7 +89,8 @@ def _reduce_kernel(runtime, kind: str, arg: bool, in_dtype: np.dtype, acc: str, 
         {_offsets("r", reduced, "t", "off")}
         const {acc} bv = {load(in_dtype, "a", "off")}; const long bi = t;
         if (ai == LONG_MAX || {_better(kind, floating)}) {{ av = bv; ai = bi; }}
-    }}
+    }}"""
+        body += "\n    out[o] = ai == LONG_MAX ? 0 : ai;" if serial else f"""
     vals[lid] = av; idxs[lid] = ai;
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int s = group / 2; s > 0; s >>= 1) {{
@@ -108,7 +112,8 @@ def _reduce_kernel(runtime, kind: str, arg: bool, in_dtype: np.dtype, acc: str, 
         {_offsets("r", reduced, "t", "off")}
         const {acc} a_ = acc, b_ = {load(in_dtype, "a", "off")};
         acc = COMBINE(a_, b_);
-    }}
+    }}"""
+        body += f"\n    {store(out_dtype, 'out', 'o', 'acc')}" if serial else f"""
     scratch[lid] = acc;
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int s = group / 2; s > 0; s >>= 1) {{
@@ -116,11 +121,12 @@ def _reduce_kernel(runtime, kind: str, arg: bool, in_dtype: np.dtype, acc: str, 
         barrier(CLK_LOCAL_MEM_FENCE);
     }}
     if (lid == 0) {{ {store(out_dtype, "out", "o", "scratch[0]")} }}"""
+    where = ("const long o = get_global_id(0);\n    if (o >= outputs) return;\n    const int lid = 0, group = 1;"
+             if serial else "const long o = get_group_id(0);\n    const int lid = get_local_id(0), group = get_local_size(0);")
     source = defines + f"""
 __kernel void ember_reduce({', '.join(params)})
 {{
-    const long o = get_group_id(0);
-    const int lid = get_local_id(0), group = get_local_size(0);
+    {where}
     long base = a_o;
     {_offsets("k", kept, "o", "base")}
 {body}
@@ -145,20 +151,24 @@ def reduce(a: CLArray, dims, keepdim: bool, kind: str, out_dtype: np.dtype | Non
         tuple(a.shape[d] for d in kept_dims)
     out_dtype = np.dtype(np.int64) if arg else (out_dtype or a.dtype)
     out = empty(runtime, out_shape, out_dtype)
-    outputs = int(np.prod([a.shape[d] for d in kept_dims])) if kept_dims else 1
-    count = int(np.prod([a.shape[d] for d in reduced_dims])) if reduced_dims else 1
+    outputs = math.prod(a.shape[d] for d in kept_dims)
+    count = math.prod(a.shape[d] for d in reduced_dims)
     if outputs == 0:
         return out
     acc = compute_ctype(a.dtype)
-    group = _group_size(runtime, count)
-    kernel = _reduce_kernel(runtime, kind, arg, a.dtype, acc, out_dtype, len(kept_dims), len(reduced_dims))
+    serial = count <= SERIAL_BELOW and outputs >= runtime.max_group
+    kernel = _reduce_kernel(runtime, kind, arg, a.dtype, acc, out_dtype, len(kept_dims), len(reduced_dims), serial)
     args = [a.buffer, a.offset]
     for d in kept_dims:
         args += [a.shape[d], a.strides[d]]
     for d in reduced_dims:
         args += [a.shape[d], a.strides[d]]
     args += [count, out.buffer]
+    if serial:
+        runtime.launch(kernel, outputs, *args, outputs)
+        return out
     import pyopencl as cl  # (not at import time: Ember imports without PyOpenCL)
+    group = group_size(runtime, count)
     width = np.dtype(_ACCUMULATOR_DTYPES[acc]).itemsize
     args += ([cl.LocalMemory(group * width), cl.LocalMemory(group * 8)] if arg else [cl.LocalMemory(group * width)])
     runtime.launch_groups(kernel, outputs, group, *args)

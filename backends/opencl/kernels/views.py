@@ -6,6 +6,7 @@ from ember.dispatch import view_strides
 from .. import strided
 from ..array import CLArray, empty
 from ..cltypes import NUMPY_DTYPE
+from ._codegen import overlaps
 
 
 def _view(a: CLArray, size):
@@ -47,12 +48,8 @@ def _to_dtype(a: CLArray, dtype):
     return strided.run(a.runtime, "x0", [a], NUMPY_DTYPE[dtype])
 
 
-def _overlaps(dst: CLArray, src: CLArray) -> bool:
-    return dst.buffer is src.buffer or getattr(dst.buffer, "int_ptr", 0) == getattr(src.buffer, "int_ptr", 1)
-
-
 def _copy_(dst: CLArray, src: CLArray):
-    if _overlaps(dst, src):  # x[1:] = x[:-1] must read every element before any is written
+    if overlaps(dst, src):  # x[1:] = x[:-1] must read every element before any is written
         src = clone(src)
     strided.run(dst.runtime, "x0", [src], dst.dtype, out=dst)
     return dst
