@@ -42,6 +42,12 @@ def build(lib: ArrayLib) -> dict:
     def _relu(a):
         return xp.maximum(a, 0, dtype=a.dtype)  # NaN propagates; -inf gives 0
 
+    def _threshold_backward(grad, a, threshold):
+        # a 0/1 mask of grad's dtype times grad: several times faster than where() or a bool operand
+        mask = xp.greater(a, threshold, out=lib.array_out).astype(grad.dtype)
+        mask *= grad
+        return mask
+
     @widened
     def _leaky_relu(a, negative_slope):
         if negative_slope == 0:
@@ -104,6 +110,7 @@ def build(lib: ArrayLib) -> dict:
         "softmax": _softmax,
         "log_softmax": _log_softmax,
         "relu": _relu,
+        "threshold_backward": _threshold_backward,
         "leaky_relu": _leaky_relu,
         "elu": _elu,
         "gelu": _gelu,

@@ -1285,7 +1285,29 @@ def _sigmoid_reference(x):
 
 _activation("relu(Tensor input)", lambda x: F.where(F.le(x, 0), 0, x), lambda x: np.maximum(x, 0),
             dtypes="numeric", method=True, inplace=True, doc="max(x, 0); NaN stays NaN; relu'(0) = 0",
-            derivative=lambda grad, result: F.mul(grad, F.gt(result, 0)))
+            derivative=lambda grad, result: F.threshold_backward(grad, result, 0.0))
+
+
+def _threshold_backward_meta(grad_output, input, threshold):
+    require(shape(grad_output) == shape(input), "threshold_backward",
+            "grad_output and input must have one shape", grad_output, input)
+    return shape(input)
+
+
+def _threshold_backward_samples(make, dtype):
+    yield Sample((make((4, 5)), make((4, 5), low=-2, high=2), 0.0))
+    yield Sample((make((2, 3, 4), noncontiguous=True), make((2, 3, 4), low=-2, high=2, noncontiguous=True), 0.5))
+    yield Sample((make(()), make(()), -1.0), note="0-d")
+    yield Sample((make((0, 3)), make((0, 3)), 0.0), note="empty")
+
+
+defop("threshold_backward(Tensor grad_output, Tensor input, float threshold)", "nn", kind="composite",
+      promotion=rules.same, dtypes="float", meta=_threshold_backward_meta,
+      composite=lambda grad_output, input, threshold: F.mul(grad_output, F.gt(input, threshold)),
+      reference=lambda grad_output, x, threshold: np.where(np.asarray(x) > threshold, grad_output, 0.0),
+      samples=_threshold_backward_samples, method=False,
+      doc="grad_output where input > threshold, else 0: relu's gradient (threshold 0, input its result) in one "
+          "op instead of a comparison, a cast and a product")
 _activation("leaky_relu(Tensor input, float negative_slope=0.01)", _leaky_relu,
             lambda x, negative_slope=0.01: np.where(x > 0, x, x * negative_slope),
             samples=_with_attrs(((0.2,), {}), ((), {"negative_slope": -1.5})), doc="x if x > 0 else x * slope")
