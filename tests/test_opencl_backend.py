@@ -1,6 +1,6 @@
 """OpenCL-specific behaviour that the backend-generic conformance suite does not cover: device
 enumeration and capabilities, the compiled-program cache, buffers shared by views, memory
-statistics, integer division by zero, and the GPU tiling of matmul (run here on PoCL too).
+statistics, integer division by zero, and both GEMMs (the GPU tiling runs here on PoCL too).
 Skipped, with the reason, where no OpenCL device works.
 """
 from __future__ import annotations
@@ -84,6 +84,31 @@ def test_gpu_tiling_of_matmul_is_right_here_too(shapes, monkeypatch):
     a, b = (np.random.default_rng(0).standard_normal(s).astype(np.float32) for s in shapes)
     got = (ember.tensor(a, device="opencl") @ ember.tensor(b, device="opencl")).cpu().numpy()
     np.testing.assert_allclose(got, a @ b, rtol=1e-5, atol=1e-5)
+
+
+_CPU_GEMM_SHAPES = [((40, 33), (33, 50)), ((3, 40, 8), (8, 20)), ((2, 1, 37, 5), (3, 5, 18)), ((36, 0), (0, 5)),
+                    ((40, 7), (7,)), ((5, 7), (7, 9)), ((2, 64, 16), (2, 16, 32))]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64", "int32", "int16", "int8", "uint8"])
+@pytest.mark.parametrize("shapes", _CPU_GEMM_SHAPES)
+def test_cpu_device_gemm_over_dtypes_layouts_and_batches(shapes, dtype, monkeypatch):
+    """The packed and unpacked register-blocked GEMM of CPU devices: edge blocks, empty K, broadcast
+    batches and transposed operands, in every vector width (2, 4, 8 and 16 lanes)."""
+    monkeypatch.setattr(runtime(), "is_cpu", True)
+    kind = getattr(ember, dtype)
+    if kind not in backend().supported_dtypes(0):
+        pytest.skip(f"opencl:0 has no {dtype}")
+    rng = np.random.default_rng(1)
+    a, b = ((rng.standard_normal(s) * 3).astype(dtype) for s in shapes)
+    wide = np.float64 if a.dtype.kind == "f" else np.int64  # integers wrap as the kernel's arithmetic does
+    expected = (a.astype(wide) @ b.astype(wide)).astype(dtype)
+    da, db = ember.tensor(a, device="opencl"), ember.tensor(b, device="opencl")
+    np.testing.assert_allclose((da @ db).cpu().numpy(), expected, rtol=1e-5, atol=1e-4)
+    if a.ndim >= 2 and b.ndim >= 2:  # the same product read through transposed strides
+        ta = ember.tensor(np.ascontiguousarray(np.swapaxes(a, -1, -2)), device="opencl").transpose(-1, -2)
+        tb = ember.tensor(np.ascontiguousarray(np.swapaxes(b, -1, -2)), device="opencl").transpose(-1, -2)
+        np.testing.assert_allclose((ta @ tb).cpu().numpy(), expected, rtol=1e-5, atol=1e-4)
 
 
 def test_random_streams_follow_the_seed_and_the_state():

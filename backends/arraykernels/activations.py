@@ -44,7 +44,7 @@ def build(lib: ArrayLib) -> dict:
 
     def _threshold_backward(grad, a, threshold):
         # a 0/1 mask of grad's dtype times grad: several times faster than where() or a bool operand
-        mask = xp.greater(a, threshold, out=lib.array_out).astype(grad.dtype)
+        mask = xp.greater(a, threshold, out=OUT).astype(grad.dtype)
         mask *= grad
         return mask
 

@@ -17,7 +17,10 @@ def sum_to_shape(grad, shape: tuple):
     if gshape == shape:
         return grad
     lead = len(gshape) - len(shape)
-    dims = list(range(lead)) + [lead + i for i, s in enumerate(shape) if s == 1 and gshape[lead + i] != 1]
+    inner = [lead + i for i, s in enumerate(shape) if s == 1 and gshape[lead + i] != 1]
+    if lead and not inner:  # only broadcast leading dims (a bias): their sum has the shape already
+        return F.sum(grad, list(range(lead)))
+    dims = list(range(lead)) + inner
     if dims:
         grad = F.sum(grad, dims, True)
     return F.view(grad, shape) if tuple(grad._data.shape) != shape else grad

@@ -65,7 +65,7 @@ def _linear(x, weight, bias=None):
 
 def _rows(t):
     """(..., features) -> (rows, features): every leading dim folded into one."""
-    return F.reshape(t, (_prod(t.shape[:-1]), t.shape[-1]))
+    return t if t.ndim == 2 else F.reshape(t, (_prod(t.shape[:-1]), t.shape[-1]))
 
 
 def _linear_weight_derivative(grad, input):
