@@ -49,6 +49,13 @@ def test_no_kernel_is_compiled_twice():
     assert runtime().programs.compiled == compiled
 
 
+def test_a_program_without_the_asked_kernel_is_a_clear_error():
+    """A compiler that reports success but produces no kernel (seen with PoCL and 512-bit vectors on an
+    AVX2 target) must surface as an error naming the kernel, not as a bare PyOpenCL lookup failure."""
+    with pytest.raises(ember.BackendError, match=r"built no kernel ember_absent"):
+        runtime().programs.kernel("__kernel void ember_present(__global float *x) { x[0] = 1; }", "ember_absent")
+
+
 def test_views_share_the_buffer():
     x = ember.zeros(3, 4, device="opencl")
     column = x[:, 1]

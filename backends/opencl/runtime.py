@@ -15,6 +15,8 @@ import time
 
 import numpy as np
 
+from ember.dispatch import BackendError
+
 _PROBE = "__kernel void ember_probe(__global int *out) { out[get_global_id(0)] = 1; }"
 _LOCAL_SIZE = 256
 
@@ -36,7 +38,13 @@ class ProgramCache:
             import pyopencl as cl
             started = time.perf_counter()
             program = cl.Program(self.context, self.preamble + source).build()
-            kernel = getattr(program, name)
+            try:
+                kernel = getattr(program, name)
+            except (AttributeError, cl.Error) as exc:  # "built" without the kernel: a compiler fault
+                log = " ".join(str(program.get_build_info(self.context.devices[0],
+                                                          cl.program_build_info.LOG)).split())
+                raise BackendError(f"opencl: the device compiler built no kernel {name} ({exc}); "
+                                   f"compiler log: {log[:500] or 'empty'}") from exc
             if scalar_dtypes is not None:
                 kernel.set_scalar_arg_dtypes(scalar_dtypes)
             self.compile_seconds += time.perf_counter() - started

@@ -30,15 +30,15 @@ PACK_FROM_ROWS = 16  # pack B when A has at least this many rows: below, the ext
 _KERNELS: dict = {}
 
 
-def _accumulator(dtype: np.dtype) -> str:
-    return "int" if dtype == np.bool_ else compute_ctype(dtype)
+def _compute_dtype(dtype: np.dtype) -> np.dtype:
+    """What products accumulate in (and packed panels hold): half precision widens to float."""
+    return np.dtype(np.float32) if dtype == np.float16 else dtype
 
 
 def _layout(dtype: np.dtype) -> tuple[int, int]:
     """(lanes per vector, rows per block): 256-bit vectors (wider ones break the AVX2 ABI of PoCL builds
     for x86), and about eight vector accumulators, which leaves registers for the operands."""
-    size = np.dtype(np.int32 if dtype == np.bool_ else np.float32 if dtype == np.float16 else dtype).itemsize
-    lanes = min(COLUMNS, 32 // size)
+    lanes = min(COLUMNS, 32 // _compute_dtype(dtype).itemsize)
     return lanes, max(1, 8 // (COLUMNS // lanes))
 
 
@@ -56,7 +56,7 @@ def _lane(j: int) -> str:
 
 
 def _gemm_source(dtype: np.dtype, batch_dims: int, packed: bool) -> str:
-    t, acc = STORAGE_CTYPE[dtype], _accumulator(dtype)
+    t, acc = STORAGE_CTYPE[dtype], compute_ctype(dtype)
     lanes, rows = _layout(dtype)
     vectors = COLUMNS // lanes
     vec = f"{acc}{lanes}" if lanes > 1 else acc
@@ -112,7 +112,7 @@ __kernel void ember_gemm_cpu(__global const {t} *A, const long a_o, const long a
 
 def _pack_source(dtype: np.dtype, batch_dims: int) -> str:
     """B (strided, batched) into zero-padded panels of COLUMNS columns, k-major, in the compute type."""
-    t, acc = STORAGE_CTYPE[dtype], _accumulator(dtype)
+    t, acc = STORAGE_CTYPE[dtype], compute_ctype(dtype)
     batch_params = "".join(f", const long bd{d}, const long bbs{d}" for d in range(batch_dims))
     walk = _walk([("boff", "bbs")], batch_dims)
     copies = " ".join(
@@ -154,8 +154,7 @@ def _packed(b: CLArray, batch: tuple, b_batch: tuple) -> tuple[CLArray, tuple]:
     panels = -(-N // COLUMNS)
     count = math.prod(b_batch)
     block = panels * K * COLUMNS
-    acc = np.dtype(np.int32) if b.dtype == np.bool_ else np.dtype(np.float32) if b.dtype == np.float16 else b.dtype
-    out = empty(runtime, (count * block,), acc)
+    out = empty(runtime, (count * block,), _compute_dtype(b.dtype))
     dims, (strides,) = collapse(b_batch, [b.strides[:-2]])
     args = [b.buffer, b.offset, b.strides[-2], b.strides[-1], out.buffer, K, N]
     for size, stride in zip(dims, strides):
