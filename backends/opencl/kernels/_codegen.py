@@ -54,6 +54,16 @@ def split(linear: str, dims: list[str], coords: list[str], temp: str) -> str:
     return "\n    ".join(lines)
 
 
+def batch_walk(pairs: list[tuple[str, str]], dims: int) -> str:
+    """C statements moving each (offset variable, strides prefix) pair to batch element ``q`` of the
+    ``bd0..`` batch dims: ``offset += (q % bd{d}) * {prefix}{d}``, last dim first."""
+    lines = []
+    for d in range(dims - 1, -1, -1):
+        moves = " ".join(f"{offset} += (q % bd{d}) * {prefix}{d};" for offset, prefix in pairs)
+        lines.append(f"{moves} q /= bd{d};")
+    return "\n    ".join(lines)
+
+
 def dot(base: str, coords: list[str], strides: list[str]) -> str:
     """C expression ``base + coords . strides``."""
     return " + ".join([base] + [f"{c} * {s}" for c, s in zip(coords, strides)])

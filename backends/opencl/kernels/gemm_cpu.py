@@ -21,13 +21,13 @@ import math
 
 import numpy as np
 
-from ..array import CLArray, empty
+from ..array import CLArray, contiguous_strides, empty
 from ..cltypes import STORAGE_CTYPE, compute_ctype, load, store
-from ..strided import collapse
+from ..strided import broadcast_strides, collapse
+from ._codegen import batch_walk, cached
 
 COLUMNS = 16  # columns of C per work-item, and the width of a packed panel of B
 PACK_FROM_ROWS = 16  # pack B when A has at least this many rows: below, the extra launch costs more than it saves
-_KERNELS: dict = {}
 
 
 def _compute_dtype(dtype: np.dtype) -> np.dtype:
@@ -42,15 +42,6 @@ def _layout(dtype: np.dtype) -> tuple[int, int]:
     return lanes, max(1, 8 // (COLUMNS // lanes))
 
 
-def _walk(pairs: list[tuple[str, str]], dims: int) -> str:
-    """C statements moving each (offset, strides-prefix) pair to the batch element ``q`` over ``dims`` dims."""
-    lines = []
-    for d in range(dims - 1, -1, -1):
-        moves = " ".join(f"{offset} += (q % bd{d}) * {prefix}{d};" for offset, prefix in pairs)
-        lines.append(f"{moves} q /= bd{d};")
-    return "\n    ".join(lines)
-
-
 def _lane(j: int) -> str:
     return "0123456789abcdef"[j]
 
@@ -62,7 +53,7 @@ def _gemm_source(dtype: np.dtype, batch_dims: int, packed: bool) -> str:
     vec = f"{acc}{lanes}" if lanes > 1 else acc
     b_type = acc if packed else t
     batch_params = "".join(f", const long bd{d}, const long abs{d}, const long bbs{d}" for d in range(batch_dims))
-    walk = _walk([("aoff", "abs"), ("boff", "bbs")], batch_dims)
+    walk = batch_walk([("aoff", "abs"), ("boff", "bbs")], batch_dims)
     a_rows = " ".join(f"const long ar{i} = aoff + min(m0 + {i}, M - 1) * a_sm;" for i in range(rows))
     if packed:  # boff is the start of this batch element's packed panels
         b_setup = f"__global const {acc} *panel = B + boff + (n0 / {COLUMNS}) * K * {COLUMNS};"
@@ -114,7 +105,7 @@ def _pack_source(dtype: np.dtype, batch_dims: int) -> str:
     """B (strided, batched) into zero-padded panels of COLUMNS columns, k-major, in the compute type."""
     t, acc = STORAGE_CTYPE[dtype], compute_ctype(dtype)
     batch_params = "".join(f", const long bd{d}, const long bbs{d}" for d in range(batch_dims))
-    walk = _walk([("boff", "bbs")], batch_dims)
+    walk = batch_walk([("boff", "bbs")], batch_dims)
     copies = " ".join(
         f"out[{j}] = n0 + {j} < N ? ({acc}){load(dtype, 'B', f'boff + k * b_sk + (n0 + {j}) * b_sn')} : 0;"
         for j in range(COLUMNS))
@@ -133,18 +124,15 @@ __kernel void ember_pack_b(__global const {t} *B, const long b_o, const long b_s
 
 
 def _kernel(runtime, kind: str, dtype: np.dtype, batch_dims: int):
-    key = (runtime.index, kind, dtype, batch_dims)
-    kernel = _KERNELS.get(key)
-    if kernel is None:
+    """The compiled "pack" kernel, or the "packed" or "strided" GEMM."""
+    def build():
         if kind == "pack":
-            source, name = _pack_source(dtype, batch_dims), "ember_pack_b"
             scalars = [None, np.int64, np.int64, np.int64, None, np.int64, np.int64] + [np.int64] * (2 * batch_dims)
-        else:
-            source, name = _gemm_source(dtype, batch_dims, kind == "packed"), "ember_gemm_cpu"
-            scalars = [None, np.int64, np.int64, np.int64, None, np.int64, np.int64, np.int64, None,
-                       np.int64, np.int64, np.int64] + [np.int64] * (3 * batch_dims)
-        kernel = _KERNELS[key] = runtime.programs.kernel(source, name, scalars)
-    return kernel
+            return _pack_source(dtype, batch_dims), "ember_pack_b", scalars
+        scalars = [None, np.int64, np.int64, np.int64, None, np.int64, np.int64, np.int64, None,
+                   np.int64, np.int64, np.int64] + [np.int64] * (3 * batch_dims)
+        return _gemm_source(dtype, batch_dims, kind == "packed"), "ember_gemm_cpu", scalars
+    return cached(runtime, ("gemm_cpu", kind, dtype, batch_dims), build)
 
 
 def _packed(b: CLArray, batch: tuple, b_batch: tuple) -> tuple[CLArray, tuple]:
@@ -161,14 +149,8 @@ def _packed(b: CLArray, batch: tuple, b_batch: tuple) -> tuple[CLArray, tuple]:
         args += [size, stride]
     kernel = _kernel(runtime, "pack", b.dtype, len(dims))
     kernel(runtime.queue, (K, panels, count), (1, 1, 1), *args)
-    own, step = [], block  # contiguous strides over B's own batch shape, 0 where B is broadcast
-    for size in reversed(b_batch):
-        own.append(step if size != 1 else 0)
-        step *= size
-    own = tuple(reversed(own))
-    lead = len(batch) - len(b_batch)
-    return out, (0,) * lead + tuple(0 if s == 1 and target != 1 else st
-                                    for s, st, target in zip(b_batch, own, batch[lead:]))
+    blocks = out.view_as(b_batch, tuple(block * s for s in contiguous_strides(b_batch)))  # one per B matrix
+    return out, broadcast_strides(blocks, batch)
 
 
 def matmul(a: CLArray, b: CLArray, batch: tuple, a_batch_strides: tuple, b_batch_strides: tuple) -> CLArray:

@@ -11,9 +11,10 @@ import math
 
 import numpy as np
 
-from ..array import CLArray, empty
+from ..array import CLArray, contiguous_strides, empty
 from ..cltypes import STORAGE_CTYPE, compute_ctype, load, store
-from ..strided import collapse
+from ..strided import broadcast_strides, collapse
+from ._codegen import batch_walk
 from . import gemm_cpu
 
 TILE, DEPTH, WORK, SIDE = 64, 16, 4, 16  # C tile, K slice, outputs per work-item per axis, work-items per axis
@@ -31,8 +32,7 @@ def _kernel(runtime, dtype: np.dtype, batch_dims: int):
         return kernel
     t, acc = STORAGE_CTYPE[dtype], _accumulator(dtype)
     batch_params = "".join(f", const long bd{d}, const long abs{d}, const long bbs{d}" for d in range(batch_dims))
-    walk = "".join(f"aoff += (q % bd{d}) * abs{d}; boff += (q % bd{d}) * bbs{d}; q /= bd{d};\n    "
-                   for d in range(batch_dims - 1, -1, -1))
+    walk = batch_walk([("aoff", "abs"), ("boff", "bbs")], batch_dims)
     per_item = TILE * DEPTH // (SIDE * SIDE)
     source = f"""
 __kernel __attribute__((reqd_work_group_size({SIDE}, {SIDE}, 1)))
@@ -44,7 +44,8 @@ void ember_gemm(__global const {t} *A, const long a_o, const long a_sm, const lo
     const long n0 = (long)get_group_id(0) * {TILE}, m0 = (long)get_group_id(1) * {TILE};
     const long batch = get_global_id(2);
     long aoff = a_o, boff = b_o, q = batch;
-    {walk}const long coff = batch * M * N;
+    {walk}
+    const long coff = batch * M * N;
     __local {acc} As[{DEPTH}][{TILE}];
     __local {acc} Bs[{DEPTH}][{TILE}];
     {acc} sum[{WORK}][{WORK}];
@@ -84,9 +85,8 @@ void ember_gemm(__global const {t} *A, const long a_o, const long a_sm, const lo
 
 
 def _batch_strides(x: CLArray, batch: tuple) -> tuple:
-    lead = len(batch) - (x.ndim - 2)
-    return (0,) * lead + tuple(0 if s == 1 and b != 1 else st for s, st, b in zip(x.shape[:-2], x.strides[:-2],
-                                                                                    batch[lead:]))
+    """The strides of x's matrices along the broadcast batch dims (0 where x is broadcast)."""
+    return broadcast_strides(x.view_as(x.shape[:-2], x.strides[:-2]), batch)
 
 
 def matmul(a: CLArray, b: CLArray) -> CLArray:
@@ -103,7 +103,7 @@ def matmul(a: CLArray, b: CLArray) -> CLArray:
         shape = shape[:-2] + shape[-1:]
     if b.ndim == 1:
         shape = shape[:-1]
-    return out.view_as(shape, _contiguous(shape)) if shape != out.shape else out
+    return out.view_as(shape, contiguous_strides(shape)) if shape != out.shape else out
 
 
 def _tiled(a: CLArray, b: CLArray, batch: tuple) -> CLArray:
@@ -121,11 +121,6 @@ def _tiled(a: CLArray, b: CLArray, batch: tuple) -> CLArray:
         groups = (-(-N // TILE) * SIDE, -(-M // TILE) * SIDE, math.prod(batch))
         kernel(runtime.queue, groups, (SIDE, SIDE, 1), *args)
     return out
-
-
-def _contiguous(shape):
-    from ..array import contiguous_strides
-    return contiguous_strides(shape)
 
 
 KERNELS = {"matmul": matmul}
