@@ -64,6 +64,13 @@ CONFIGS = [
     Config("Adagrad", optim.Adagrad, dict(lr=0.1)),
     Config("Adagrad-lr_decay-weight_decay", optim.Adagrad, dict(lr=0.1, lr_decay=0.01, weight_decay=0.05,
                                                                 initial_accumulator_value=0.1)),
+    Config("NAdam-decoupled_weight_decay", optim.NAdam, dict(lr=0.01, weight_decay=0.1, decoupled_weight_decay=True)),
+    Config("RAdam-weight_decay", optim.RAdam, dict(lr=0.01, betas=(0.9, 0.9), weight_decay=0.05)),
+    Config("Adamax", optim.Adamax, dict(lr=0.01, weight_decay=0.01)),
+    Config("Adadelta", optim.Adadelta, dict(lr=1.0, rho=0.8)),
+    Config("ASGD", optim.ASGD, dict(lr=0.05, t0=2, lambd=1e-2)),
+    Config("Rprop", optim.Rprop, dict(lr=0.01)),
+    Config("Adafactor-groups", optim.Adafactor, dict(lr=0.05, weight_decay=0.01), groups=True),
 ]
 
 

@@ -32,7 +32,7 @@ def _integers(low, high):
 #: op name -> (bound arguments by parameter name, input values or None) -> what the draws must satisfy
 DISTRIBUTIONS = {
     "rand_uniform": lambda a, x: _uniform(a["low"], a["high"]),
-    "uniform_": lambda a, x: _uniform(a["low"], a["high"]),
+    "uniform_": lambda a, x: _uniform(a["from"], a["to"]),
     "rand": lambda a, x: _uniform(0.0, 1.0),
     "rand_normal": lambda a, x: {"mean": a["mean"], "std": a["std"]},
     "normal_": lambda a, x: {"mean": a["mean"], "std": a["std"]},
@@ -42,7 +42,51 @@ DISTRIBUTIONS = {
     "randperm": lambda a, x: {"permutation": a["n"]},
     "bernoulli": lambda a, x: {"range": (0, 2), "integral": True,
                                "mean": float(np.mean(x)) if a["p"] is None else a["p"]},
+    "bernoulli_": lambda a, x: {"range": (0, 2), "integral": True, "mean": float(np.mean(_values(a["p"])))},
+    "multinomial": lambda a, x: {"range": (0, x.shape[-1]), "integral": True,
+                                 **({} if a["replacement"] else {"distinct_rows": True}), **_categorical(x)},
+    "poisson": lambda a, x: {"range": (0, math.inf), "integral": True, **_mixture(x, x)},
+    "normal": lambda a, x: _mixture(*np.broadcast_arrays(_values(a["mean"]), _values(a["std"]) ** 2)),
+    "rand_like": lambda a, x: _uniform(0.0, 1.0),
+    "randn_like": lambda a, x: {"mean": 0.0, "std": 1.0},
+    "randint_like": lambda a, x: _integers(a["low"], a["high"]),
+    "random_": lambda a, x: _integers(a["from"], a["to"]),
+    "exponential_": lambda a, x: {"range": (0, math.inf), "mean": 1 / a["lambd"], "std": 1 / a["lambd"]},
+    "geometric_": lambda a, x: {"range": (1, math.inf), "integral": True, "mean": 1 / a["p"],
+                                "std": math.sqrt(1 - a["p"]) / a["p"]},
+    "log_normal_": lambda a, x: {"range": (0, math.inf), **_log_normal(a["mean"], a["std"])},
+    "cauchy_": lambda a, x: {"median": a["median"], "quartiles": a["sigma"]},
 }
+
+
+def _values(value) -> np.ndarray:
+    """A parameter given as a tensor or a number, as float64 values."""
+    return np.asarray(host(value) if hasattr(value, "_data") else value, np.float64)
+
+
+def _mixture(means, variances) -> dict:
+    """Mean and std of the draws pooled over elements with these means and variances."""
+    means, variances = np.asarray(means, np.float64), np.asarray(variances, np.float64)
+    if means.size == 0:
+        return {}
+    mean = float(means.mean())
+    return {"mean": mean, "std": math.sqrt(float((variances + means ** 2).mean()) - mean ** 2)}
+
+
+def _categorical(weights) -> dict:
+    """Pooled mean and std of category indices drawn from each row of weights."""
+    rows = np.atleast_2d(np.asarray(weights, np.float64))
+    if rows.size == 0:
+        return {}
+    p = rows / rows.sum(-1, keepdims=True)
+    index = np.arange(rows.shape[-1])
+    means = (p * index).sum(-1)
+    return _mixture(means, (p * index ** 2).sum(-1) - means ** 2)
+
+
+def _log_normal(mu, sigma) -> dict:
+    mean = math.exp(mu + sigma ** 2 / 2)
+    return {"mean": mean, "std": mean * math.sqrt(math.exp(sigma ** 2) - 1)}
 
 
 def pytest_generate_tests(metafunc) -> None:
@@ -98,7 +142,7 @@ def test_distribution(op, dtype, make, backend):
     if describe is None:
         pytest.skip(f"no distribution written down for {op.name}")
     for sample, args in _runnable(op, dtype, make, backend):
-        inputs = host(sample.args[0]).astype(np.float64) if op.tensor_positions else None
+        inputs = _values(sample.args[0]) if op.tensor_positions else None
         expected = describe(args, inputs)
         draws = _draw(op, sample).reshape(-1)
         where = f"{op.name}({sample.note or 'sample'}, {dtype.name})"
@@ -111,8 +155,22 @@ def test_distribution(op, dtype, make, backend):
             assert np.all(draws == np.round(draws)), f"{where}: non-integer draws"
         if "permutation" in expected:
             np.testing.assert_array_equal(np.sort(draws), np.arange(expected["permutation"]), err_msg=where)
+        if expected.get("distinct_rows"):
+            rows = draws.reshape(-1, args["num_samples"])
+            assert all(len(set(row)) == len(row) for row in rows), f"{where}: a category drawn twice"
+        if "median" in expected and draws.size >= MANY:
+            _check_quartiles(where, draws, expected["median"], expected["quartiles"])
         if draws.size >= MANY:
             _check_moments(where, draws, expected, dtype)
+
+
+def _check_quartiles(where, draws, median, half_width) -> None:
+    """For heavy tails (Cauchy) that have no moments: the median and the quartiles."""
+    q1, q2, q3 = np.quantile(draws, [0.25, 0.5, 0.75])
+    tolerance = 0.15 * half_width
+    assert abs(q2 - median) <= tolerance, f"{where}: median {q2:.4f}, expected {median}"
+    assert abs((q3 - q1) / 2 - half_width) <= tolerance, f"{where}: half the interquartile range " \
+        f"{(q3 - q1) / 2:.4f}, expected {half_width}"
 
 
 def _check_moments(where, draws, expected, dtype) -> None:

@@ -28,6 +28,7 @@ from . import utils  # noqa: E402
 from .serialization import load, save  # noqa: E402  (binds ember.serialization too)
 from . import optim  # noqa: E402
 from . import nn  # noqa: E402
+from . import distributions  # noqa: E402
 
 half, float, double = float16, float32, float64
 short, int, long = int16, int32, int64
@@ -35,6 +36,20 @@ short, int, long = int16, int32, int64
 _methods.install()
 _indexing.install()
 _functions.export(globals())
+
+# The names programs reach for: comparisons, legacy constructors and types, switches, accelerator, testing.
+from . import comparison as _comparison, program_methods as _program_methods  # noqa: E402
+from .comparison import allclose, equal  # noqa: E402
+from .program_methods import narrow  # noqa: E402
+from .legacy_types import CPU_TYPES as _CPU_TYPES  # noqa: E402
+from .dispatch.flags import (are_deterministic_algorithms_enabled, get_float32_matmul_precision,  # noqa: E402
+                             is_deterministic_algorithms_warn_only_enabled, set_float32_matmul_precision,
+                             use_deterministic_algorithms)
+from . import accelerator, testing  # noqa: E402
+
+_comparison.install()
+_program_methods.install()
+globals().update(_CPU_TYPES)  # ember.FloatTensor, ember.LongTensor, ...
 
 __version__ = "0.1.0"
 

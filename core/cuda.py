@@ -13,7 +13,7 @@ _TYPE = "cuda"
 
 __all__ = ["is_available", "device_count", "current_device", "set_device", "synchronize", "memory_allocated",
            "max_memory_allocated", "memory_reserved", "reset_peak_memory_stats", "empty_cache", "manual_seed",
-           "manual_seed_all", "seed_all", "get_rng_state", "set_rng_state", "unavailable_reason"]
+           "manual_seed_all", "seed_all", "get_rng_state", "set_rng_state", "unavailable_reason", "is_bf16_supported"]
 
 
 def _provider():
@@ -36,6 +36,15 @@ def is_available() -> bool:
 
 def device_count() -> int:
     return _provider().device_count() if is_available() else 0
+
+
+def is_bf16_supported(including_emulation: bool = True) -> bool:
+    """Whether the current cuda device takes bfloat16 tensors (False where CUDA is unavailable)."""
+    if not is_available():
+        return False
+    from .dispatch.dtypes import bfloat16
+    backend = _provider()
+    return bfloat16 in backend.supported_dtypes(backend.default_index())
 
 
 def _backend():
@@ -130,3 +139,9 @@ def set_rng_state(state, device=None) -> None:
     index = _index(device)
     raw = bytes(state.tolist()) if hasattr(state, "tolist") else bytes(state)
     _backend().default_generator(index).set_state(raw)
+
+
+# ember.cuda.FloatTensor, ember.cuda.LongTensor, ...: PyTorch's legacy cuda type names (see legacy_types).
+from .legacy_types import CUDA_TYPES as _CUDA_TYPES  # noqa: E402
+
+globals().update(_CUDA_TYPES)

@@ -49,13 +49,24 @@ def randint(low, high=None, size=None, **kwargs):
 
 
 def normal(mean, std=1.0, size=None, *, generator=None, **kwargs):
-    """``normal(mean, std, size)`` with float arguments, or elementwise with tensor mean/std."""
-    if size is not None:
-        return F.rand_normal(size, float(mean), float(std), generator=generator, **kwargs)
-    reference = mean if hasattr(mean, "_data") else std
-    noise = F.rand_normal(tuple(reference.shape), 0.0, 1.0, generator=generator, dtype=reference.dtype,
-                          device=reference.device)
-    return F.add(F.mul(noise, std), mean)
+    """``normal(mean, std)`` elementwise with a tensor mean and/or std (broadcast), or
+    ``normal(mean, std, size)`` with numbers, as PyTorch's four overloads."""
+    if size is None:
+        return F.normal(mean, std, generator=generator, **kwargs)
+    if hasattr(mean, "_data") or hasattr(std, "_data"):
+        raise TypeError("normal(): size= goes with a number mean and std; with a tensor mean or std the "
+                        "result takes their broadcast shape")
+    return F.rand_normal(_sizes((size,)) if not isinstance(size, int) else (size,), float(mean), float(std),
+                         generator=generator, **kwargs)
+
+
+def randint_like(input, low=0, high=None, **kwargs):
+    """``randint_like(input, high)`` or ``randint_like(input, low, high)``, as in PyTorch."""
+    if high is None:
+        low, high = 0, low
+    if high is None:
+        raise TypeError("randint_like() missing required argument 'high'")
+    return F.randint_like(input, low, high, **kwargs)
 
 
 def einsum(equation, *operands):
@@ -120,7 +131,7 @@ swapaxes = F.transpose
 
 def _overridden() -> set:
     return {"zeros", "ones", "empty", "rand", "randn", "full", "arange", "randint", "einsum", "max", "min",
-            "cat", "stack", "where"}
+            "cat", "stack", "where", "normal", "randint_like"}
 
 
 def _accepting_requires_grad(function):
@@ -140,7 +151,6 @@ def export(namespace: dict) -> None:
         if op.category in ("creation", "random") and not op.name.endswith("_"):
             function = _accepting_requires_grad(function)
         namespace[name] = function
-    namespace["normal"] = _accepting_requires_grad(normal)
     for name in ("concat", "concatenate", "absolute", "negative", "multiply", "divide", "true_divide",
                  "subtract", "greater", "greater_equal", "less", "less_equal", "not_equal", "clip", "swapaxes"):
         namespace[name] = own[name]

@@ -10,7 +10,7 @@ from .dispatch.schema import OPS, OpDef
 from .tensor import Tensor
 
 _call = dispatcher.call
-_VARARG_SIZE_METHODS = {"view", "reshape", "permute", "expand"}
+_VARARG_SIZE_METHODS = {"view", "reshape", "permute", "expand", "repeat"}
 
 
 def _method(op: OpDef):
@@ -117,6 +117,13 @@ def _zero_(self):
     return _fill_(self, 0)
 
 
+def _random_(self, *args, generator=None, **kwargs):
+    """``random_()``, ``random_(to)`` or ``random_(from, to)``: a lone positional argument is ``to``."""
+    if len(args) == 1 and not kwargs:
+        return F.random_(self, 0, args[0], generator=generator)
+    return F.random_(self, *args, generator=generator, **kwargs)
+
+
 def _size_method(name):
     def method(self, *sizes):
         return getattr(F, name)(self, sizes[0] if len(sizes) == 1 and isinstance(sizes[0], (list, tuple))
@@ -153,6 +160,9 @@ def install() -> None:
     Tensor.mT = property(lambda self: F.transpose(self, -2, -1))
     Tensor.t = lambda self: self if self.ndim < 2 else F.transpose(self, 0, 1)
     Tensor.where = lambda self, condition, other: F.where(condition, self, other)
+    Tensor.random_ = _random_
+    Tensor.polygamma = lambda self, n: F.polygamma(n, self)  # torch.polygamma(n, input) takes n first
+    Tensor.polygamma_ = lambda self, n: write_result(self, F.polygamma(n, self), "polygamma")
     Tensor.expand_as = lambda self, other: F.expand(self, tuple(other.shape))
     Tensor.view_as = lambda self, other: F.view(self, tuple(other.shape))
     Tensor.reshape_as = lambda self, other: F.reshape(self, tuple(other.shape))

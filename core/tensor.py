@@ -29,8 +29,14 @@ class Tensor:
                  "_output_nr", "_accumulator", "__weakref__")
     __array_priority__ = 1000  # NumPy defers to our reflected operators
 
+    def __new__(cls, *args, **kwargs):
+        """PyTorch's legacy constructor: ``ember.Tensor([1., 2.])``, ``ember.Tensor(2, 3)`` (uninitialized),
+        ``ember.Tensor()`` (empty); see ``legacy_types``. Ember's own code builds tensors with ``wrap``."""
+        from .legacy_types import construct
+        return construct(None, None, "Tensor", args, kwargs)
+
     def __init__(self, *args, **kwargs):
-        raise TypeError("create tensors with ember.tensor(...), ember.zeros(...) and friends")
+        """Everything happens in ``__new__``."""
 
     # -- metadata ----------------------------------------------------------------------------
     @property
@@ -190,10 +196,10 @@ class Tensor:
     def cuda(self, device=None) -> "Tensor":
         return self.to("cuda" if device is None else (f"cuda:{device}" if isinstance(device, int) else device))
 
-    def type(self, dtype=None):
-        if dtype is None:
-            return f"ember.{self._dtype.name}"
-        return self.to(as_dtype(dtype))
+    def type(self, dtype=None, non_blocking: bool = False, **kwargs):
+        """``type()``: PyTorch's type string ("torch.FloatTensor"); ``type(dtype_or_type)``: a conversion."""
+        from .legacy_types import convert
+        return convert(self, dtype, non_blocking, **kwargs)
 
     def type_as(self, other: "Tensor") -> "Tensor":
         return self.to(other._dtype)
@@ -238,13 +244,18 @@ class Tensor:
     __str__ = __repr__
 
     def __format__(self, spec: str) -> str:
-        if self._data.shape == () and spec:
+        """A 0-d tensor formats as its Python number (``f"{loss:.4f}"``); others only with an empty spec."""
+        if self._data.shape == ():
             return format(self.item(), spec)
+        if spec:
+            raise TypeError("unsupported format string passed to Tensor.__format__")
         return repr(self)
 
     def __reduce_ex__(self, protocol):
         from .serialization import rebuild_tensor
-        return (rebuild_tensor, (self._host(), self._dtype.name, str(self._device), self.requires_grad))
+        from .serialization.tensors import is_parameter
+        return (rebuild_tensor, (self._host(), self._dtype.name, str(self._device), self.requires_grad,
+                                 is_parameter(self)))
 
     def __deepcopy__(self, memo):
         out = self.clone().detach() if hasattr(self, "detach") else self.clone()

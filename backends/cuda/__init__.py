@@ -7,6 +7,10 @@ from ember.dispatch import PLUGIN_API_VERSION, hookimpl
 
 from .backend import CudaBackend
 
+# torch.backends.cuda's switches live at this path in PyTorch; they are no part of the plugin, only
+# re-exported here from ember.backends.flags (they import no CuPy).
+from ember.backends.flags.cuda import is_built, matmul  # noqa: E402,F401
+
 
 @hookimpl
 def ember_plugin_api_version() -> int:

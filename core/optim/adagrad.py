@@ -5,12 +5,13 @@ from typing import Any, Iterable
 
 from ..dispatch.ops import F
 from ..tensor import Tensor
-from .optimizer import Optimizer
+from ._updates import descent_direction
+from .optimizer import Optimizer, check_implementation_flags
 
 
 class Adagrad(Optimizer):
-    """``Adagrad(params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0, eps=1e-10, *,
-    maximize=False)``.
+    """``Adagrad(params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0, eps=1e-10,
+    foreach=None, *, maximize=False, differentiable=False, fused=None)``.
 
     As in PyTorch, the state (``step`` and ``sum``, the latter filled with
     ``initial_accumulator_value``) is created when the optimizer is built, so it is
@@ -18,7 +19,8 @@ class Adagrad(Optimizer):
     """
 
     def __init__(self, params: Iterable, lr: float = 1e-2, lr_decay: float = 0, weight_decay: float = 0,
-                 initial_accumulator_value: float = 0, eps: float = 1e-10, *, maximize: bool = False) -> None:
+                 initial_accumulator_value: float = 0, eps: float = 1e-10, foreach: bool | None = None, *,
+                 maximize: bool = False, differentiable: bool = False, fused: bool | None = None) -> None:
         if not 0.0 <= lr:
             raise ValueError(f"Invalid learning rate: {lr}")
         if not 0.0 <= lr_decay:
@@ -30,8 +32,10 @@ class Adagrad(Optimizer):
         if not 0.0 <= eps:
             raise ValueError(f"Invalid epsilon value: {eps}")
         defaults = dict(lr=lr, lr_decay=lr_decay, eps=eps, weight_decay=weight_decay,
-                        initial_accumulator_value=initial_accumulator_value, maximize=maximize)
+                        initial_accumulator_value=initial_accumulator_value, foreach=foreach, maximize=maximize,
+                        differentiable=differentiable, fused=fused)
         super().__init__(params, defaults)
+        check_implementation_flags(foreach=foreach, fused=fused, differentiable=differentiable)
         for group in self.param_groups:
             for p in group["params"]:
                 self._init_state(p, group)
@@ -46,10 +50,7 @@ class Adagrad(Optimizer):
     def _step_group(self, group: dict[str, Any]) -> None:
         lr, lr_decay, eps = float(group["lr"]), float(group["lr_decay"]), float(group["eps"])
         weight_decay, maximize = float(group["weight_decay"]), group["maximize"]
-        for p in group["params"]:
-            grad = p.grad
-            if grad is None:
-                continue
+        for p, grad, _ in self._params_with_grad(group):
             state = self._init_state(p, group)  # groups added later get their state on first use
             state["step"] = step = state["step"] + 1
             state["sum"] = adagrad_update(p, grad, state["sum"], step=step, lr=lr, lr_decay=lr_decay,
@@ -62,10 +63,7 @@ def adagrad_update(param: Tensor, grad: Tensor, state_sum: Tensor, *, step: int,
 
     One parameter's whole update in one function, so that a backend's fused kernel could take its place.
     """
-    if maximize:
-        grad = -grad
-    if weight_decay != 0:
-        grad = grad + param * weight_decay
+    grad = descent_direction(param, grad, maximize=maximize, weight_decay=weight_decay)
     clr = lr / (1 + (step - 1) * lr_decay)
     state_sum = state_sum + grad * grad
     param.copy_(param - grad * clr / (state_sum.sqrt() + eps))

@@ -6,12 +6,13 @@ from typing import Any, Iterable
 from ..dispatch.ops import F
 from ..dispatch.ops.optim import adam_scalars
 from ..tensor import Tensor
-from .optimizer import Optimizer
+from ._updates import adam_moments, split_weight_decay
+from .optimizer import Optimizer, check_betas, check_implementation_flags, check_non_negative
 
 
 class Adam(Optimizer):
-    """``Adam(params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *, maximize=False,
-    decoupled_weight_decay=False)``.
+    """``Adam(params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *, foreach=None,
+    maximize=False, capturable=False, differentiable=False, fused=None, decoupled_weight_decay=False)``.
 
     ``weight_decay`` adds ``weight_decay * param`` to the gradient (L2), unless
     ``decoupled_weight_decay`` shrinks the parameter directly, which is AdamW.
@@ -19,33 +20,25 @@ class Adam(Optimizer):
     """
 
     def __init__(self, params: Iterable, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
-                 eps: float = 1e-8, weight_decay: float = 0, amsgrad: bool = False, *, maximize: bool = False,
-                 decoupled_weight_decay: bool = False) -> None:
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        if len(betas) != 2:
-            raise ValueError(f"Invalid betas: expected a pair (beta1, beta2), got {betas!r}")
-        if not 0.0 <= betas[0] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
-        if not 0.0 <= betas[1] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        defaults = dict(lr=lr, betas=(float(betas[0]), float(betas[1])), eps=eps, weight_decay=weight_decay,
-                        amsgrad=amsgrad, maximize=maximize, decoupled_weight_decay=decoupled_weight_decay)
+                 eps: float = 1e-8, weight_decay: float = 0, amsgrad: bool = False, *, foreach: bool | None = None,
+                 maximize: bool = False, capturable: bool = False, differentiable: bool = False,
+                 fused: bool | None = None, decoupled_weight_decay: bool = False) -> None:
+        check_non_negative(lr=lr, eps=eps)
+        betas = check_betas(betas)
+        check_non_negative(weight_decay=weight_decay)
+        defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad, maximize=maximize,
+                        foreach=foreach, capturable=capturable, differentiable=differentiable, fused=fused,
+                        decoupled_weight_decay=decoupled_weight_decay)
         super().__init__(params, defaults)
+        check_implementation_flags(foreach=foreach, fused=fused, differentiable=differentiable)
 
     def _step_group(self, group: dict[str, Any]) -> None:
         lr, eps, weight_decay = float(group["lr"]), float(group["eps"]), float(group["weight_decay"])
         beta1, beta2 = float(group["betas"][0]), float(group["betas"][1])
         amsgrad, maximize, decoupled = group["amsgrad"], group["maximize"], group["decoupled_weight_decay"]
-        for p in group["params"]:
-            grad = p.grad
-            if grad is None:
-                continue
-            state = self.state[p]
+        # the adam_step op (a fused kernel where the backend has one) computes no gradient of its own
+        composed = amsgrad or group.get("differentiable", False)
+        for p, grad, state in self._params_with_grad(group):
             if not state:
                 state["step"] = 0
                 state["exp_avg"] = F.zeros_like(p)
@@ -53,11 +46,13 @@ class Adam(Optimizer):
                 if amsgrad:
                     state["max_exp_avg_sq"] = F.zeros_like(p)
             state["step"] = step = state["step"] + 1
-            if amsgrad:
-                state["exp_avg"], state["exp_avg_sq"], state["max_exp_avg_sq"] = adam_update(
-                    p, grad, state["exp_avg"], state["exp_avg_sq"], state["max_exp_avg_sq"], step=step, lr=lr,
+            if composed:
+                state["exp_avg"], state["exp_avg_sq"], max_exp_avg_sq = adam_update(
+                    p, grad, state["exp_avg"], state["exp_avg_sq"], state.get("max_exp_avg_sq"), step=step, lr=lr,
                     beta1=beta1, beta2=beta2, eps=eps, weight_decay=weight_decay,
                     decoupled_weight_decay=decoupled, maximize=maximize)
+                if amsgrad:
+                    state["max_exp_avg_sq"] = max_exp_avg_sq
                 continue
             # one op per parameter, which a backend may run as one fused kernel
             new_param, state["exp_avg"], state["exp_avg_sq"] = F.adam_step(
@@ -67,14 +62,17 @@ class Adam(Optimizer):
 
 
 class AdamW(Adam):
-    """``AdamW(params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, amsgrad=False, *, maximize=False)``:
+    """``AdamW(params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, amsgrad=False, *, maximize=False,
+    foreach=None, capturable=False, differentiable=False, fused=None)``:
     Adam whose weight decay shrinks the parameters (``param *= 1 - lr * weight_decay``)
     instead of entering the moment estimates."""
 
     def __init__(self, params: Iterable, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
-                 eps: float = 1e-8, weight_decay: float = 1e-2, amsgrad: bool = False, *,
-                 maximize: bool = False) -> None:
-        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize,
+                 eps: float = 1e-8, weight_decay: float = 1e-2, amsgrad: bool = False, *, maximize: bool = False,
+                 foreach: bool | None = None, capturable: bool = False, differentiable: bool = False,
+                 fused: bool | None = None) -> None:
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, foreach=foreach, maximize=maximize,
+                         capturable=capturable, differentiable=differentiable, fused=fused,
                          decoupled_weight_decay=True)
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
@@ -86,24 +84,18 @@ class AdamW(Adam):
 def adam_update(param: Tensor, grad: Tensor, exp_avg: Tensor, exp_avg_sq: Tensor,
                 max_exp_avg_sq: Tensor | None, *, step: int, lr: float, beta1: float, beta2: float, eps: float,
                 weight_decay: float, decoupled_weight_decay: bool, maximize: bool):
-    """Write one AMSGrad step into ``param``; return the new ``(exp_avg, exp_avg_sq, max_exp_avg_sq)``.
+    """Write one Adam step into ``param``; return the new ``(exp_avg, exp_avg_sq, max_exp_avg_sq)``.
 
-    Plain Adam runs the ``adam_step`` op instead, which backends may fuse; AMSGrad's extra state
-    keeps it on this composition of tensor ops. The bias corrections fold into two scalars as there.
+    AMSGrad (``max_exp_avg_sq`` given) and differentiable steps run this composition of tensor ops;
+    plain Adam runs the ``adam_step`` op, which backends may fuse. The bias corrections fold into two
+    scalars as there.
     """
-    if maximize:
-        grad = -grad
-    if weight_decay != 0 and not decoupled_weight_decay:
-        grad = grad + param * weight_decay
-    exp_avg = exp_avg * beta1 + grad * (1.0 - beta1)
-    exp_avg_sq = exp_avg_sq * beta2 + grad * grad * (1.0 - beta2)
+    decayed, grad = split_weight_decay(param, grad, lr=lr, weight_decay=weight_decay,
+                                       decoupled=decoupled_weight_decay, maximize=maximize)
+    exp_avg, exp_avg_sq = adam_moments(exp_avg, exp_avg_sq, grad, beta1, beta2)
     second = exp_avg_sq
     if max_exp_avg_sq is not None:
         max_exp_avg_sq = second = max_exp_avg_sq.maximum(exp_avg_sq)
     step_size, eps_hat = adam_scalars(step, lr, beta1, beta2, eps)
-    update = exp_avg * step_size / (second.sqrt() + eps_hat)
-    if weight_decay != 0 and decoupled_weight_decay:
-        param.copy_(param * (1.0 - lr * weight_decay) - update)
-    else:
-        param.copy_(param - update)
+    param.copy_(decayed - exp_avg * step_size / (second.sqrt() + eps_hat))
     return exp_avg, exp_avg_sq, max_exp_avg_sq

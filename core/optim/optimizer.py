@@ -9,7 +9,14 @@ choices differ from PyTorch's internals (never from its results):
   ``state_dict()`` taken earlier stays a true snapshot. Only the parameters are written
   in place (``copy_`` under ``no_grad``), so modules keep their parameter objects.
 * ``state["step"]`` is a Python int, not a 0-d tensor: reading a device scalar every
-  step would cost an op and, on asynchronous backends, a synchronisation.
+  step would cost an op and, on asynchronous backends, a synchronisation. Other scalar
+  state (NAdam's ``mu_product``, ASGD's ``eta`` and ``mu``) is a Python float likewise.
+
+The implementation switches PyTorch's optimizers take (``foreach``, ``fused``,
+``capturable``, ``differentiable``) are accepted and kept in the param groups as there.
+``foreach`` and ``capturable`` choose between implementations that compute the same
+values, so in Ember they change nothing; ``differentiable=True`` runs ``step`` with
+autograd recording (and admits non-leaf parameters), as PyTorch does.
 """
 from __future__ import annotations
 
@@ -17,9 +24,9 @@ import functools
 import warnings
 from collections import defaultdict
 from itertools import chain
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
-from ..autograd import enable_grad, no_grad
+from ..autograd import enable_grad, set_grad_enabled
 from ..tensor import Tensor
 
 
@@ -95,7 +102,7 @@ class Optimizer:
             if not isinstance(p, Tensor):
                 raise TypeError(f"optimizer can only optimize Tensors, but one of the params is "
                                 f"{type(p).__module__}.{type(p).__name__}")
-            if not p.is_leaf:
+            if not (p.is_leaf or p.retains_grad or self.defaults.get("differentiable")):
                 raise ValueError("can't optimize a non-leaf Tensor")
         group = dict(param_group, params=params)
         if names:
@@ -138,15 +145,30 @@ class Optimizer:
 
     @_marks_called
     def step(self, closure: Callable[[], Any] | None = None):
-        """One update of every parameter that has a gradient; ``closure`` re-evaluates the loss first."""
+        """One update of every parameter that has a gradient; ``closure`` re-evaluates the loss first.
+
+        The update itself is recorded by autograd only with ``differentiable=True``.
+        """
         loss = None
         if closure is not None:
             with enable_grad():
                 loss = closure()
-        with no_grad():
+        with set_grad_enabled(bool(self.defaults.get("differentiable", False))):
             for group in self.param_groups:
                 self._step_group(group)
         return loss
+
+    def _params_with_grad(self, group: dict[str, Any]) -> Iterator[tuple[Tensor, Tensor, dict[str, Any]]]:
+        """``(param, grad, state)`` for each parameter of ``group`` that has a gradient: the loop of every
+        optimizer. With ``fused=True`` the parameters must be floating point, as in PyTorch."""
+        for p in group["params"]:
+            grad = p.grad
+            if grad is None:
+                continue
+            if group.get("fused") and not p.is_floating_point():
+                raise RuntimeError(f"`fused=True` requires all the params to be floating point Tensors, but "
+                                   f"{type(self).__name__} got a parameter of dtype {p.dtype} on {p.device}")
+            yield p, grad, self.state[p]
 
     def _step_group(self, group: dict[str, Any]) -> None:
         raise NotImplementedError(f"{type(self).__name__} must implement step() or _step_group(group)")
@@ -246,3 +268,31 @@ def _copy_value(value):
     if isinstance(value, dict):
         return {k: _copy_value(v) for k, v in value.items()}
     return value
+
+
+def check_implementation_flags(*, foreach: bool | None = None, fused: bool | None = None,
+                               differentiable: bool = False) -> None:
+    """PyTorch's rules for combining ``fused`` with ``foreach`` and ``differentiable``."""
+    if fused:
+        if differentiable:
+            raise RuntimeError("`fused` does not support `differentiable`")
+        if foreach:
+            raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+
+
+def check_betas(betas) -> tuple[float, float]:
+    """``betas`` as a pair of floats in [0, 1), with PyTorch's messages."""
+    if len(betas) != 2:
+        raise ValueError(f"Invalid betas: expected a pair (beta1, beta2), got {betas!r}")
+    for i, beta in enumerate(betas):
+        if not 0.0 <= beta < 1.0:
+            raise ValueError(f"Invalid beta parameter at index {i}: {beta}")
+    return float(betas[0]), float(betas[1])
+
+
+def check_non_negative(**values: float) -> None:
+    """``ValueError("Invalid <what>: <value>")`` for each negative hyperparameter, as PyTorch words it."""
+    labels = {"lr": "learning rate", "eps": "epsilon value"}
+    for name, value in values.items():
+        if not 0.0 <= value:
+            raise ValueError(f"Invalid {labels.get(name, name + ' value')}: {value}")

@@ -5,12 +5,13 @@ from typing import Any, Iterable
 
 from ..dispatch.ops import F
 from ..tensor import Tensor
+from ._updates import descent_direction, moving_average
 from .optimizer import Optimizer
 
 
 class RMSprop(Optimizer):
-    """``RMSprop(params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0, centered=False, *,
-    maximize=False)``.
+    """``RMSprop(params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0, centered=False,
+    capturable=False, foreach=None, maximize=False, differentiable=False)``.
 
     ``centered`` normalises by an estimate of the gradient's variance instead of its
     second moment. State per parameter: ``step``, ``square_avg``, and ``momentum_buffer``
@@ -18,8 +19,8 @@ class RMSprop(Optimizer):
     """
 
     def __init__(self, params: Iterable, lr: float = 1e-2, alpha: float = 0.99, eps: float = 1e-8,
-                 weight_decay: float = 0, momentum: float = 0, centered: bool = False, *,
-                 maximize: bool = False) -> None:
+                 weight_decay: float = 0, momentum: float = 0, centered: bool = False, capturable: bool = False,
+                 foreach: bool | None = None, maximize: bool = False, differentiable: bool = False) -> None:
         if not 0.0 <= lr:
             raise ValueError(f"Invalid learning rate: {lr}")
         if not 0.0 <= eps:
@@ -31,18 +32,15 @@ class RMSprop(Optimizer):
         if not 0.0 <= alpha:
             raise ValueError(f"Invalid alpha value: {alpha}")
         defaults = dict(lr=lr, momentum=momentum, alpha=alpha, eps=eps, centered=centered,
-                        weight_decay=weight_decay, maximize=maximize)
+                        weight_decay=weight_decay, capturable=capturable, foreach=foreach, maximize=maximize,
+                        differentiable=differentiable)
         super().__init__(params, defaults)
 
     def _step_group(self, group: dict[str, Any]) -> None:
         lr, alpha, eps = float(group["lr"]), float(group["alpha"]), float(group["eps"])
         weight_decay, momentum = float(group["weight_decay"]), float(group["momentum"])
         centered, maximize = group["centered"], group["maximize"]
-        for p in group["params"]:
-            grad = p.grad
-            if grad is None:
-                continue
-            state = self.state[p]
+        for p, grad, state in self._params_with_grad(group):
             if not state:
                 state["step"] = 0
                 state["square_avg"] = F.zeros_like(p)
@@ -70,13 +68,10 @@ def rmsprop_update(param: Tensor, grad: Tensor, square_avg: Tensor, grad_avg: Te
     ``grad_avg`` is None unless centered, ``momentum_buffer`` None unless momentum > 0.
     One parameter's whole update in one function, so that a backend's fused kernel could take its place.
     """
-    if maximize:
-        grad = -grad
-    if weight_decay != 0:
-        grad = grad + param * weight_decay
-    square_avg = square_avg * alpha + grad * grad * (1.0 - alpha)
+    grad = descent_direction(param, grad, maximize=maximize, weight_decay=weight_decay)
+    square_avg = moving_average(square_avg, grad * grad, alpha)
     if grad_avg is not None:
-        grad_avg = grad_avg * alpha + grad * (1.0 - alpha)
+        grad_avg = moving_average(grad_avg, grad, alpha)
         avg = (square_avg - grad_avg * grad_avg).sqrt() + eps
     else:
         avg = square_avg.sqrt() + eps

@@ -4,18 +4,21 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from ..tensor import Tensor
-from .optimizer import Optimizer
+from ._updates import descent_direction
+from .optimizer import Optimizer, check_implementation_flags
 
 
 class SGD(Optimizer):
-    """``SGD(params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False, *, maximize=False)``.
+    """``SGD(params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False, *, maximize=False,
+    foreach=None, differentiable=False, fused=None)``.
 
     With momentum the buffer starts as the first gradient and then follows
     ``buf = momentum * buf + (1 - dampening) * grad``, as in PyTorch.
     """
 
     def __init__(self, params: Iterable, lr: float = 1e-3, momentum: float = 0, dampening: float = 0,
-                 weight_decay: float = 0, nesterov: bool = False, *, maximize: bool = False) -> None:
+                 weight_decay: float = 0, nesterov: bool = False, *, maximize: bool = False,
+                 foreach: bool | None = None, differentiable: bool = False, fused: bool | None = None) -> None:
         if lr < 0.0:
             raise ValueError(f"Invalid learning rate: {lr}")
         if momentum < 0.0:
@@ -25,18 +28,16 @@ class SGD(Optimizer):
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         defaults = dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
-                        nesterov=nesterov, maximize=maximize)
+                        nesterov=nesterov, maximize=maximize, foreach=foreach, differentiable=differentiable,
+                        fused=fused)
         super().__init__(params, defaults)
+        check_implementation_flags(foreach=foreach, fused=fused, differentiable=differentiable)
 
     def _step_group(self, group: dict[str, Any]) -> None:
         lr, momentum, dampening = float(group["lr"]), float(group["momentum"]), float(group["dampening"])
         weight_decay, nesterov, maximize = float(group["weight_decay"]), group["nesterov"], group["maximize"]
-        for p in group["params"]:
-            grad = p.grad
-            if grad is None:
-                continue
+        for p, grad, state in self._params_with_grad(group):
             if momentum != 0:
-                state = self.state[p]
                 state["momentum_buffer"] = sgd_update(
                     p, grad, state.get("momentum_buffer"), lr=lr, momentum=momentum, dampening=dampening,
                     weight_decay=weight_decay, nesterov=nesterov, maximize=maximize)
@@ -52,12 +53,11 @@ def sgd_update(param: Tensor, grad: Tensor, momentum_buffer: Tensor | None, *, l
     One parameter's whole update in one function of tensors and floats, so that a
     backend-provided fused kernel could take its place.
     """
-    d_p = -grad if maximize else grad
-    if weight_decay != 0:
-        d_p = d_p + param * weight_decay
+    d_p = descent_direction(param, grad, maximize=maximize, weight_decay=weight_decay)
     if momentum != 0:
         if momentum_buffer is None:
-            momentum_buffer = d_p.clone() if d_p is grad else d_p  # never alias the caller's .grad
+            # never alias the caller's .grad; as in PyTorch no gradient flows into the first buffer
+            momentum_buffer = d_p.detach().clone() if d_p is grad else d_p.detach()
         elif dampening == 0:
             momentum_buffer = momentum_buffer * momentum + d_p
         else:

@@ -23,7 +23,8 @@ def _generic(op: OpDef):
 def _make_function(op: OpDef):
     fast = make_fast(op)
     function = fast or _generic(op)
-    function.__name__ = function.__qualname__ = op.name
+    function.__name__ = op.name
+    function.__module__, function.__qualname__ = __name__, f"F.{op.name}"  # so pickle finds it as F.<name> here
     function.__doc__ = f"{op.signature}\n\n{op.doc}".strip()
     function.op = op
     function.is_fast_path = fast is not None
@@ -35,6 +36,7 @@ def _populate() -> None:
         setattr(F, name, _make_function(op))
 
 
-from . import elementwise, reduction, views, creation, random, linalg, indexing, nn, layers, losses, optim  # noqa: E402,F401,E501
+from . import elementwise, reduction, views, creation, random, sampling, linalg, indexing, nn, layers, losses, optim, special  # noqa: E402,F401,E501
+from . import closeness, repetition  # noqa: E402,F401
 
 _populate()

@@ -409,6 +409,67 @@ _declare_scatter("scatter_add", True, "a copy of input with src[i][j] added at o
                                       "duplicate positions accumulate")
 
 
+# -- index_add: scatter_add by one index vector, composed of index_put_ ------------------------
+
+def _index_add_normalize(op, values):
+    """PyTorch's rules: an integer index of at most one dim, in range (no negatives), one entry per
+    slice of source along dim; source shaped like input off dim, of input's dtype."""
+    x, dim, index, source = values[:4]
+    _check_index_dtype("index_add", index)
+    if len(shape(index)) > 1:
+        raise IndexError(f"index_add: index must be a vector (0-d or 1-D), got {describe(index)}")
+    if not _is_tensor(source) or source._dtype is not x._dtype:
+        raise DtypeError(f"index_add: source must be a tensor of input's dtype {x._dtype.name}, "
+                         f"got {describe(source)}")
+    in_shape, source_shape = shape(x), shape(source)
+    require(len(source_shape) == len(in_shape) and all(
+        a == b for d, (a, b) in enumerate(zip(source_shape, in_shape)) if d != dim), "index_add",
+        f"source must have input's shape except along dim {dim}", x, source)
+    require(numel(shape(index)) == _size(source_shape, dim), "index_add",
+            f"the number of indices ({numel(shape(index))}) must equal source's size along dim {dim} "
+            f"({_size(source_shape, dim)})", index, source)
+    _check_range("index_add", index, dim, _size(in_shape, dim), negative_ok=False)
+
+
+def _index_add(x, dim, index, source, alpha=1):
+    if x.ndim == 0:
+        flat = _index_add(F.reshape(x, (1,)), 0, index, F.reshape(source, (1,)), alpha)
+        return F.reshape(flat, ())
+    if alpha != 1:
+        # integer tensors take alpha in their own dtype (2.5 counts as 2), as in PyTorch
+        source = F.mul(source, alpha if x.dtype.is_floating_point else int(alpha))
+    return F.index_put_(F.clone(x), [None] * dim + [F.reshape(index, (-1,))], source, True)
+
+
+def _index_add_reference(x, dim, index, source, alpha=1):
+    out = np.array(np.atleast_1d(x))
+    source = np.atleast_1d(source)
+    if alpha != 1:
+        source = source * (alpha if out.dtype.kind == "f" else int(alpha))
+    np.add.at(out, (slice(None),) * (dim % out.ndim) + (np.reshape(index, -1),), source.astype(out.dtype))
+    return out.reshape(np.shape(x))
+
+
+def _index_add_samples(make, dtype):
+    def idx(n, size):
+        return make((n,), dtype=int64, low=0, high=size)
+    alpha = 0.5 if dtype.is_floating_point else 3
+    yield Sample((make((5,)), 0, idx(8, 5), make((8,))), note="repeated positions accumulate")
+    yield Sample((make((4, 5), noncontiguous=True), 1, idx(3, 5), make((4, 3))), {"alpha": alpha},
+                 note=f"alpha={alpha}")
+    yield Sample((make((2, 3, 4)), -1, idx(6, 4), make((2, 3, 6))), note="negative dim")
+    yield Sample((make((3, 2)), 0, idx(0, 3), make((0, 2))), note="empty index")
+    yield Sample((make(()), 0, make((), dtype=int64, low=0, high=1), make(())), note="0-d")
+
+
+defop("index_add(Tensor input, dim dim, Index index, Tensor source, *, Scalar alpha=1)", "indexing",
+      kind="composite", promotion=_in_input_dtype, meta=lambda x, dim, index, source, alpha=1: shape(x),
+      normalize=_index_add_normalize, composite=_index_add, reference=_index_add_reference,
+      samples=_index_add_samples, inplace=True,
+      doc="a copy of input with alpha * source[..., i, ...] added at input[..., index[i], ...] along dim; "
+          "repeated indices accumulate")
+
+
 # -- index_select, masked_fill, masked_select --------------------------------------------------
 
 def _index_select_normalize(op, values):

@@ -201,3 +201,8 @@ class LogSoftmax(Module):
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}"
+
+
+# PyTorch defines MultiheadAttention in this module; Ember keeps it in attention.py (imported last: it
+# builds on linear and functional, not on the activations above).
+from .attention import MultiheadAttention  # noqa: E402,F401

@@ -54,6 +54,11 @@ class Linear(Module):
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
 
 
+class NonDynamicallyQuantizableLinear(Linear):
+    """A Linear under PyTorch's name for the output projection of MultiheadAttention (there it opts out of
+    dynamic quantization); the same layer here, so code that names or checks the class runs."""
+
+
 class Bilinear(Module):
     """``y[o] = x1^T W[o] x2 + b[o]`` with W of shape (out_features, in1_features, in2_features).
 
