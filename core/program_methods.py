@@ -46,6 +46,13 @@ def _options(self: Tensor, dtype, device) -> dict:
     return {"dtype": self.dtype if dtype is None else dtype, "device": self.device if device is None else device}
 
 
+def _accept_layout_only(name: str, kwargs: dict) -> None:
+    """PyTorch's ``layout=``/``pin_memory=`` are accepted and ignored (strided, unpinned memory only)."""
+    unexpected = sorted(set(kwargs) - {"layout", "pin_memory"})
+    if unexpected:
+        raise TypeError(f"{name}: unexpected keyword argument(s) {unexpected}")
+
+
 def _finish(t: Tensor, requires_grad: bool) -> Tensor:
     return t.requires_grad_() if requires_grad else t
 
@@ -53,18 +60,14 @@ def _finish(t: Tensor, requires_grad: bool) -> Tensor:
 def _creator(make):
     def method(self, *size, dtype=None, device=None, requires_grad: bool = False, **kwargs):
         size = kwargs.pop("size", None) if not size and "size" in kwargs else _sizes(size)
-        kwargs.pop("layout", None), kwargs.pop("pin_memory", None)
-        if kwargs:
-            raise TypeError(f"{make.__name__}: unexpected keyword argument(s) {sorted(kwargs)}")
+        _accept_layout_only(f"new_{make.__name__}", kwargs)
         return _finish(make(tuple(size), **_options(self, dtype, device)), requires_grad)
     return method
 
 
 def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad: bool = False, **kwargs) -> Tensor:
     """A tensor of ``size`` filled with ``fill_value``, with this tensor's dtype and device by default."""
-    kwargs.pop("layout", None), kwargs.pop("pin_memory", None)
-    if kwargs:
-        raise TypeError(f"new_full: unexpected keyword argument(s) {sorted(kwargs)}")
+    _accept_layout_only("new_full", kwargs)
     out = F.full(tuple(size), fill_value, **_options(self, dtype, device))
     return _finish(out, requires_grad)
 
@@ -72,9 +75,7 @@ def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad: 
 def new_tensor(self, data, *, dtype=None, device=None, requires_grad: bool = False, **kwargs) -> Tensor:
     """A copy of ``data`` as a new leaf tensor, with this tensor's dtype and device by default."""
     from .creation import tensor
-    kwargs.pop("layout", None), kwargs.pop("pin_memory", None)
-    if kwargs:
-        raise TypeError(f"new_tensor: unexpected keyword argument(s) {sorted(kwargs)}")
+    _accept_layout_only("new_tensor", kwargs)
     if isinstance(data, Tensor):
         data = data.detach()
     out = tensor(data, **_options(self, dtype, device))
