@@ -48,11 +48,6 @@ def _require_bool(function: str, name: str, value) -> bool:
     return value
 
 
-def float32_matmul_precision() -> str:
-    """"highest" (full float32), "high" (TF32 or similar allowed) or "medium" (bfloat16-based allowed)."""
-    return FLAGS.float32_matmul_precision
-
-
 def set_float32_matmul_precision(precision: str) -> None:
     """Which internal precision float32 matrix products may use. As in PyTorch, an unknown value
     warns and changes nothing."""
@@ -66,7 +61,11 @@ def set_float32_matmul_precision(precision: str) -> None:
 
 
 def get_float32_matmul_precision() -> str:
+    """"highest" (full float32), "high" (TF32 or similar allowed) or "medium" (bfloat16-based allowed)."""
     return FLAGS.float32_matmul_precision
+
+
+float32_matmul_precision = get_float32_matmul_precision  # the short name backends read
 
 
 def use_deterministic_algorithms(mode: bool, *, warn_only: bool = False) -> None:

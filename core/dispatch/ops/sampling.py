@@ -285,17 +285,11 @@ def _stirling_tail(x):
 def _log_pmf(k, lam, log_lam):
     """log(lam^k e^-lam / k!) for whole k >= 0, arranged so that float32 keeps its precision for rates
     in the millions: the large terms k log(lam / (k+1)) and (k+1) - lam nearly cancel, and are
-    combined through log1p. Below k = 8, lgamma is shifted up eight steps where Stirling is accurate."""
+    combined through log1p. Below k = 8, where Stirling's tail is not accurate, lgamma gives log k!."""
     x = F.add(k, 1.0)
     large = F.sub(F.add(F.mul(k, F.log1p(F.div(F.sub(lam, x), x))), F.sub(x, lam)),
                   F.add(F.add(F.mul(F.log(x), 0.5), _HALF_LOG_TWO_PI), _stirling_tail(x)))
-    shifted = F.add(x, 8.0)
-    rising = x
-    for step in range(1, 8):
-        rising = F.mul(rising, F.add(x, float(step)))
-    log_gamma = F.sub(F.add(F.sub(F.mul(F.sub(shifted, 0.5), F.log(shifted)), shifted),
-                            F.add(_stirling_tail(shifted), _HALF_LOG_TWO_PI)), F.log(rising))
-    small = F.sub(F.sub(F.mul(k, log_lam), lam), log_gamma)
+    small = F.sub(F.sub(F.mul(k, log_lam), lam), F.lgamma(x))
     return F.where(F.ge(k, 8.0), large, small)
 
 
