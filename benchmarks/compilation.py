@@ -31,7 +31,7 @@ def child() -> dict:
     from sides import Side
     from training import WORKLOADS, new_model, training_step
 
-    side = Side("Ember", ember, device="opencl")
+    side = Side("Ember", "ember", device="opencl")
     mlp = next(w for w in WORKLOADS if w.key == "mlp")
     step = training_step(side, mlp, new_model(side, mlp))
     stats = ember.backends.registered()["opencl"].memory_stats

@@ -1,17 +1,24 @@
-"""Interleaved timing of several contenders in one process: medians per contender and their ratios.
+"""Interleaved timing of contenders in one process: medians per contender and their ratios.
 
 Rounds alternate (Ember, PyTorch, Ember, PyTorch, ...) so that drifts in machine load hit every
 contender alike: the machine is shared, and timing one side after the other would fold a change
 of load into the ratio. Each round times a batch of calls sized to a time budget and reports
 seconds per call; the median over rounds discards the rounds a neighbour's burst spoiled.
+
+Both of the benchmark's modes build and time a case with this code (``time_case``): in one process
+every contender takes part (``Section.run``); in the separate-process mode (isolated.py) each
+process times only its own framework's contenders.
 """
 from __future__ import annotations
 
 import dataclasses
+import pathlib
 import statistics
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
+
+import numpy as np
 
 Call = Callable[[], object]
 
@@ -131,12 +138,17 @@ def interleave(sides: Sequence, calls: Sequence[Call], timing: Timing) -> dict[s
     return times
 
 
-def measure(case: Case, sides: Sequence, timing: Timing, reference: str | None) -> Result:
-    """Build ``case`` for every side, time it interleaved and summarise each side by its median."""
+def time_case(case: Case, sides: Sequence, timing: Timing) -> tuple[dict[str, list[float]], str]:
+    """Build ``case`` for ``sides`` and time them interleaved: seconds per call of each round, and the build's note."""
     calls, note = case.build(sides)
     if case.settle_s is not None:
         timing = dataclasses.replace(timing, settle_s=case.settle_s)
-    times = interleave(sides, calls, timing)
+    return interleave(sides, calls, timing), note
+
+
+def measure(case: Case, sides: Sequence, timing: Timing, reference: str | None) -> Result:
+    """Time ``case`` on every side in this process and summarise each side by its median over rounds."""
+    times, note = time_case(case, sides, timing)
     medians = {label: statistics.median(ts) for label, ts in times.items()}
     spread = {label: _relative_iqr(ts) for label, ts in times.items()}
     best = {label: min(ts) for label, ts in times.items()}
@@ -144,10 +156,35 @@ def measure(case: Case, sides: Sequence, timing: Timing, reference: str | None) 
                   best)
 
 
-def failed(case: Case, subject: str, reference: str | None, exc: Exception) -> Result:
-    """The result of a case that raised: no values, and the error as its note."""
-    return Result(case.key, case.name, {}, subject, reference, case.target, case.work,
-                  note=f"failed: {type(exc).__name__}: {exc}")
+def failed(case: Case, subject: str, reference: str | None, error: str) -> Result:
+    """The result of a case that could not be measured: no values, and the error as its note."""
+    return Result(case.key, case.name, {}, subject, reference, case.target, case.work, note=f"failed: {error}")
+
+
+class SharedArrays:
+    """NumPy arrays every side of a case must start from alike: initial weights, a reference output.
+
+    In one process every side is built together, so ``get`` just makes the arrays. Across processes
+    (the separate-process mode) they are kept as .npz files in a directory the parent chose: the
+    first process to ask makes and stores them, later ones load the same arrays.
+    """
+
+    def __init__(self) -> None:
+        self.directory: pathlib.Path | None = None
+
+    def get(self, name: str, make: Callable[[], dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+        if self.directory is None:
+            return make()
+        path = self.directory / f"{name}.npz"
+        if path.exists():
+            with np.load(path) as stored:
+                return {key: stored[key] for key in stored.files}
+        arrays = make()
+        np.savez(path, **arrays)
+        return arrays
+
+
+shared = SharedArrays()
 
 
 def _relative_iqr(times: list[float]) -> float:
@@ -173,6 +210,7 @@ class Table:
     scale: float = 1.0
     note: str = ""
     pairs: list[tuple[str, str]] | None = None
+    show_spread: bool = False  # show every value's spread, not only the noisy ones
 
     def __post_init__(self) -> None:
         if self.pairs is None:  # default: Ember against each other side
@@ -196,15 +234,28 @@ class Section:
     note: str = ""
     pairs: list[tuple[str, str]] | None = None
 
+    @property
+    def subject(self) -> str:
+        return self.sides[0].label
+
+    @property
+    def reference(self) -> str | None:
+        return self.sides[1].label if len(self.sides) > 1 else None
+
     def run(self, progress: Callable[[str], None] = lambda line: None) -> Table:
-        reference = self.sides[1].label if len(self.sides) > 1 else None
+        """Every case timed in this process, all sides interleaved."""
         results = []
         for case in self.cases:
             progress(f"{self.title}: {case.name}")
             try:
-                results.append(measure(case, self.sides, self.timing, reference))
+                results.append(measure(case, self.sides, self.timing, self.reference))
             except Exception as exc:  # one broken op must not cost the whole report
                 progress(f"  failed: {type(exc).__name__}: {exc}")
-                results.append(failed(case, self.sides[0].label, reference, exc))
+                results.append(failed(case, self.subject, self.reference, f"{type(exc).__name__}: {exc}"))
+        return self.table(results)
+
+    def table(self, results: list[Result], note: str = "", show_spread: bool = False) -> Table:
+        """The section's table of ``results``; ``note`` is added to the section's own."""
         labels = [s.label for s in self.sides]
-        return Table(self.key, self.title, labels, results, self.unit, self.scale, self.note, self.pairs)
+        return Table(self.key, self.title, labels, results, self.unit, self.scale,
+                     " ".join(n for n in (self.note, note) if n), self.pairs, show_spread)

@@ -46,13 +46,10 @@ def peak_rss_bytes() -> int:
 
 def child(lib_name: str, steps: int) -> dict[str, int]:
     """Run the MLP loop in this process and return its baseline and peak RSS in bytes."""
-    import importlib
-
     from sides import Side
     from training import WORKLOADS, new_model, training_step
 
-    lib = importlib.import_module(lib_name)
-    side = Side(LIBS[lib_name], lib)
+    side = Side(LIBS[lib_name], lib_name)
     mlp = next(w for w in WORKLOADS if w.key == "mlp")
     step = training_step(side, mlp, new_model(side, mlp))
     baseline = peak_rss_bytes()

@@ -55,12 +55,13 @@ def cases() -> list[Case]:
     return [
         Case("add", "x + x (10 float32)", _each(_on(vec, lambda x: x + x)), target=2.0),
         Case("add_grad", "x + x, requires_grad (10 float32)", _each(_on(grad_vec, lambda x: x + x)), target=2.0),
+        Case("mul_grad", "x * x, requires_grad (10 float32)", _each(_on(grad_vec, lambda x: x * x)), target=1.5),
         Case("chain_backward", "5-op chain + backward (10 float32)", _each(_chain_backward), target=1.5),
         Case("mul_scalar", "x * 2.0 (10 float32)", _each(_on(vec, lambda x: x * 2.0))),
         Case("exp", "x.exp() (10 float32)", _each(_on(vec, lambda x: x.exp()))),
-        Case("sum", "x.sum() (10 float32)", _each(_on(vec, lambda x: x.sum()))),
-        Case("view", "x.view(2, 5) (10 float32)", _each(_on(vec, lambda x: x.view(2, 5)))),
-        Case("slice", "x[2:5] (10 float32)", _each(_on(vec, lambda x: x[2:5]))),
+        Case("sum", "x.sum() (10 float32)", _each(_on(vec, lambda x: x.sum())), target=2.0),
+        Case("view", "x.view(2, 5) (10 float32)", _each(_on(vec, lambda x: x.view(2, 5))), target=2.0),
+        Case("slice", "x[2:5] (10 float32)", _each(_on(vec, lambda x: x[2:5])), target=2.0),
         Case("matmul64", "m @ m (64×64 float32)", _each(_on(mat, lambda m: m @ m)), settle_s=0.15),  # BLAS threads
         Case("amax", "m.amax(dim=1) (64×64 float32)", _each(_on(mat, lambda m: m.amax(dim=1)))),
     ]

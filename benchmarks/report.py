@@ -42,7 +42,7 @@ def format_value(table: Table, result: Result, label: str) -> str:
     else:
         text = f"{result.work / value / table.scale:.1f} {table.unit}"
     spread = result.spread.get(label, 0.0)
-    return f"{text} (±{spread:.0%})" if spread > NOISY else text
+    return f"{text} (±{spread:.0%})" if spread > NOISY or (table.show_spread and label in result.spread) else text
 
 
 def format_ratio(ratio: float | None) -> str:

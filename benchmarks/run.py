@@ -1,9 +1,15 @@
-"""Ember against PyTorch on the issue-8 workloads, in one process, rounds interleaved.
+"""Ember against PyTorch on the issue-8 workloads, each framework alone in fresh processes, taking turns.
 
-    python benchmarks/run.py [--quick] [--device cpu] [--write benchmarks/results/cpu.md]
+    python benchmarks/run.py [--quick] [--device cpu] [--only SECTIONS] [--cases KEYS]
+                             [--processes N | --in-process] [--write benchmarks/results/cpu.md]
 
 Sections: per-op overhead, GEMM, one training step of an MLP, a CNN and a transformer encoder,
-DataLoader throughput, and peak RSS of the MLP loop (fresh subprocesses). ``--device cuda|opencl``
+DataLoader throughput, and peak RSS of the MLP loop (fresh subprocesses). By default (``--isolated``,
+the judged figures) every timed section runs in fresh processes that each import one framework only,
+alternating Ember, PyTorch, Ember, PyTorch, ... (``--processes N`` per framework), and reports per
+case the median over processes, their spread and the ratio. ``--in-process`` times all sides in this
+one process with interleaved rounds: quicker, for looks, but it under-reports, since the frameworks'
+thread pools disturb each other. ``--device cuda|opencl``
 (repeatable) adds or selects another device: Ember there against PyTorch CUDA (judged by the issue-6
 targets, GEMM up to 4096 in TFLOP/s), or against Ember's own CPU backend for OpenCL; a device that is
 not available is reported as skipped, with the reason.
@@ -21,32 +27,40 @@ import time
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
 import compilation  # noqa: E402
-import gemm  # noqa: E402
 import gpu  # noqa: E402
-import loading  # noqa: E402
+import isolated  # noqa: E402
 import machine  # noqa: E402
 import memory  # noqa: E402
-import overhead  # noqa: E402
-import training  # noqa: E402
 from harness import Case  # noqa: E402
 from report import DevicePart, render, targets  # noqa: E402
+from sections import SECTIONS  # noqa: E402
 from sides import Lineup, lineup, load_torch  # noqa: E402
 
-SECTIONS = {"overhead": overhead.section, "gemm": gemm.section, "training": training.section,
-            "loading": loading.section}
 ORDER = ["overhead", "gemm", "training", "loading", "memory", "compile"]
 DEVICES = ["cpu", "cuda", "opencl"]
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer rounds and steps: about a minute")
+    parser.add_argument("--quick", action="store_true", help="fewer rounds, steps and processes: a quick look")
     parser.add_argument("--device", action="append", choices=DEVICES,
                         help="device to benchmark (repeatable; default cpu)")
     parser.add_argument("--write", type=pathlib.Path, metavar="FILE",
                         help="also write the Markdown report to this file")
     parser.add_argument("--only", type=lambda s: s.split(","), default=ORDER, metavar="SECTIONS",
                         help=f"comma-separated sections to run, of {','.join(ORDER)}")
+    parser.add_argument("--cases", type=lambda s: s.split(","), metavar="KEYS",
+                        help="comma-separated case keys (e.g. add,mlp): only these cases of the timed sections, "
+                             "and no memory or compile table")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--isolated", dest="in_process", action="store_false",
+                      help="each framework alone in fresh processes, taking turns (the default: the judged figures)")
+    mode.add_argument("--in-process", dest="in_process", action="store_true",
+                      help="all sides in this process, rounds interleaved: quicker, for looks; under-reports")
+    parser.set_defaults(in_process=False)
+    parser.add_argument("--processes", type=int, metavar="N",
+                        help=f"fresh processes per framework in the isolated mode (default {isolated.PROCESSES[False]}, "
+                             f"{isolated.PROCESSES[True]} with --quick)")
     parser.add_argument("--no-torch", action="store_true",
                         help="measure Ember only, as when PyTorch is not installed")
     parser.add_argument("--profile", metavar="KEY", help="cProfile Ember's side of one case (e.g. mlp, add) and exit")
@@ -54,6 +68,10 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
                         help="append a cProfile summary of Ember's side for each missed time target")
     args = parser.parse_args(argv)
     args.device = args.device or ["cpu"]
+    if args.processes is None:
+        args.processes = isolated.PROCESSES[args.quick]
+    if args.processes < 1:
+        parser.error("--processes must be at least 1")
     unknown = set(args.only) - set(ORDER)
     if unknown:
         parser.error(f"unknown section(s) {', '.join(sorted(unknown))}; choose from {', '.join(ORDER)}")
@@ -81,6 +99,8 @@ def run_device(line: Lineup, args, with_torch: bool, say) -> tuple[DevicePart, d
                           + ("; the issue-6 targets are (PyTorch CUDA eager as the reference)."
                              if gpu.targets_for(line.device) else "."))
     for key in (k for k in ORDER if k in args.only):
+        if key in ("memory", "compile") and args.cases:
+            continue
         if key == "memory":
             if line.device == "cpu":
                 part.tables.append(memory.table(with_torch, args.quick, say))
@@ -90,14 +110,19 @@ def run_device(line: Lineup, args, with_torch: bool, say) -> tuple[DevicePart, d
                 part.tables.append(compilation.table(say))
             continue
         section = SECTIONS[key](line, args.quick)
-        if section is None:
+        if section is not None and args.cases:
+            section.cases = [case for case in section.cases if case.key in args.cases]
+        if section is None or not section.cases:
             continue
         if line.device != "cpu":
             device_targets = gpu.targets_for(line.device) if line.reference is not None else {}
             for case in section.cases:
                 case.target = device_targets.get(case.key)
         cases.update((case.key, case) for case in section.cases)
-        part.tables.append(section.run(say))
+        if args.in_process:
+            part.tables.append(section.run(say))
+        else:
+            part.tables.append(isolated.run(section, line, args.quick, args.processes, say))
     return part, cases
 
 
@@ -119,20 +144,34 @@ def header(args, argv: list[str], torch, message: str, load_start: str, load_end
         lines.append(f"- Note: {message}")
     lines += [
         "",
-        "Method: Ember and the other sides run the same code on copies of the same inputs in one process; "
-        "rounds are interleaved (Ember, PyTorch, Ember, PyTorch, ...) and each value is the median over "
-        "rounds. Ratios are Ember's cost over the other side's (time per call, or bytes): lower is better, "
-        "1.00× is parity. Where thread pools are involved (GEMM, training, DataLoader, 64×64 matmul) each "
-        "turn starts after an untimed 0.15 s pause, so the previous side's still-spinning pool does not slow "
-        "the next. Values whose rounds varied by more than 10 % (interquartile range over median) "
-        "are marked (±IQR). Models start from identical weights (PyTorch's initialisation copied into Ember "
-        "with load_state_dict).",
+        _method(args),
         "",
         "Reading the numbers: with few cores, multi-threaded pools (NumPy's OpenBLAS for Ember, OpenMP for "
         "PyTorch) are very sensitive to other processes, since one pool thread that loses its core stalls the "
         "whole op; the PyTorch 1-thread column and the fastest-round ratios are the views least disturbed by load.",
     ]
     return lines
+
+
+def _method(args) -> str:
+    if args.in_process:
+        where = ("(in one process, --in-process: a quick look; the frameworks' thread pools disturb each "
+                 "other, so it under-reports) Ember and the other sides run the same code on copies of the same "
+                 "inputs; rounds are interleaved (Ember, PyTorch, Ember, PyTorch, ...) and each value is the "
+                 "median over rounds. Values whose rounds varied by more than 10 % (interquartile range over "
+                 "median) are marked (±IQR). Models start from identical weights (PyTorch's initialisation "
+                 "copied into Ember with load_state_dict).")
+    else:
+        where = (f"(separate processes: the judged figures) Each framework runs alone in "
+                 f"{isolated.processes_text(args.processes)} that import only it, taking turns (Ember, PyTorch, Ember, "
+                 "PyTorch, ...); each process times the same code on the same inputs, and each value is the "
+                 "median over processes of each process's median over rounds, marked (±) with the largest "
+                 "distance of one process's median from it. Models start from identical weights (the first "
+                 "process's initialisation, loaded by the others with load_state_dict).")
+    return (f"Method: {where} Ratios are Ember's cost over the other side's (time per call, or bytes): lower is "
+            "better, 1.00× is parity. Where thread pools are involved (GEMM, training, DataLoader, 64×64 matmul) "
+            "each turn starts after an untimed 0.15 s pause, so the previous side's still-spinning pool does not "
+            "slow the next.")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -145,12 +184,14 @@ def main(argv: list[str] | None = None) -> None:
         print(message, file=sys.stderr)
     load_start = machine.load_average()
 
-    if args.profile:
-        from profiling import profile
+    if args.profile or args.cases:
         line = lineup(args.device[0], torch)
         found = {c.key: c for key in SECTIONS for s in [SECTIONS[key](line, True)] if s for c in s.cases}
-        if args.profile not in found:
-            sys.exit(f"no case {args.profile!r}; cases: {', '.join(found)}")
+        for key in [args.profile] if args.profile else args.cases:
+            if key not in found:
+                sys.exit(f"no case {key!r}; cases: {', '.join(found)}")
+    if args.profile:
+        from profiling import profile
         print(profile(found[args.profile], line.subject))
         return
 

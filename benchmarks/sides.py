@@ -7,9 +7,13 @@ OpenCL (PyTorch has no OpenCL device).
 """
 from __future__ import annotations
 
+import dataclasses
+import importlib
 import importlib.metadata
+import json
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import cached_property
 from types import ModuleType
 
 import numpy as np
@@ -20,20 +24,26 @@ EMBER_ONE_THREAD, TORCH_ONE_THREAD = "Ember 1 thread", "PyTorch 1 thread"
 
 @dataclass(frozen=True)
 class Side:
-    """One contender. ``threads``: during this side's rounds, PyTorch's intra-op thread count, or for
-    Ember and NumPy the thread count of NumPy's BLAS (through threadpoolctl)."""
+    """One contender. ``framework`` is the module it runs on ('ember', 'torch' or 'numpy'), imported
+    on first use of ``lib``: a separate-process run describes every side in every process but imports
+    only its own framework. ``threads``: during this side's rounds, PyTorch's intra-op thread count,
+    or for Ember and NumPy the thread count of NumPy's BLAS (through threadpoolctl)."""
     label: str
-    lib: ModuleType
+    framework: str
     device: str = "cpu"
     threads: int | None = None
 
+    @cached_property
+    def lib(self) -> ModuleType:
+        return importlib.import_module(self.framework)
+
     @property
     def is_torch(self) -> bool:
-        return self.lib.__name__ == "torch"
+        return self.framework == "torch"
 
     @property
     def is_numpy(self) -> bool:
-        return self.lib is np
+        return self.framework == "numpy"
 
     def tensor(self, array: np.ndarray, requires_grad: bool = False):
         """A copy of ``array`` on this side's device (NumPy: a plain copy)."""
@@ -126,6 +136,15 @@ class Lineup:
         """Ember first, then the reference, then any of ``extra`` that exist."""
         return [s for s in (self.subject, self.reference, *extra) if s is not None]
 
+    def to_json(self) -> str:
+        """The lineup as JSON, for a benchmark process that must not import the other framework to rebuild it."""
+        return json.dumps(dataclasses.asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> "Lineup":
+        fields = json.loads(text)
+        return cls(**{k: Side(**v) if isinstance(v, dict) else v for k, v in fields.items()})
+
 
 def bench_pin() -> str | None:
     """The torch requirement of Ember's ``bench`` extra, e.g. ``torch==2.13.0``."""
@@ -171,18 +190,18 @@ def lineup(device: str, torch: ModuleType | None) -> Lineup:
     if status != "available":
         return Lineup(device, None, skipped=f"Ember's {device} backend is {status}.")
     if device == "cpu":
-        subject = Side("Ember", ember, "cpu")
+        subject = Side("Ember", "ember", "cpu")
         if torch is None:
-            return Lineup(device, subject, numpy=Side("NumPy", np))
-        ember_one = Side(EMBER_ONE_THREAD, ember, "cpu", threads=1) if _has_threadpoolctl() else None
-        return Lineup(device, subject, reference=Side("PyTorch", torch, "cpu", threads=torch.get_num_threads()),
-                      single_thread=Side(TORCH_ONE_THREAD, torch, "cpu", threads=1),
-                      subject_single_thread=ember_one, numpy=Side("NumPy", np))
-    subject = Side(f"Ember {device}", ember, device)
+            return Lineup(device, subject, numpy=Side("NumPy", "numpy"))
+        ember_one = Side(EMBER_ONE_THREAD, "ember", "cpu", threads=1) if _has_threadpoolctl() else None
+        return Lineup(device, subject, reference=Side("PyTorch", "torch", "cpu", threads=torch.get_num_threads()),
+                      single_thread=Side(TORCH_ONE_THREAD, "torch", "cpu", threads=1),
+                      subject_single_thread=ember_one, numpy=Side("NumPy", "numpy"))
+    subject = Side(f"Ember {device}", "ember", device)
     if device == "opencl":
-        return Lineup(device, subject, reference=Side("Ember cpu", ember, "cpu"),
+        return Lineup(device, subject, reference=Side("Ember cpu", "ember", "cpu"),
                       note="PyTorch has no OpenCL device: the reference is Ember's own CPU backend.")
     if torch is None or not torch.cuda.is_available():
         why = "PyTorch is not installed" if torch is None else "PyTorch has no CUDA device here"
         return Lineup(device, subject, note=f"{why}: Ember-only measurements on {device}.")
-    return Lineup(device, subject, reference=Side(f"PyTorch {device}", torch, device))
+    return Lineup(device, subject, reference=Side(f"PyTorch {device}", "torch", device))

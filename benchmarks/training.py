@@ -5,6 +5,8 @@ The models are the issue-8 workloads: an MLP with Adam, a small CNN with SGD + m
 two frameworks share; every side builds its own copy and loads the same initial weights (PyTorch's
 initialisation, copied through ``load_state_dict``), so all sides do identical arithmetic. Before
 timing, the sides' eval-mode outputs are compared, so a benchmark never times different models.
+With each framework in its own processes, the weights and the output to compare with come from the
+first process that builds the case (``harness.shared``), whichever framework that is.
 """
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from typing import Callable
 
 import numpy as np
 
-from harness import Case, Section, Timing
+from harness import Case, Section, Timing, shared
 from sides import Lineup, Side, load_numpy_state, numpy_state
 
 TIMING = {True: Timing(rounds=3, budget_s=0.05, settle_s=0.15),
@@ -106,10 +108,11 @@ def _eval_output(side: Side, workload: Workload, model) -> np.ndarray:
 def _build(workload: Workload):
     def build(sides):
         reference = next((s for s in sides if s.is_torch), sides[0])
-        state = numpy_state(new_model(reference, workload))
+        state = shared.get(f"{workload.key}-weights", lambda: numpy_state(new_model(reference, workload)))
         models = [new_model(side, workload, state) for side in sides]
         outputs = [_eval_output(side, workload, model) for side, model in zip(sides, models)]
-        worst = max(float(np.max(np.abs(out - outputs[0]))) for out in outputs)
+        first = shared.get(f"{workload.key}-output", lambda: {"output": outputs[0]})["output"]
+        worst = max(float(np.max(np.abs(out - first))) for out in outputs)
         note = "" if worst < 1e-3 else f"eval outputs differ between sides by up to {worst:.2g}"
         return [training_step(side, workload, model) for side, model in zip(sides, models)], note
     return build

@@ -11,7 +11,7 @@ import warnings
 
 import numpy as np
 
-from ember.dispatch import dispatcher
+from ember.dispatch import binding
 from ember.dispatch.promotion import result_type_of
 
 #: Parameter types whose tensors take part in type promotion.
@@ -43,12 +43,12 @@ def is_tensor(value) -> bool:
 
 def bound_values(op, args: tuple, kwargs: dict) -> list:
     """The values the op's meta and promotion rule see: bound, converted and normalized like a real call."""
-    values = dispatcher.bind(op, args, kwargs)
+    values = binding.bind(op, args, kwargs)
     tensors = [t for i in op.tensor_positions
                for t in (values[i] if isinstance(values[i], (list, tuple)) else (values[i],)) if is_tensor(t)]
     ndim = tensors[0].ndim if tensors else 0
     for i in op.attr_positions:
-        values[i] = dispatcher._convert(op, op.params[i], values[i], ndim)
+        values[i] = binding.convert(op, op.params[i], values[i], ndim)
     if op.normalize is not None:
         op.normalize(op, values)
     return values

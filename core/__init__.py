@@ -6,8 +6,8 @@
 """
 from __future__ import annotations
 
-from .dispatch import dispatcher as _dispatcher
 from .dispatch import registry as _registry
+from .dispatch.defaults import get_default_device, set_default_device
 from .dispatch.device import device
 from .dispatch.dtypes import (bfloat16, bool_ as bool, dtype, float16, float32, float64, get_default_dtype,
                               int8, int16, int32, int64, set_default_dtype, uint8)
@@ -29,6 +29,7 @@ from .serialization import load, save  # noqa: E402  (binds ember.serialization 
 from . import optim  # noqa: E402
 from . import nn  # noqa: E402
 from . import distributions  # noqa: E402
+from . import profiler  # noqa: E402  (ember.profiler: torch.profiler on dispatch modes)
 
 half, float, double = float16, float32, float64
 short, int, long = int16, int32, int64
@@ -72,14 +73,6 @@ def result_type(a, b) -> dtype:
             scalars.append(x)
     return _result_type_of(dims, zeros, scalars)
 
-
-def set_default_device(dev) -> None:
-    """Where creation ops put tensors when no ``device=`` is given (None: back to cpu)."""
-    _dispatcher.hooks.default_device = None if dev is None else _registry.resolve_device(dev)
-
-
-def get_default_device() -> device:
-    return _dispatcher.hooks.default_device or _registry.resolve_device("cpu")
 
 
 def synchronize(dev=None) -> None:

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .dispatch import dispatcher, registry
+from .dispatch import registry
+from .dispatch.defaults import get_default_device
 from .dispatch.dtypes import ALL_DTYPES, as_dtype, bool_, get_default_dtype, int64
 from .dispatch.errors import DeviceError, DtypeError
 from .tensor import Tensor, wrap
@@ -12,7 +13,7 @@ _NUMPY_NAMES = {d.name for d in ALL_DTYPES}
 
 
 def _default_device():
-    return dispatcher.hooks.default_device or registry.resolve_device("cpu")
+    return get_default_device()
 
 
 def _infer_dtype(data, array: np.ndarray):

@@ -1,6 +1,8 @@
 """The public functions (``ember.add``, ``ember.zeros``, ...): one per op, plus PyTorch's overloads."""
 from __future__ import annotations
 
+import inspect
+
 from .dispatch.ops import F
 from .dispatch.schema import OPS
 
@@ -140,7 +142,15 @@ def _accepting_requires_grad(function):
         out = function(*args, **kwargs)
         return out.requires_grad_() if requires_grad else out
     creator.__name__, creator.__doc__ = function.__name__, function.__doc__
+    creator.__signature__ = _with_requires_grad(inspect.signature(function))  # for help() and the .pyi stubs
     return creator
+
+
+def _with_requires_grad(signature: inspect.Signature) -> inspect.Signature:
+    params = [p for p in signature.parameters.values() if p.kind is not p.VAR_KEYWORD]
+    keywords = [p for p in signature.parameters.values() if p.kind is p.VAR_KEYWORD]
+    flag = inspect.Parameter("requires_grad", inspect.Parameter.KEYWORD_ONLY, default=False, annotation="bool")
+    return signature.replace(parameters=params + [flag] + keywords)
 
 
 def export(namespace: dict) -> None:

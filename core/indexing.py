@@ -13,6 +13,9 @@ from .dispatch.ops import F
 from .tensor import Tensor
 
 
+_EVERYTHING = slice(None)
+
+
 def _is_advanced(entry) -> bool:
     return isinstance(entry, (Tensor, list)) or (hasattr(entry, "__array__") and not isinstance(entry, (int, float)))
 
@@ -99,6 +102,11 @@ def _index_list(view: Tensor, advanced: dict) -> list:
 
 
 def getitem(x: Tensor, index) -> Tensor:
+    if x._data.shape:  # x[i] and x[a:b], the commonest indices, go straight to their op
+        if index.__class__ is int:
+            return F.select(x, 0, index)
+        if index.__class__ is slice and index.step is None and index != _EVERYTHING:
+            return F.slice(x, 0, index.start, index.stop, 1)
     view, advanced = _basic_part(x, _normalize(x, index))
     if not advanced:
         return view

@@ -10,7 +10,8 @@ literals keeps working; ``t.type(spec)`` accepts them with either a "torch." or 
 """
 from __future__ import annotations
 
-from .dispatch import dispatcher, registry
+from .dispatch import registry
+from .dispatch.defaults import get_default_device
 from .dispatch.dtypes import (as_dtype, bfloat16, bool_, dtype as DType, float16, float32, float64,
                               get_default_dtype, int8, int16, int32, int64, uint8)
 from .dispatch.ops import F
@@ -51,7 +52,7 @@ def _is_size(value) -> bool:
 def _device(name: str, device, device_type: str | None):
     if device is None:
         return registry.resolve_device(device_type) if device_type else (
-            dispatcher.hooks.default_device or registry.resolve_device("cpu"))
+            get_default_device())
     resolved = registry.resolve_device(device)
     if device_type and resolved.type != device_type:
         raise RuntimeError(f"{name}(): expected a {device_type} device, got {resolved}")

@@ -1,7 +1,7 @@
 """Tensor methods and Python operators, generated from the op schema."""
 from __future__ import annotations
 
-from .dispatch import dispatcher, registry
+from .dispatch import dispatcher
 from .dispatch.dtypes import bool_
 from .dispatch.errors import DtypeError, ShapeError
 from .dispatch.ops import F
@@ -42,14 +42,7 @@ def write_result(target: Tensor, result: Tensor, op_name: str) -> Tensor:
 
 
 def _copy_into(target: Tensor, source: Tensor) -> Tensor:
-    """``target.copy_(source)`` for tensors on one device. When autograd has nothing to record and the
-    shapes already agree, the backend's copy kernel runs directly, skipping the generic dispatch."""
-    hooks = dispatcher.hooks
-    quiet = not hooks.grad_enabled() or not (target.requires_grad or source.requires_grad)
-    if quiet and source._device is target._device and source._data.shape == target._data.shape:
-        registry.get_backend(target._device.type).kernels["copy_"](target._data, source._data)
-        target._version[0] += 1
-        return target
+    """``target.copy_(source)`` for tensors on one device."""
     return F.copy_(target, source)
 
 
@@ -64,7 +57,6 @@ def _inplace_method(op: OpDef):
 
 
 def _binary_operator(name: str, reflected: bool = False):
-    op = OPS[name]
     function = getattr(F, name)
     if not reflected:
         return function

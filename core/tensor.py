@@ -3,13 +3,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from .dispatch import dispatcher, registry
+from .dispatch import dispatcher, links, registry
+from .dispatch.transfer import transfer
 from .dispatch.device import device as Device
 from .dispatch.dtypes import as_dtype, dtype as DType, float16, float32, float64, int64
 from .dispatch.errors import DeviceError, DtypeError
 
 
-class Size(tuple):
+class Size(tuple[int, ...]):
     """``tensor.shape``: a tuple with PyTorch's ``numel``."""
 
     def numel(self) -> int:
@@ -28,6 +29,9 @@ class Tensor:
     __slots__ = ("_data", "_dtype", "_device", "_version", "_base", "requires_grad", "grad", "grad_fn",
                  "_output_nr", "_accumulator", "__weakref__")
     __array_priority__ = 1000  # NumPy defers to our reflected operators
+    requires_grad: bool
+    grad: Tensor | None
+    grad_fn: Any  # the autograd node that made this tensor: None for leaves
 
     def __new__(cls, *args, **kwargs):
         """PyTorch's legacy constructor: ``ember.Tensor([1., 2.])``, ``ember.Tensor(2, 3)`` (uninitialized),
@@ -251,12 +255,6 @@ class Tensor:
             raise TypeError("unsupported format string passed to Tensor.__format__")
         return repr(self)
 
-    def __reduce_ex__(self, protocol):
-        from .serialization import rebuild_tensor
-        from .serialization.tensors import is_parameter
-        return (rebuild_tensor, (self._host(), self._dtype.name, str(self._device), self.requires_grad,
-                                 is_parameter(self)))
-
     def __deepcopy__(self, memo):
         out = self.clone().detach() if hasattr(self, "detach") else self.clone()
         out.requires_grad = self.requires_grad
@@ -285,9 +283,17 @@ def wrap(native, dt: DType, dev: Device) -> Tensor:
 
 def wrap_view(native, dt: DType, dev: Device, base: Tensor) -> Tensor:
     """A tensor that shares ``base``'s storage and version counter."""
-    t = wrap(native, dt, dev)
+    t = _new(Tensor)  # wrap's fields, spelled out: views are made on every indexing expression
+    t._data = native
+    t._dtype = dt
+    t._device = dev
     t._version = base._version
     t._base = base if base._base is None else base._base
+    t.requires_grad = False
+    t.grad = None
+    t.grad_fn = None
+    t._output_nr = 0
+    t._accumulator = None
     return t
 
 
@@ -331,18 +337,10 @@ def _to_device(t: Tensor, dev: Device) -> Tensor:
     if t._dtype not in backend.supported_dtypes(dev.index):
         raise DtypeError(f"to: {dev} does not support {t._dtype.name} (tensor of shape {tuple(t.shape)} on "
                          f"{t._device})")
-    out = wrap(dispatcher.transfer(t._data, t._dtype, t._device, dev), t._dtype, dev)
-    transfer_hook = dispatcher.hooks.record_transfer
-    if transfer_hook is not None and t.requires_grad:
-        transfer_hook(t, out)
+    out = wrap(transfer(t._data, t._dtype, t._device, dev), t._dtype, dev)
+    if t.requires_grad:
+        links.recorder.record_transfer(t, out)
     return out
 
 
-def _install_hooks() -> None:
-    hooks = dispatcher.hooks
-    hooks.tensor_type = Tensor
-    hooks.wrap = wrap
-    hooks.wrap_view = wrap_view
-
-
-_install_hooks()
+links.register_tensor(links.TensorLink(Tensor, wrap, wrap_view))

@@ -13,4 +13,6 @@ done
 # the template plugin, installed from its folder as a third-party backend would be
 .venv/bin/python -m pip install --quiet ./examples/template_backend
 .venv/bin/python -m pytest -p no:cacheprovider -q --pyargs ember.conformance --backend template
+# the wheel, installed into a clean venv, works outside the checkout
+scripts/check_wheel.sh
 .venv/bin/python -m pytest -p no:cacheprovider tests

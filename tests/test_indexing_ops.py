@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import ember
+from ember.dispatch import clear_plans
 from ember.dispatch import OPS, registry
 from ember.dispatch.dispatcher import _ACCEPTS
 from ember.dispatch.ops import F
@@ -104,10 +105,10 @@ def test_samples_match_reference(name, dt):
 
 
 def _bound(op, sample):
-    from ember.dispatch.dispatcher import _convert, bind
+    from ember.dispatch.binding import bind, convert
     values = bind(op, sample.args, sample.kwargs)
     for i in op.attr_positions:
-        values[i] = _convert(op, op.params[i], values[i], sample.args[0].ndim)
+        values[i] = convert(op, op.params[i], values[i], sample.args[0].ndim)
     if op.normalize:
         op.normalize(op, values)
     return values
@@ -119,10 +120,10 @@ def composites_only(monkeypatch):
     kernels = registry.get_backend("cpu").kernels
     for name in CPU_OVERRIDES:
         monkeypatch.delitem(kernels, name)
-        monkeypatch.setattr(OPS[name], "impl_cache", {})
+    clear_plans()  # plans made with the kernels would still run them
     yield
-    for name in CPU_OVERRIDES:
-        OPS[name].impl_cache.clear()
+    monkeypatch.undo()
+    clear_plans()
 
 
 @pytest.mark.parametrize("name", CPU_OVERRIDES)

@@ -6,12 +6,14 @@ through the core definitions in Ember ops (what other backends run), so both pat
 """
 from __future__ import annotations
 
+import contextlib
 import warnings
 
 import numpy as np
 import pytest
 
 import ember
+from ember.dispatch import use_composite
 import ember.nn as nn
 import ember.nn.functional as F
 from ember.dispatch import OPS
@@ -33,10 +35,11 @@ def dtype(request):
 @pytest.fixture(params=["kernel", "composite"])
 def path(request, monkeypatch):
     """Run the class-index losses through the CPU kernels or through their Ember-op definitions."""
-    if request.param == "composite":
-        for name in FUSED:
-            monkeypatch.setattr(OPS[name], "impl_cache", {"cpu": ("composite", OPS[name].composite)})
-    return request.param
+    with contextlib.ExitStack() as stack:
+        if request.param == "composite":
+            for name in FUSED:
+                stack.enter_context(use_composite(name, "cpu"))
+        yield request.param
 
 
 # -- running a loss in both frameworks ------------------------------------------------------------------

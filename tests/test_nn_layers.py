@@ -5,12 +5,14 @@ checked by the conformance suite; this file checks the layers built on them.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 
 import numpy as np
 import pytest
 
 import ember
+from ember.dispatch import use_composite
 from ember import nn
 from ember.nn import functional as F
 
@@ -116,11 +118,11 @@ LAYER_OPS = ("linear", "bilinear", "embedding", "batch_norm", "native_batch_norm
 @pytest.fixture(params=["kernel", "composite"])
 def path(request, monkeypatch):
     """The CPU backend's kernels, or the composites in Ember ops that every other backend runs."""
-    if request.param == "composite":
-        from ember.dispatch import OPS
-        for name in LAYER_OPS:
-            monkeypatch.setattr(OPS[name], "impl_cache", {"cpu": ("composite", OPS[name].composite)})
-    return request.param
+    with contextlib.ExitStack() as stack:
+        if request.param == "composite":
+            for name in LAYER_OPS:
+                stack.enter_context(use_composite(name, "cpu"))
+        yield request.param
 
 
 def _build(name, dtype_name):

@@ -9,7 +9,7 @@ import types
 import pytest
 
 import ember
-from ember.dispatch import PLUGIN_API_VERSION, Backend, hookimpl, registry
+from ember.dispatch import PLUGIN_API_VERSION, Backend, hookimpl, plugins, registry
 
 
 def _plugin(backend_factory, version=PLUGIN_API_VERSION, name="fake_plugin"):
@@ -233,6 +233,6 @@ def test_pluggy_is_not_on_the_per_op_path(monkeypatch):
         def __getattr__(self, name):
             raise AssertionError(f"pluggy hook {name} called per op")
 
-    monkeypatch.setattr(registry._manager, "hook", ForbiddenHooks())
+    monkeypatch.setattr(plugins._manager, "hook", ForbiddenHooks())
     x = ember.arange(6.0).view(2, 3)
     assert (x @ x.T).sum().item() == 5 + 14 + 14 + 50

@@ -53,6 +53,9 @@ class ArrayLib:
     #: for the array's own dtype (the dispatcher's fast path passes numbers only in that case); None
     #: where the library's ufuncs already treat Python numbers so for every dtype it holds
     weak_scalar: Callable | None
+    #: ``max_reduce`` / ``min_reduce(a, axis=, keepdims=)``: the cheapest extremum reductions (None: ``xp.max``/``xp.min``)
+    max_reduce: Callable | None = None
+    min_reduce: Callable | None = None
     #: choices of algorithm, not of API: ``topk_by_sort`` (topk as a stable sort and a slice, for libraries
     #: whose partition sorts anyway)
     extra: dict[str, Any] = field(default_factory=dict)

@@ -16,11 +16,18 @@ def build(lib: ArrayLib) -> dict:
 
     def _accumulating(fn):
         def kernel(a, dim, keepdim, dtype=None):
-            dim = _axis(a, dim)
-            if a.dtype in low:
-                return xp.asarray(fn(a, axis=dim, keepdims=keepdim, dtype=np.float32)).astype(a.dtype)
+            if not a.ndim:
+                dim = None  # a 0-d tensor accepts dim 0 (and -1) like PyTorch, NumPy no axis at all
+            kind = a.dtype
+            if kind in low:
+                return xp.asarray(fn(a, dim, np.float32, None, keepdim)).astype(kind)
             # the dispatcher already cast to the accumulation dtype: the library must not widen small ints again
-            return xp.asarray(fn(a, axis=dim, keepdims=keepdim, dtype=a.dtype))
+            # (positional arguments: the keyword forms cost a tenth of a tiny reduction)
+            if dim is None and not keepdim:  # x.sum(): straight into a 0-d array, not a scalar made one after
+                total = xp.empty((), kind)
+                fn(a, None, kind, total, False)
+                return total
+            return xp.asarray(fn(a, dim, kind, None, keepdim))
         return kernel
 
     def _extremum(fn):
@@ -47,7 +54,7 @@ def build(lib: ArrayLib) -> dict:
 
     return {
         "sum": _accumulating(lib.sum_reduce), "prod": _accumulating(lib.prod_reduce),
-        "amax": _extremum(xp.max), "amin": _extremum(xp.min),
+        "amax": _extremum(lib.max_reduce or xp.max), "amin": _extremum(lib.min_reduce or xp.min),
         "argmax": _arg(xp.argmax), "argmin": _arg(xp.argmin),
         "cumsum": _scan(xp.cumsum), "cumprod": _scan(xp.cumprod),
     }

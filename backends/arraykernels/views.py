@@ -10,6 +10,8 @@ def build(lib: ArrayLib) -> dict:
     dtypes = lib.dtypes
 
     def _slice(a, dim, start, end, step):
+        if dim == 0:  # x[a:b], the commonest slice: no index tuple to build
+            return a[start:end:step]
         return a[(slice(None),) * dim + (slice(start, end, step),)]
 
     def _unfold(a, dim, size, step):

@@ -18,6 +18,15 @@ _stride_tricks = np.lib.stride_tricks
 warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"ember\.backends\.(cpu|arraykernels)")
 
 
+
+def _reshape_view(a: np.ndarray, size):
+    """``a`` reshaped without copying: ``ndarray.reshape`` views whenever the strides allow (a quarter of
+    ``np.reshape(copy=False)``'s cost); a result that owns its memory was a copy, which a view must not be."""
+    out = a.reshape(size)
+    if out.base is None:
+        raise ValueError(f"cannot view an array of shape {a.shape} and strides {a.strides} as shape {tuple(size)}")
+    return out
+
 def _weak(a, b):
     """The operands as NumPy should see them. A Python float (on either side: the fast path passes them
     through) is a weak scalar that takes the array's dtype, but ml_dtypes' bfloat16 does not implement
@@ -63,9 +72,11 @@ NUMPY = ArrayLib(
     as_strided=_as_strided,
     sliding_window_view=_sliding_window_view,
     argsort_stable=lambda a, axis: np.argsort(a, axis=axis, kind="stable"),
-    reshape_view=lambda a, size: np.reshape(a, size, copy=False),
+    reshape_view=_reshape_view,
     sum_reduce=np.add.reduce,  # the ufunc method skips np.sum's Python-level dispatch
     prod_reduce=np.multiply.reduce,
+    max_reduce=np.maximum.reduce,  # NaN-propagating like np.max, without its Python-level dispatch
+    min_reduce=np.minimum.reduce,
     quiet=_quiet,
     weak_scalar=_weak,
 )

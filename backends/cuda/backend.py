@@ -12,6 +12,7 @@ import numpy as np
 from ember.dispatch import Backend, DeviceError
 
 from . import probe
+from .timer import CudaTimer
 
 
 class CudaBackend(Backend):
@@ -120,6 +121,9 @@ class CudaBackend(Backend):
     def synchronize(self, index) -> None:
         for i in (range(self.device_count()) if index is None else (index,)):
             self._cupy.cuda.Device(i).synchronize()
+
+    def device_timer(self, index):
+        return CudaTimer(self._cupy, self._index(index)) if self.unavailable_reason() is None else None
 
     def memory_stats(self, index) -> dict[str, int]:
         return self._memory.stats(self._index(index))

@@ -7,13 +7,12 @@ from ember.dispatch import Backend, bfloat16, float16, float64
 from ember.dispatch.dtypes import ALL_DTYPES
 
 from .array import CLArray
-from .cltypes import NUMPY_DTYPE
+from .cltypes import EMBER_DTYPE, NUMPY_DTYPE
 from .kernels import KERNELS
-from .runtime import DEVICES
-
-
-def runtime_of(index):
-    return DEVICES.runtime(0 if index is None else index)
+from .kernels.random import PhiloxGenerator
+from .kernels.views import clone
+from .runtime import DEVICES, runtime_of
+from .timer import OpenCLTimer
 
 
 class OpenCLBackend(Backend):
@@ -53,7 +52,6 @@ class OpenCLBackend(Backend):
         return CLArray(runtime, buffer, host.shape, host.dtype)
 
     def to_numpy(self, native: CLArray):
-        from .kernels.views import clone
         if not native.is_contiguous():
             native = clone(native)
         return native.runtime.read(native)
@@ -72,21 +70,21 @@ class OpenCLBackend(Backend):
 
     # -- execution -------------------------------------------------------------------------------
     def manual_seed(self, seed: int) -> None:
-        from .kernels.random import PhiloxGenerator
         PhiloxGenerator.seed_defaults(seed)
 
     def default_generator(self, index):
-        from .kernels.random import PhiloxGenerator
         return PhiloxGenerator.default(runtime_of(index))
 
     def new_generator(self, index):
-        from .kernels.random import PhiloxGenerator
         return PhiloxGenerator(runtime_of(index), int(np.random.SeedSequence().entropy % (2 ** 63)))
 
     def synchronize(self, index) -> None:
         for runtime in DEVICES.started():
             if index is None or runtime.index == index:
                 runtime.synchronize()
+
+    def device_timer(self, index):
+        return OpenCLTimer(runtime_of(index))
 
     def memory_stats(self, index):
         runtime = runtime_of(index)
@@ -96,5 +94,4 @@ class OpenCLBackend(Backend):
 
 
 def _ember_dtype(dtype: np.dtype):
-    from .cltypes import EMBER_DTYPE
     return EMBER_DTYPE[dtype]

@@ -15,6 +15,8 @@ from . import install as _install
 
 _install.install()
 
+from . import profiler  # noqa: E402  (ember.autograd.profiler: PyTorch's older profiler interface)
+
 __all__ = ["backward", "grad", "Function", "FunctionCtx", "no_grad", "enable_grad", "set_grad_enabled",
            "inference_mode", "is_grad_enabled", "is_inference_mode_enabled", "gradcheck", "gradgradcheck",
            "GradcheckError", "detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled", "Node"]

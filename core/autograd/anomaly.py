@@ -1,10 +1,54 @@
-"""``detect_anomaly()``: after each backward step, check for NaN/inf and name the forward op."""
+"""``detect_anomaly()``: after each backward step, check for NaN/inf and name the forward op.
+
+The forward side is a dispatch mode: it sees every op call, whichever path the call takes, and keeps
+the Python stack of each call that left graph nodes behind, for the engine's error message.
+"""
 from __future__ import annotations
 
 import traceback
+import weakref
 
+from ..dispatch.modes import DispatchMode
 from ..dispatch.ops import F
+from ..tensor import Tensor
+from .graph import AccumulateGrad
 from .grad_mode import state
+
+_forward_stacks: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+class AnomalyMode(DispatchMode):
+    """Remembers where in the program each recorded op was called."""
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        known = {id(a.grad_fn) for a in _tensors(args, kwargs) if a.grad_fn is not None}
+        result = func(*args, **(kwargs or {}))
+        new = [t.grad_fn for t in _tensors((result,), None) if t.grad_fn is not None]
+        if new:
+            stack = "".join(traceback.format_stack(limit=14)[:-2])
+            _remember(new, known, stack)
+        return result
+
+
+def _tensors(args, kwargs):
+    """The tensors among the arguments (one level of lists and tuples)."""
+    for value in (*args, *(kwargs.values() if kwargs else ())):
+        items = value if isinstance(value, (list, tuple)) else (value,)
+        for item in items:
+            if isinstance(item, Tensor):
+                yield item
+
+
+def _remember(nodes: list, known: set, stack: str) -> None:
+    """Give ``stack`` to the nodes this call made: the outputs' nodes and, for a call that decomposed
+    into recorded inner ops, the nodes behind them, down to the inputs' own nodes."""
+    pending = list(nodes)
+    while pending:
+        node = pending.pop()
+        if node is None or id(node) in known or node.__class__ is AccumulateGrad or node in _forward_stacks:
+            continue
+        _forward_stacks[node] = stack
+        pending.extend(edge[0] for edge in node.next_edges if edge is not None)
 
 
 class detect_anomaly:
@@ -13,34 +57,31 @@ class detect_anomaly:
 
     def __init__(self, check_nan: bool = True) -> None:
         self.check_nan = check_nan
+        self._mode = AnomalyMode()
 
     def __enter__(self):
         self._saved = state.anomaly
         state.anomaly = self.check_nan
+        self._mode.__enter__()
         return self
 
     def __exit__(self, *exc) -> None:
+        self._mode.__exit__(*exc)
         state.anomaly = self._saved
+
+
+_global_mode = AnomalyMode()
 
 
 def set_detect_anomaly(mode: bool) -> None:
     state.anomaly = bool(mode)
+    _global_mode.__exit__(None, None, None)
+    if mode:
+        _global_mode.__enter__()
 
 
 def is_anomaly_enabled() -> bool:
     return state.anomaly
-
-
-_forward_stacks: "weakref.WeakKeyDictionary" = None
-
-
-def remember_forward(node) -> None:
-    """Keep the Python stack of the forward call, to show when its backward goes wrong."""
-    global _forward_stacks
-    if _forward_stacks is None:
-        import weakref
-        _forward_stacks = weakref.WeakKeyDictionary()
-    _forward_stacks[node] = "".join(traceback.format_stack(limit=12)[:-3])
 
 
 def check_gradients(node, grads) -> None:
@@ -49,7 +90,7 @@ def check_gradients(node, grads) -> None:
             continue
         if not bool(F.all(F.isfinite(grad))):
             bad = "nan" if bool(F.any(F.isnan(grad))) else "inf"
-            where = _forward_stacks.get(node) if _forward_stacks is not None else None
+            where = _forward_stacks.get(node)
             trace = f"\nThe forward call was made at:\n{where}" if where else ""
             raise RuntimeError(f"Function '{node.name()}' returned {bad} values in its {i}th output "
                                f"(forward op: {node.forward_op}).{trace}")

@@ -5,6 +5,7 @@ to the input's dtype, so derivative formulas never deal with broadcasting.
 """
 from __future__ import annotations
 
+from ..dispatch.modes import active as active_modes, backward_node
 from ..dispatch.ops import F
 from .anomaly import check_gradients
 from .graph import AccumulateGrad, Node, edge_of
@@ -85,6 +86,7 @@ def run_backward(roots, grad_roots, retain_graph: bool, create_graph: bool, capt
     previous = (state.enabled, state.inference)
     state.enabled, state.inference = create_graph, False
     anomaly = state.anomaly
+    observed = bool(active_modes)  # a mode (the profiler) wants to see each node's backward
     add = F.add
     try:
         while ready:
@@ -96,7 +98,10 @@ def run_backward(roots, grad_roots, retain_graph: bool, create_graph: bool, capt
             if node.pre_hooks or capture is not None:
                 _before_apply(node, grads, capture)
             # the node's input gradients; unused outputs of a multi-output node count as zero gradients
-            if len(grads) == 1:
+            if observed:
+                with backward_node(node):
+                    input_grads = _apply(node, grads, retain_graph)
+            elif len(grads) == 1:
                 input_grads = node.apply(grads, retain_graph) if grads[0] is not None else None
             else:
                 input_grads = _apply(node, grads, retain_graph)
@@ -165,25 +170,6 @@ def _apply(node, grads: list, retain_graph: bool) -> list:
     return node.apply(grads, retain_graph)
 
 
-def _pass_on(node, input_grads, buffers: dict, counts: dict, ready: list) -> None:
-    """Add each input gradient, fitted to its input's shape and dtype, to the buffer of the node it goes to."""
-    for edge, grad, meta in zip(node.next_edges, input_grads, getattr(node, "input_meta", ())):
-        if edge is None:
-            continue
-        child, nr = edge
-        if grad is not None:
-            if meta is not None:
-                grad = _fit(grad, meta)
-            slots = buffers.get(child)
-            if slots is None:
-                buffers[child] = slots = [None] * child.num_outputs
-            slots[nr] = grad if slots[nr] is None else F.add(slots[nr], grad)
-        left = counts[child] - 1
-        counts[child] = left
-        if not left:
-            ready.append(child)
-
-
 def _zeros_for(node, nr, grads):
     """A zero gradient for an output of a multi-output node that nothing downstream used."""
     shape, dtype, device = node.output_meta[nr]
@@ -193,10 +179,12 @@ def _zeros_for(node, nr, grads):
 def _accumulate(node: AccumulateGrad, grad, create_graph: bool, handed: set) -> None:
     """``leaf.grad += grad``. A fresh ``.grad`` never shares memory with another leaf's, because
     optimizers and clipping update gradients in place."""
-    leaf = node.variable
     if grad is None:
         return
     grad = _run_hooks(node.hooks, grad)
+    leaf = node.variable
+    if leaf is None:
+        return  # freed: nothing can read its gradient
     if leaf.grad is None:
         if not create_graph and (grad._base is not None or id(grad) in handed or grad.requires_grad):
             grad = F.clone(grad.detach())

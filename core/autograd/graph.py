@@ -9,7 +9,6 @@ from __future__ import annotations
 import inspect
 import weakref
 
-from ..dispatch.errors import EmberError
 from ..tensor import Tensor
 from . import saved as saving
 from .grad_mode import state
@@ -51,26 +50,33 @@ class Node:
 
 
 class AccumulateGrad(Node):
-    """The sink of a leaf tensor: adds arriving gradients into ``leaf.grad``."""
+    """The sink of a leaf tensor: adds arriving gradients into ``leaf.grad``.
 
-    __slots__ = ("variable", "hooks")
+    The leaf owns its sink, which refers back to it weakly: the sink lives as long as the leaf, so it is
+    made once per leaf rather than once per forward pass, and no reference cycle keeps either alive. A
+    gradient arriving after the leaf is gone has nowhere to go and is dropped (its hooks still run)."""
+
+    __slots__ = ("_variable", "hooks")
 
     def __init__(self, variable) -> None:
         super().__init__((), 1, "leaf")
-        self.variable = variable
+        self._variable = weakref.ref(variable)
         self.hooks = []
+
+    @property
+    def variable(self):
+        """The leaf tensor, or None once it has been freed."""
+        return self._variable()
 
     def apply(self, grads, retain_graph):
         raise AssertionError("AccumulateGrad is handled by the engine")
 
 
 def accumulator(leaf) -> AccumulateGrad:
-    """The one AccumulateGrad of a leaf (the leaf keeps it weakly, the graph strongly)."""
-    ref = leaf._accumulator
-    node = ref() if ref is not None else None
+    """The one AccumulateGrad of a leaf, made on first use and kept by the leaf."""
+    node = leaf._accumulator
     if node is None:
-        node = AccumulateGrad(leaf)
-        leaf._accumulator = weakref.ref(node)
+        node = leaf._accumulator = AccumulateGrad(leaf)
     return node
 
 
@@ -157,15 +163,22 @@ def _needed_formulas(op, mask: tuple, list_sizes: tuple) -> dict:
     return needed
 
 
-def node_plan(op, mask: tuple, list_sizes: tuple) -> NodePlan:
-    """The cached NodePlan of ``op`` for inputs needing gradients as in ``mask``."""
-    key = (mask, list_sizes) if list_sizes else mask
-    plan = op.node_plans.get(key)
+def _mask_flags(mask: int, count: int) -> tuple:
+    """A bit mask of inputs needing gradients as one flag per input."""
+    return tuple(bool(mask >> i & 1) for i in range(count))
+
+
+def node_plan(op, plans: dict, mask: tuple, list_sizes: tuple, key=None) -> NodePlan:
+    """The NodePlan of ``op`` for inputs needing gradients as in ``mask`` (one flag per flat input), cached in
+    ``plans`` (the call plan's ``node_plans``) under ``key``."""
+    if key is None:
+        key = (mask, list_sizes)
+    plan = plans.get(key)
     if plan is None or plan.derivative is not op.derivative:  # new, or the op's derivative was replaced
         needed = None if callable(op.derivative) else _needed_formulas(op, mask, list_sizes)
         plan = NodePlan(op, needed)
-        if len(op.node_plans) < 256:
-            op.node_plans[key] = plan
+        if len(plans) < 64:
+            plans[key] = plan
     return plan
 
 
@@ -178,46 +191,48 @@ class OpNode(Node):
 
     __slots__ = ("op", "plan", "saved", "versions", "input_meta", "output_meta", "released", "list_sizes")
 
-    def __init__(self, op, values, outputs, tensor_inputs) -> None:
+    def __init__(self, op, values, outputs, node_plans: dict) -> None:
         # Recording happens on every differentiable op call, so this is written for speed.
-        edges, metas, mask = [], [], []
-        for t in tensor_inputs:
-            if t is None or not t.requires_grad:
-                edges.append(None)
-                metas.append(None)
-                mask.append(False)
-                continue
-            fn = t.grad_fn
-            if fn is not None:
-                edges.append((fn, t._output_nr))
+        edges, metas = [], []
+        mask = 0  # bit i set: tensor input i needs a gradient
+        bit = 1
+        leading = op.leading_tensors
+        add_edge, add_meta = edges.append, metas.append
+        for t in values[:leading] if leading is not None else _graph_inputs(op, values):
+            if (t.__class__ is Tensor or isinstance(t, Tensor)) and t.requires_grad:
+                fn = t.grad_fn
+                if fn is not None:
+                    add_edge((fn, t._output_nr))
+                else:
+                    sink = t._accumulator
+                    add_edge((sink if sink is not None else accumulator(t), 0))
+                add_meta((t._data.shape, t._dtype, t._device))
+                mask |= bit
             else:
-                ref = t._accumulator
-                sink = ref() if ref is not None else None
-                edges.append((sink if sink is not None else accumulator(t), 0))
-            metas.append((t._data.shape, t._dtype, t._device))
-            mask.append(True)
+                add_edge(None)
+                add_meta(None)
+            bit <<= 1
         self.next_edges = edges
-        self.num_outputs = len(outputs)
+        self.num_outputs = count = len(outputs)
         self.pre_hooks = None
         self.op = op
         self.input_meta = metas
         self.released = False
         if op.list_positions:
             self.list_sizes = list_sizes = tuple(len(values[i]) for i in op.list_positions)
-            plan = node_plan(op, tuple(mask), list_sizes)
+            plan = node_plan(op, node_plans, _mask_flags(mask, len(edges)), list_sizes)
         else:
             self.list_sizes = ()
-            plan = op.node_plans.get(tuple(mask))
+            plan = node_plans.get(mask)
             if plan is None or plan.derivative is not op.derivative:
-                plan = node_plan(op, tuple(mask), ())
+                plan = node_plan(op, node_plans, _mask_flags(mask, len(edges)), (), mask)
         self.plan = plan
-        self.output_meta = tuple((t._data.shape, t._dtype, t._device) for t in outputs) \
-            if len(outputs) > 1 else None
+        self.output_meta = tuple((t._data.shape, t._dtype, t._device) for t in outputs) if count > 1 else None
         saved, versions = [], []
         for at in plan.sources:
             if at is not None and at >= 0:
                 value = values[at]
-                if value.__class__ is Tensor:
+                if value.__class__ is Tensor:  # the usual case: an input tensor, kept with its version
                     saved.append(value)
                     versions.append(value._version[0])
                 elif value.__class__ in _PLAIN_VALUES:
@@ -293,8 +308,17 @@ def _flatten_list_grads(out, op, list_sizes: tuple):
     return flat
 
 
+def _graph_inputs(op, values):
+    """The values at the op's tensor positions, lists expanded (non-tensors are skipped by the caller)."""
+    if op.list_positions:
+        return tensor_inputs_of(op, values)
+    return [values[i] for i in op.tensor_positions]
+
+
 def tensor_inputs_of(op, values):
     """The tensor operands in parameter order (lists expanded), None where a slot holds no tensor."""
+    if not op.list_positions:
+        return [v if isinstance(v, Tensor) else None for v in map(values.__getitem__, op.tensor_positions)]
     found = []
     for i in op.tensor_positions:
         v = values[i]
@@ -307,37 +331,22 @@ def tensor_inputs_of(op, values):
     return found
 
 
-def record_elementwise(op, values, inputs, out) -> None:
-    """The fast path's recording: one output, operands known to be tensors or None, op differentiable.
-    Checks the grad mode itself, which saves the fast path a call."""
-    if not state.enabled:
+def record(call_plan, values, outputs) -> None:
+    """The one recording entry point: the executor calls it after a call whose plan records (grad mode on,
+    an input needs grad, the op is differentiable); it attaches one node to the floating outputs."""
+    op = call_plan.op
+    if outputs.__class__ is Tensor:
+        node = OpNode(op, values, (outputs,), call_plan.node_plans)
+        if outputs._dtype.is_floating_point:
+            outputs.requires_grad = True
+            outputs.grad_fn = node
         return
-    node = OpNode(op, values, (out,), inputs)
-    if out._dtype.is_floating_point:
-        out.requires_grad = True
-        out.grad_fn = node
-
-
-def record(op, values, outputs) -> None:
-    """Called by the dispatcher after a kernel ran with grad mode on: attach a node when needed."""
-    inputs = tensor_inputs_of(op, values)
-    if not any(t is not None and t.requires_grad for t in inputs):
-        return
-    if not op.differentiable:
-        return
-    if op.derivative is None:
-        raise EmberError(f"{op.name}: no derivative is declared for this op, so it cannot be differentiated; "
-                         f"inputs: {', '.join(str(tuple(t.shape)) for t in inputs if t is not None)}")
-    outs = outputs if isinstance(outputs, tuple) else (outputs,)
-    node = OpNode(op, values, outs, inputs)
-    for nr, out in enumerate(outs):
+    node = OpNode(op, values, outputs, call_plan.node_plans)
+    for nr, out in enumerate(outputs):
         if out._dtype.is_floating_point:
             out.requires_grad = True
             out.grad_fn = node
             out._output_nr = nr
-    if state.anomaly:
-        from .anomaly import remember_forward
-        remember_forward(node)
 
 
 def check_mutation(op, values) -> None:

@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import weakref
 
-from ..dispatch import dispatcher
+from ..dispatch import links
 from ..dispatch.ops import F
 from ..tensor import Tensor, wrap
 from . import functional, graph
-from .grad_mode import is_grad_enabled, no_grad
+from .grad_mode import is_grad_enabled, no_grad, state
 
 
 class ToDeviceBackward(graph.Node):
@@ -48,9 +48,7 @@ def _register_hook(self, hook):
     if not self.requires_grad:
         raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
     if self.grad_fn is None:
-        node = graph.accumulator(self)
-        self._accumulator = lambda: node  # a leaf with hooks keeps its accumulator alive
-        hooks = node.hooks
+        hooks = graph.accumulator(self).hooks
         hooks.append(hook)
         return _RemovableHandle(hooks, hook)
     self.grad_fn.register_prehook(self._output_nr, hook)
@@ -81,14 +79,18 @@ def _set_data(self, value: Tensor) -> None:
     self._data, self._dtype, self._device = value._data, value._dtype, value._device
 
 
+class AutogradRecorder:
+    """Autograd as dispatch sees it (``ember.dispatch.links.Recorder``), registered once at import."""
+
+    state = state
+    record = staticmethod(graph.record)
+    record_transfer = staticmethod(_record_transfer)
+    check_mutation = staticmethod(graph.check_mutation)
+    no_grad = staticmethod(no_grad)
+
+
 def install() -> None:
-    hooks = dispatcher.hooks
-    hooks.record = graph.record
-    hooks.record_elementwise = graph.record_elementwise
-    hooks.grad_enabled = is_grad_enabled
-    hooks.before_mutation = graph.check_mutation
-    hooks.record_transfer = _record_transfer
-    hooks.no_grad = no_grad
+    links.register_recorder(AutogradRecorder())
     Tensor.backward = _backward
     Tensor.register_hook = _register_hook
     Tensor.retain_grad = _retain_grad

@@ -83,3 +83,24 @@ class Backend:
 
     def empty_cache(self, index: int | None) -> None:
         """Return cached but unused memory to the device (a no-op where nothing is cached)."""
+
+    # -- optional hooks ----------------------------------------------------------
+    def device_timer(self, index: int | None) -> "DeviceTimer | None":
+        """The timer of device ``index`` for ``ember.profiler``'s device time, or None where the
+        backend cannot time its own work (the default: the profiler then reports host time only)."""
+        return None
+
+
+class DeviceTimer:
+    """What ``Backend.device_timer`` returns: markers placed in the device's own order of work.
+
+    ``mark()`` queues a marker behind the work already queued on the device and returns it without
+    waiting; ``elapsed_ms(start, end)`` waits until ``end`` is reached and returns the device's
+    milliseconds between the two markers (OpenCL profiling events, CUDA events).
+    """
+
+    def mark(self) -> Any:
+        raise NotImplementedError(f"{type(self).__name__} must implement mark()")
+
+    def elapsed_ms(self, start: Any, end: Any) -> float:
+        raise NotImplementedError(f"{type(self).__name__} must implement elapsed_ms()")

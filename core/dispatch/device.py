@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from .errors import DeviceError
+from .plugins import backends
 
 
 class device:
@@ -55,8 +56,7 @@ class device:
 
 def _check_known(dev_type: str, spec) -> None:
     """Unknown device types fail here, as in PyTorch, naming the types the installed plugins provide."""
-    from . import registry  # registry imports this module
-    known = registry.backends()
+    known = backends()
     if dev_type not in known:
         raise DeviceError(f"device: unknown device type {dev_type!r} in {spec!r}; registered backends: "
                           f"{', '.join(sorted(known)) or 'none'}")

@@ -1,169 +1,319 @@
-"""The per-call path: bind arguments, validate devices, dtypes and shapes, pick the kernel, wrap.
+"""The per-call path: the entry point of every op, and the validation that makes call plans.
 
-Everything an op needs checked is checked here, once, before any kernel runs, so
-kernels stay free of Python-side validation. Kernel resolution is cached per
-(op, device type); pluggy is not involved after registration.
+``call`` hands the call to the active dispatch modes, if any (``modes``), binds the arguments and
+looks up the call's plan (``plan``) by a key of everything validation looks at; on a hit it runs the
+plan's function (``executor``) at once. On a miss it validates the call here, once: devices,
+dtypes (promotion and what the backend supports), attributes and shapes (the op's ``meta``), then
+builds, caches and runs the plan. Kernels stay free of Python-side validation.
+
+An op whose validation reads tensor *values* (index range checks: embedding, cross_entropy, one_hot,
+gather, ...) is validated on every call; it is seen doing so through ``note_value_read``, which the
+checks call where they read values to the host, or through ops it dispatches while validating.
 """
 from __future__ import annotations
 
-import operator
-from typing import Any
-
-from . import fallback, registry
+from . import links, modes, registry
+from .binding import bind, convert, wrap_dim
+from .defaults import get_default_device
 from .device import device as Device
-from .dtypes import _default_float, as_dtype, bool_, dtype as DType
-from .errors import DeviceError, DtypeError, ShapeError, describe
+from .dtypes import _default_float, bool_, dtype as DType
+from .errors import BackendError, DeviceError, DtypeError, EmberError, ShapeError, describe
+from .executor import DATA, PASS, runner
+from .fallback import refuse_or_warn
+from .plan import CallPlan, cached, lookup, prefers_composite, store, table
 from .promotion import result_type_of, scalar_dtype
-from .rules import PURE_RULES
 from .schema import REQUIRED, OpDef
+from .transfer import transfer
 
 _NUMBER = (bool, int, float)
+_active_modes = modes.active  # the same list object: checked on every call
 
 
-class _Hooks:
-    """Set by the layers above dispatch (``ember`` core, ``ember.autograd``) at import."""
-    tensor_type: type = object
-    wrap = None  # (native, dtype, device) -> Tensor
-    wrap_view = None  # (native, dtype, device, base Tensor) -> Tensor sharing base's version counter
-    record = None  # autograd: (op, values, outputs) -> None, called when grad mode records
-    record_elementwise = None  # autograd: (op, values, tensor inputs, output) -> None; fast path, checks grad mode
-    record_transfer = None  # autograd: (source, copy) -> None for device copies
-    before_mutation = None  # autograd: (op, values) -> None, refuses in-place writes it cannot track
-    no_grad = None  # autograd: a context manager that turns recording off
-    grad_enabled = None  # () -> bool
-    default_device: Device | None = None
-    fallback = None  # () -> str | None: device type to run missing ops on
+def call(op: OpDef, args: tuple, kwargs: dict, modes_seeing_it: list | tuple = _active_modes):
+    """Run ``op`` on the given arguments: the one generic entry point of every op.
 
-
-hooks = _Hooks()
-
-
-# -- binding ---------------------------------------------------------------------------------
-
-def bind(op: OpDef, args: tuple, kwargs: dict) -> list:
-    """Positional and keyword arguments -> one value per parameter, defaults filled."""
+    The active dispatch modes see the call first; below the last of them (``run``) it finds or makes
+    the call's plan and runs it."""
+    if modes_seeing_it:
+        return modes.dispatch(op, args, kwargs, run)
+    global _activity
+    _activity += 1
     if not kwargs and op.min_args <= len(args) <= op.positional_count:
-        return [*args, *op.default_values[len(args):]]
-    params = op.params
-    if len(args) > len(params) or (args and len(args) > sum(not p.kw_only for p in params)):
-        positional = sum(not p.kw_only for p in params)
-        raise TypeError(f"{op.name}() takes {positional} positional argument(s) but {len(args)} were given; "
-                        f"signature: {op.signature}")
-    values = list(args)
-    for p in params[len(args):]:
-        if p.name in kwargs:
-            values.append(kwargs[p.name])
-        elif p.default is not REQUIRED:
-            values.append(p.default)
-        else:
-            raise TypeError(f"{op.name}() missing required argument '{p.name}'; signature: {op.signature}")
-    if kwargs:
-        names = op.param_index
-        for key in kwargs:
-            index = names.get(key)
-            if index is None:
-                raise TypeError(f"{op.name}() got an unexpected keyword argument '{key}'; "
-                                f"signature: {op.signature}")
-            if index < len(args):
-                raise TypeError(f"{op.name}() got multiple values for argument '{key}'")
-    return values
+        values = [*args, *op.default_values[len(args):]]
+    elif not kwargs and len(args) == len(op.params):  # every value, bound already (the CPU fallback's call)
+        values = list(args)
+    else:
+        values = bind(op, args, kwargs)
+    key = plan_key(op, values)
+    if key is not None:
+        plan = table.get(key)
+        if plan is not None and not plan.validates_every_call:
+            if plan.converts:  # attributes whose converted form differs from what was passed (dim=-1 -> 0)
+                for i, v in zip(op.attr_positions, plan.attrs):
+                    values[i] = v
+            return plan.run(values)
+    return _validate_and_plan(op, values, grad_wanted(op, values), key).run(values)
 
 
-# -- attribute conversion --------------------------------------------------------------------
-
-def _as_int(op, name, v):
-    if isinstance(v, bool):
-        raise TypeError(f"{op.name}(): argument '{name}' must be int, not bool")
-    try:
-        return operator.index(v)
-    except TypeError:
-        raise TypeError(f"{op.name}(): argument '{name}' must be int, not {type(v).__name__}") from None
+def run(op: OpDef, args: tuple, kwargs: dict):
+    """``call`` as the modes' last step: the op itself, with no mode seeing it."""
+    return call(op, args, kwargs, ())
 
 
-def _as_int_list(op, name, v):
-    if isinstance(v, (list, tuple)):
-        return tuple(_as_int(op, name, x) for x in v)
-    return (_as_int(op, name, v),)
+# -- plan keys -------------------------------------------------------------------------------
+
+_activity = 0  # op calls plus host reads of tensor values: any change during a validation means it read data
+_reads_values: set = set()  # ops whose validation was seen reading tensor values: validated on every call
+_KEY_ATOMS = frozenset({int, float, bool, str, type(None)})
+_KEY_AS_IS = frozenset({int, str, type(None), DType, Device})  # attribute values that are keys as they are
+_NUMBER_KINDS = frozenset({int, float, bool})
 
 
-def wrap_dim(op_name: str, dim: int, ndim: int) -> int:
-    """A dim in [-ndim, ndim) made non-negative; 0-d tensors accept -1 and 0 like PyTorch."""
-    rank = max(ndim, 1)
-    if not -rank <= dim < rank:
-        raise IndexError(f"{op_name}: dim {dim} is out of range for a tensor with {ndim} dim(s) "
-                         f"(expected {-rank}..{rank - 1})")
-    return dim % rank
+def note_value_read() -> None:
+    """Called where a tensor's values are read to the host (``item``, ``tolist``): a validation doing this
+    is data-dependent, so its op is validated on every call (its plans are still cached)."""
+    global _activity
+    _activity += 1
 
 
-def _all_ints(values: tuple) -> bool:
-    for x in values:
-        if x.__class__ is not int:
-            return False
-    return True
+def validates_every_call(op: OpDef) -> bool:
+    """Whether ``op``'s validation reads tensor values, so that it runs on every call."""
+    return op in _reads_values
 
 
-_PLAIN = {("int", int), ("int?", int), ("bool", bool), ("bool?", bool), ("float", float), ("float?", float),
-          ("str", str), ("str?", str), ("Scalar", int), ("Scalar", float), ("Scalar?", int), ("Scalar?", float)}
+def plan_key(op: OpDef, values: list):
+    """The plan cache key of this call, or None where an argument cannot be part of a key. The grad mode is
+    part of it only where an operand requires grad: otherwise nothing records either way.
 
-
-def _convert(op: OpDef, p, v, ndim: int):
-    t = p.type
-    if v is p.default and p.default_is_canonical:
-        return v
-    if (t, v.__class__) in _PLAIN:
-        return v
-    if t == "dim" and v.__class__ is int and 0 <= v < ndim:
-        return v
-    if v.__class__ is tuple and t in ("int[]", "int[]?") and _all_ints(v):
-        return v  # sizes from tensor.shape or a literal: already what the kernels take
-    if v is None:
-        if p.optional or t in ("Any",):
+    Attribute values are keys as they are, but for those that compare equal to values of another type that
+    validation treats differently: True, 1 and 1.0, or (2, 5) and (2.0, 5.0). Floats and bools go in with
+    their type, sequences of anything but ints with their element types."""
+    first = values[op.tensor_positions[0]] if op.single_tensor else None
+    if first.__class__ is links.tensor.type:  # the common case, built quickly
+        key = [op, first.requires_grad and links.recorder.state.enabled, _default_float[0], first._data.shape,
+               first._dtype, first._device, first.requires_grad]
+    else:
+        key, first = _operands_key(op, values, links.tensor.type)
+        if key is None:
             return None
-        raise TypeError(f"{op.name}(): argument '{p.name}' ({t}) must not be None")
-    if t in ("int", "int?"):
-        return _as_int(op, p.name, v)
-    if t in ("dim", "dim?"):
-        return wrap_dim(op.name, _as_int(op, p.name, v), ndim)
-    if t == "dim[]?":
-        dims = tuple(wrap_dim(op.name, d, ndim) for d in _as_int_list(op, p.name, v))
-        if len(set(dims)) != len(dims):
-            raise ValueError(f"{op.name}: dim {tuple(v) if isinstance(v, (list, tuple)) else v} "
-                             f"repeats a dimension")
-        return dims
-    if t in ("int[]", "int[]?"):
-        return _as_int_list(op, p.name, v)
-    if t in ("float", "float?"):
-        if not isinstance(v, (int, float)) and not hasattr(v, "__float__"):
-            raise TypeError(f"{op.name}(): argument '{p.name}' must be float, not {type(v).__name__}")
-        return float(v)
-    if t in ("bool", "bool?"):
-        if not isinstance(v, (bool, int)):
-            raise TypeError(f"{op.name}(): argument '{p.name}' must be bool, not {type(v).__name__}")
-        return bool(v)
-    if t in ("Scalar", "Scalar?"):
-        if isinstance(v, hooks.tensor_type):
-            if v.numel() != 1:
-                raise ValueError(f"{op.name}(): argument '{p.name}' must be a number or a one-element "
-                                 f"tensor, got {describe(v)}")
-            return v.item()
-        if not isinstance(v, _NUMBER) and not hasattr(v, "__index__") and not hasattr(v, "__float__"):
-            raise TypeError(f"{op.name}(): argument '{p.name}' must be a number, not {type(v).__name__}")
-        return v if isinstance(v, _NUMBER) else (int(v) if hasattr(v, "__index__") else float(v))
-    if t in ("dtype", "dtype?"):
-        return as_dtype(v)
-    if t == "device?":
-        try:
-            return registry.resolve_device(v)
-        except DeviceError as exc:
-            raise DeviceError(f"{op.name}: {exc}") from None
-    if t in ("str", "str?"):
-        if not isinstance(v, str):
-            raise TypeError(f"{op.name}(): argument '{p.name}' must be str, not {type(v).__name__}")
-        return v
-    return v  # Generator? and Any are converted where they are used
+    append = key.append
+    for i in op.attr_positions:
+        v = values[i]
+        c = v.__class__
+        if c in _KEY_AS_IS:
+            append(v)
+        elif c is tuple or c is list:
+            for element in v:
+                if element.__class__ is not int:
+                    v = _typed_sequence(v)
+                    if v is None:
+                        return None
+                    break
+            append(v if v.__class__ is tuple else tuple(v))
+        elif c is float or c is bool:
+            append((c, v))
+        else:
+            return None
+    if first is None:
+        append(get_default_device())  # no tensor operand: the device may come from the default
+    elif op.layout_dependent:  # the native's strides (in bytes or elements: the dtype is in the key already)
+        strides = getattr(first._data, "strides", None)
+        append(strides if strides is not None else registry.get_backend(first._device.type).strides(first._data))
+    return tuple(key)
 
 
-# -- the call --------------------------------------------------------------------------------
+def _typed_sequence(v) -> tuple | None:
+    """A sequence of numbers with their types, as a key; None for a sequence of anything else."""
+    kinds = tuple(map(type, v))
+    return (kinds, tuple(v)) if _NUMBER_KINDS.issuperset(kinds) else None
+
+
+def _tensors_of(op: OpDef, values: list) -> list:
+    """The tensor operands, lists expanded."""
+    Tensor = links.tensor.type
+    found = []
+    for i in op.tensor_positions:
+        v = values[i]
+        found.extend(t for t in (v if isinstance(v, (list, tuple)) else (v,)) if isinstance(t, Tensor))
+    return found
+
+
+def grad_wanted(op: OpDef, values: list) -> bool:
+    """Whether this call records for autograd, as far as the grad mode and the operands say."""
+    if not links.recorder.state.enabled:
+        return False
+    return any(t.requires_grad for t in _tensors_of(op, values))
+
+
+def _operands_key(op: OpDef, values: list, Tensor):
+    """The start of a key: the op and its tensor operands; and the first tensor. (None, None) where an
+    operand cannot be part of a key."""
+    key = [op, grad_wanted(op, values), _default_float[0]]
+    append = key.append
+    first = None
+    for i in op.tensor_positions:
+        v = values[i]
+        if v.__class__ is Tensor:
+            append(v._data.shape)
+            append(v._dtype)
+            append(v._device)
+            append(v.requires_grad)
+            if first is None:
+                first = v
+        elif v.__class__ in _KEY_ATOMS:
+            append(v.__class__)  # a Python number: promotion looks at its kind, a check may look at its value
+            append(v)
+        elif v.__class__ is list or v.__class__ is tuple:
+            append(len(v))
+            for t in v:
+                if t.__class__ is Tensor:
+                    append(t._data.shape)
+                    append(t._dtype)
+                    append(t._device)
+                    append(t.requires_grad)
+                    if first is None:
+                        first = t
+                elif t is None:
+                    append(None)
+                else:
+                    return None, None
+        else:
+            return None, None
+    return key, first
+
+
+# -- validation ------------------------------------------------------------------------------
+
+def _validate_and_plan(op: OpDef, values: list, grad: bool, key) -> CallPlan:
+    """Check the call, convert its attributes in ``values``, and return its plan (cached under ``key``).
+    ``grad``: grad mode is on and an operand requires grad."""
+    before = _activity
+    originals = [values[i] for i in op.tensor_positions]
+    passed = [values[i] for i in op.attr_positions]
+    tensors, scalars, dev = _collect(op, values)
+    params = op.params
+    ndim = len(tensors[0]._data.shape) if tensors else 0
+    for i in op.attr_positions:
+        values[i] = convert(op, params[i], values[i], ndim)
+    if dev is None:
+        dev_index = op.param_index.get("device")
+        dev = values[dev_index] if dev_index is not None and values[dev_index] is not None else None
+        if dev is None:
+            dev = get_default_device()
+    backend = registry.get_backend(dev.type)
+    compute, out = _promote(op, values, tensors, scalars)
+    _check_dtypes(op, compute, out, tensors, backend, dev)
+    if op.normalize is not None:
+        op.normalize(op, values)
+    op.meta(*values)  # validates shapes; raises ShapeError naming the op and operands
+    if _activity != before and op not in _reads_values:
+        _reads_values.add(op)  # the checks read tensor values: validate this op on every call
+        for plan in cached(op):
+            plan.validates_every_call = True
+    cacheable = key is not None and all(values[i] is t for i, t in zip(op.tensor_positions, originals))
+    plan = lookup(key) if cacheable else None
+    if plan is None:
+        plan = make_plan(op, values, dev, backend, compute, out, grad, grad and op.differentiable)
+        plan.converts = any(values[i] is not v for i, v in zip(op.attr_positions, passed))
+        plan.validates_every_call = op in _reads_values
+        if cacheable:
+            store(key, plan)
+    return plan
+
+
+def make_plan(op: OpDef, values: list, dev: Device, backend, compute, out, grad_on: bool,
+              records: bool) -> CallPlan:
+    """The plan for validated ``values``: which implementation runs and how each operand reaches it."""
+    kernel = backend.kernels.get(op.name)
+    if records and op.kind == "composite" and op.derivative is None:
+        kind, impl = "composite", op.composite  # decompose, so that every inner op records its node
+    elif kernel is not None and not (op.composite is not None and prefers_composite(op, dev.type)):
+        kind, impl = "kernel", kernel
+    elif op.composite is not None:
+        kind, impl = "composite", op.composite
+    else:
+        refuse_or_warn(op, dev)  # raises unless the opt-in CPU fallback is on
+        kind, impl = "fallback", None
+    if records and op.derivative is None and kind != "composite":
+        raise EmberError(f"{op.name}: no derivative is declared for this op, so it cannot be differentiated; "
+                         f"inputs: {', '.join(describe(t) for t in _tensors_of(op, values))}")
+    arguments = _arguments(op, values, compute, backend, dev) if kind == "kernel" else ()
+    plan = CallPlan(op, kind, impl, dev, backend, compute, out, tuple(values[i] for i in op.attr_positions),
+                    grad_on, records, arguments)
+    plan.run = runner(plan, call)
+    return plan
+
+
+def _arguments(op: OpDef, values: list, compute, backend, dev: Device) -> tuple:
+    """Per tensor position, how its value becomes a kernel argument: ``DATA`` (the native array as it is),
+    ``PASS`` (as it is), or a function making the native argument (casting, moving, making a scalar)."""
+    Tensor = links.tensor.type
+    cast = backend.kernels["to_dtype"]
+    scalars_pass = (simple_elementwise(op) and getattr(backend, "accepts_python_scalars", False)
+                    and all(values[i] == op.params[i].default for i in op.attr_positions))  # as the fast path calls
+    arguments = []
+    for i in op.tensor_positions:
+        v = values[i]
+        promote = compute is not None and op.params[i].type in ("Tensor", "Tensor?", "Tensor[]")
+        if isinstance(v, Tensor):
+            if v._device is dev and (not promote or v._dtype is compute):
+                arguments.append((i, DATA))
+            else:
+                arguments.append((i, _native_maker(dev, cast if promote and v._dtype is not compute else None,
+                                                   compute)))
+        elif isinstance(v, (list, tuple)):
+            arguments.append((i, _list_maker(dev, cast if promote else None, compute)))
+        elif isinstance(v, _NUMBER):
+            dt = compute or scalar_dtype(v)
+            if scalars_pass and _passes_as_scalar(v, dt):
+                arguments.append((i, PASS))
+            else:
+                arguments.append((i, _scalar_maker(backend, dt, dev.index)))
+        else:
+            arguments.append((i, PASS))  # None in an optional position
+    return tuple(arguments)
+
+
+def simple_elementwise(op: OpDef) -> bool:
+    """Elementwise ops whose one or two operands come first and whose attributes all have defaults:
+    backends' kernels for them take a Python number for an operand, and the fast path serves them."""
+    if op.category != "elementwise":
+        return False
+    tensors = [p for p in op.params if p.is_tensor]
+    return (len(tensors) in (1, 2) and all(p.type == "Tensor" for p in tensors)
+            and all(p.is_tensor for p in op.params[:len(tensors)])
+            and all(p.default is not REQUIRED for p in op.params[len(tensors):]))
+
+
+def _passes_as_scalar(v, dt: DType) -> bool:
+    """Whether a backend's elementwise kernel may take the Python number itself: floats for floating
+    compute, small non-negative ints for any (NumPy refuses ints out of the array dtype's range)."""
+    if v.__class__ is float:
+        return dt.is_floating_point
+    return v.__class__ is int and 0 <= v < 128 and dt is not bool_
+
+
+def _native_maker(dev: Device, cast, compute):
+    def native(t):
+        data = t._data
+        if t._device is not dev:
+            data = transfer(data, t._dtype, t._device, dev)
+        return data if cast is None or t._dtype is compute else cast(data, compute)
+    return native
+
+
+def _list_maker(dev: Device, cast, compute):
+    one = _native_maker(dev, cast, compute)
+
+    def natives(items):
+        return [None if t is None else one(t) for t in items]
+    return natives
+
+
+def _scalar_maker(backend, dt: DType, index):
+    full = backend.kernels["full"]
+    return lambda value: full((), value, dt, index)
+
 
 def _device_mismatch(op: OpDef, tensors) -> DeviceError:
     devices = sorted({str(t._device) for t in tensors})
@@ -173,7 +323,7 @@ def _device_mismatch(op: OpDef, tensors) -> DeviceError:
 
 def _collect(op: OpDef, values: list):
     """Tensor operands, Python-number operands and the device. Moves zero-dim CPU tensors across."""
-    Tensor = hooks.tensor_type
+    Tensor = links.tensor.type
     if op.single_tensor:
         t = values[op.tensor_positions[0]]
         if t.__class__ is Tensor:
@@ -222,7 +372,7 @@ def _promote(op: OpDef, values: list, tensors, scalars):
     positions = op.tensor_positions
     promoted = [v for i in positions if op.params[i].type in ("Tensor", "Tensor?", "Tensor[]")
                 for v in (values[i] if isinstance(values[i], (list, tuple)) else (values[i],))
-                if isinstance(v, hooks.tensor_type)]
+                if isinstance(v, links.tensor.type)]
     if promoted or scalars:
         dims = [t._dtype for t in promoted if t._data.shape != ()]
         zeros = [t._dtype for t in promoted if t._data.shape == ()]
@@ -254,268 +404,5 @@ def _check_dtypes(op: OpDef, compute: DType | None, out, tensors, backend, dev: 
                              f"{', '.join(x.name for x in sorted(supported, key=lambda x: x._rank))}")
 
 
-def resolve(op: OpDef, backend, device_type: str):
-    """The kernel for (op, backend): the backend's own, else the composite. Cached."""
-    impl = op.impl_cache.get(device_type)
-    if impl is None:
-        kernel = backend.kernels.get(op.name)
-        if kernel is not None:
-            impl = ("kernel", kernel)
-        elif op.composite is not None:
-            impl = ("composite", op.composite)
-        else:
-            impl = ("missing", None)
-        op.impl_cache[device_type] = impl
-    return impl
-
-
-def _scalar_native(backend, value, dt: DType, index):
-    full = backend.kernels["full"]
-    return full((), value, dt, index)
-
-
-# -- the validation cache ----------------------------------------------------------------------
-#
-# Validating a call (converting attributes, promotion, ``normalize``, ``meta``) looks only at the tensors'
-# shapes, dtypes, devices and requires_grad, at the attribute values, and at the grad mode and default
-# dtype; so its outcome is cached under exactly those, per op, and a repeated call (a training loop's)
-# skips straight to the kernel. ``view``'s meta also reads the input's strides: an op that says so with
-# ``layout_dependent`` gets them in its key. An op whose checks read tensor *values* (index range checks:
-# embedding, cross_entropy, one_hot, gather, ...) cannot be cached: such checks dispatch other ops
-# (``amin``/``amax``) or read values to the host, which bumps ``_activity``; an op seen doing so during
-# its validation is excluded for good (``op.check_cache = None``). A check that reads values calls
-# ``note_value_read`` itself, so that it is seen even where it answers from a memo (cross_entropy's targets).
-
-_activity = 0  # calls of ``call`` plus host reads of tensor values: any change during a validation means it read data
-_CHECK_CACHE_SIZE = 512
-_KEY_ATOMS = frozenset({int, float, bool, str, type(None)})
-
-
-def note_value_read() -> None:
-    """Called where a tensor's values are read to the host (``item``, ``tolist``): a validation doing this is
-    data-dependent and must not be cached."""
-    global _activity
-    _activity += 1
-
-
-def _check_key(op: OpDef, values: list, grad_on: bool):
-    """The validation cache key of this call, or None where the call cannot be cached."""
-    Tensor = hooks.tensor_type
-    key = [grad_on, _default_float[0]]
-    append = key.append
-    first = None
-    for i in op.tensor_positions:
-        v = values[i]
-        if isinstance(v, Tensor):
-            append(v._data.shape)
-            append(v._dtype)
-            append(v._device)
-            append(v.requires_grad)
-            if first is None:
-                first = v
-        elif v.__class__ in _KEY_ATOMS:
-            append(v.__class__)  # a Python number: promotion looks at its kind, a check may look at its value
-            append(v)
-        else:
-            return None  # lists of tensors: not cached
-    if first is None:
-        return None  # the device would come from the defaults
-    for i in op.attr_positions:
-        v = values[i]
-        c = v.__class__
-        if c is list or c is tuple:
-            for x in v:
-                if x.__class__ is not int and x.__class__ is not float:
-                    return None
-            append(tuple)
-            append(tuple(v))
-        elif c in _KEY_ATOMS or c is DType or c is Device:
-            append(c)  # True, 1 and 1.0 are equal keys, but not equally valid arguments
-            append(v)
-        else:
-            return None
-    if op.layout_dependent:
-        append(registry.get_backend(first._device.type).strides(first._data))
-    return tuple(key)
-
-
-def call(op: OpDef, args: tuple, kwargs: dict):
-    """Run ``op`` on the given arguments: the one generic entry point of every op."""
-    global _activity
-    _activity += 1
-    values = list(args) if not kwargs and len(args) == len(op.params) else bind(op, args, kwargs)
-    grad_on = hooks.grad_enabled is not None and hooks.grad_enabled()
-    cache = op.check_cache
-    key = None
-    if cache is not None:
-        key = _check_key(op, values, grad_on)
-        if key is not None:
-            entry = cache.get(key)
-            if entry is not None:
-                attrs, dev, backend, compute, out, wants_grad = entry
-                for i, v in zip(op.attr_positions, attrs):
-                    values[i] = v
-                return _run(op, values, dev, backend, compute, out, grad_on, wants_grad)
-    before = _activity
-    originals = [values[i] for i in op.tensor_positions] if key is not None else None
-    tensors, scalars, dev = _collect(op, values)
-    params = op.params
-    ndim = len(tensors[0]._data.shape) if tensors else 0
-    for i in op.attr_positions:
-        values[i] = _convert(op, params[i], values[i], ndim)
-    if dev is None:
-        dev_index = op.param_index.get("device")
-        dev = values[dev_index] if dev_index is not None and values[dev_index] is not None else None
-        if dev is None:
-            dev = hooks.default_device or registry.resolve_device("cpu")
-    backend = registry.get_backend(dev.type)
-    compute, out = _dtype_plan(op, values, tensors, scalars, backend, dev)
-    if op.normalize is not None:
-        op.normalize(op, values)
-    op.meta(*values)  # validates shapes; raises ShapeError naming the op and operands
-    wants_grad = any(t.requires_grad for t in tensors)
-    if key is not None and op.check_cache is not None:
-        if _activity != before:
-            op.check_cache = None  # the checks read tensor values: never cache this op
-        elif all(values[i] is t for i, t in zip(op.tensor_positions, originals)) and (
-                resolve(op, backend, dev.type)[0] != "missing"):
-            if len(cache) >= _CHECK_CACHE_SIZE:
-                cache.clear()
-            cache[key] = (tuple(values[i] for i in op.attr_positions), dev, backend, compute, out, wants_grad)
-    return _run(op, values, dev, backend, compute, out, grad_on, wants_grad)
-
-
-def _run(op: OpDef, values: list, dev: Device, backend, compute, out, grad_on: bool, wants_grad: bool):
-    """The validated call: pick the implementation, run it, wrap and record."""
-    kind, impl = resolve(op, backend, dev.type)
-    needs_grad = grad_on and wants_grad and op.differentiable
-    if needs_grad and op.kind == "composite" and op.derivative is None:
-        kind, impl = "composite", op.composite  # decompose, so that every inner op records its node
-    if kind == "composite":
-        if needs_grad and op.derivative is not None:
-            with hooks.no_grad():
-                result = _named(op, impl(*values)) if len(op.outputs) > 1 else impl(*values)
-            hooks.record(op, values, result)
-            return result
-        result = impl(*values)
-        return _named(op, result) if len(op.outputs) > 1 else result
-    if kind == "missing":  # raises unless the opt-in CPU fallback is on
-        return fallback.missing_kernel(op, values, dev, needs_grad)
-    if op.mutates and grad_on:
-        hooks.before_mutation(op, values)
-    natives = _natives(op, values, compute, out, backend, dev)
-    result = impl(*natives)
-    return _wrap_outputs(op, result, out, dev, values, hooks.record if needs_grad else None)
-
-
-def _dtype_plan(op: OpDef, values, tensors, scalars, backend, dev: Device):
-    """(compute dtype, output dtype) after checking both; cached when the rule looks only at dtypes."""
-    key_params = PURE_RULES.get(op.promotion)
-    if key_params is None:
-        compute, out = _promote(op, values, tensors, scalars)
-        _check_dtypes(op, compute, out, tensors, backend, dev)
-        return compute, out
-    if len(tensors) == 1 and not scalars and not key_params:  # the common single-tensor case, built quickly
-        t = tensors[0]
-        key = (dev, t._dtype, t._data.shape == ())
-    else:
-        key = (dev, *[(t._dtype, t._data.shape == ()) for t in tensors], *[s.__class__ for s in scalars],
-               *[values[op.param_index[name]] for name in key_params])
-    plan = op.plan_cache.get(key)
-    if plan is None:
-        compute, out = _promote(op, values, tensors, scalars)
-        _check_dtypes(op, compute, out, tensors, backend, dev)
-        plan = (compute, out)
-        if len(op.plan_cache) < 256:
-            op.plan_cache[key] = plan
-    return plan
-
-
-def _natives(op: OpDef, values: list, compute, out, backend, dev: Device) -> list:
-    """Bound values as the kernel takes them: native arrays cast to ``compute``, devices as indices."""
-    Tensor = hooks.tensor_type
-    natives = list(values)
-    cast = backend.kernels["to_dtype"]
-    for i in op.tensor_positions:
-        v = values[i]
-        if v.__class__ is Tensor and v._device is dev and (compute is None or v._dtype is compute):
-            natives[i] = v._data  # the common case: nothing to move or cast
-            continue
-        p = op.params[i]
-        promote = compute is not None and p.type in ("Tensor", "Tensor?", "Tensor[]")
-        if isinstance(v, Tensor):
-            natives[i] = _native_of(v, dev, cast if promote and v._dtype is not compute else None, compute)
-        elif isinstance(v, (list, tuple)):
-            natives[i] = [None if t is None else
-                          _native_of(t, dev, cast if promote and t._dtype is not compute else None, compute)
-                          for t in v]
-        elif isinstance(v, _NUMBER):
-            natives[i] = _scalar_native(backend, v, compute or scalar_dtype(v), dev.index)
-    device_at, generator_at, dtype_at = op.special_positions
-    if device_at is not None:
-        natives[device_at] = dev.index
-    if generator_at is not None:
-        natives[generator_at] = _generator_native(backend, dev, values[generator_at])
-    if dtype_at is not None and not isinstance(out, tuple):
-        natives[dtype_at] = out
-    return natives
-
-
-def _native_of(t, dev: Device, cast, compute):
-    data = t._data
-    if t._device is not dev:
-        data = transfer(data, t._dtype, t._device, dev)
-    return data if cast is None else cast(data, compute)
-
-
-def _generator_native(backend, dev: Device, generator):
-    if generator is None:
-        return backend.default_generator(dev.index)
-    native = getattr(generator, "_native", None)
-    if native is None or generator.device != dev:
-        raise DeviceError(f"generator on {getattr(generator, 'device', '?')} cannot draw numbers for {dev}")
-    return native
-
-
-def _wrap_outputs(op: OpDef, result, out, dev: Device, values, record):
-    wrap = hooks.wrap
-    if op.mutates:
-        target = values[op.tensor_positions[0]]
-        target._version[0] += 1
-        outputs = target
-    elif len(op.outputs) == 1:
-        if op.view:
-            base = values[op.tensor_positions[0]]
-            outputs = hooks.wrap_view(result, out, dev, base)
-        else:
-            outputs = wrap(result, out, dev)
-    else:
-        outputs = _named(op, tuple(wrap(r, d, dev) for r, d in zip(result, out)))
-    if record is not None:
-        record(op, values, outputs)
-    return outputs
-
-
-_result_types: dict = {}
-
-
-def _named(op: OpDef, results: tuple):
-    """Multi-output results as a named tuple (``values, indices = ember.max(x, 1)``), like torch.return_types."""
-    if op.outputs == ("*",):
-        return tuple(results)
-    cls = _result_types.get(op.name)
-    if cls is None:
-        from collections import namedtuple
-        cls = _result_types[op.name] = namedtuple(op.name, op.outputs)
-    return cls(*results)
-
-
-def transfer(native, dt: DType, src: Device, dst: Device):
-    """Copy a native array between devices, through host memory when the backends differ."""
-    if src.type == dst.type:
-        return registry.get_backend(src.type).to_index(native, dst.index)
-    host = registry.get_backend(src.type).to_numpy(native)
-    return registry.get_backend(dst.type).from_numpy(host, dt, dst.index)
-
-
-__all__ = ["call", "bind", "resolve", "transfer", "wrap_dim", "hooks", "ShapeError"]
+__all__ = ["call", "run", "simple_elementwise", "validates_every_call", "bind", "plan_key", "make_plan", "transfer", "wrap_dim", "note_value_read", "ShapeError",
+           "BackendError"]

@@ -15,11 +15,13 @@ import os
 import sys
 import warnings
 from pathlib import Path
+from typing import Callable
 
-from . import dispatcher, registry
+from . import links, plan, registry
 from .device import device as Device
 from .errors import BackendError
-from .schema import OpDef
+from .schema import OPS, OpDef
+from .transfer import transfer
 
 ENV_VAR = "EMBER_FALLBACK"
 _CHOICES = ("cpu",)
@@ -38,6 +40,7 @@ def set_fallback(device_type: str | None) -> None:
         raise ValueError(f"set_fallback: expected {' or '.join(map(repr, _CHOICES))} or None, "
                          f"got {device_type!r}")
     _target = device_type
+    plan.clear()  # plans made under the previous setting ran (or refused) the fallback
 
 
 def get_fallback() -> str | None:
@@ -57,8 +60,9 @@ def _from_environment() -> None:
                   f"the fallback stays off", RuntimeWarning, stacklevel=2)
 
 
-def missing_kernel(op: OpDef, values: list, dev: Device, needs_grad: bool):
-    """What the dispatcher does for a primitive ``op`` that the backend of ``dev`` has no kernel for."""
+def refuse_or_warn(op: OpDef, dev: Device) -> None:
+    """Called while planning a primitive ``op`` that the backend of ``dev`` has no kernel for: raises
+    unless the fallback is on and can run the op, and warns the first time each (op, backend) falls back."""
     target = _target
     if target is None or target == dev.type:
         raise BackendError(f"{op.name}: the {dev.type} backend has no kernel for this primitive op; set "
@@ -75,7 +79,6 @@ def missing_kernel(op: OpDef, values: list, dev: Device, needs_grad: bool):
         warnings.warn(f"{op.name}: the {dev.type} backend has no kernel for this op; running it on {target} "
                       f"({ENV_VAR}={target}), copying its inputs there and its results back", RuntimeWarning,
                       stacklevel=_caller_level())
-    return _run_elsewhere(op, values, dev, target, needs_grad)
 
 
 def _caller_level() -> int:
@@ -86,34 +89,34 @@ def _caller_level() -> int:
     return level
 
 
-def _run_elsewhere(op: OpDef, values: list, dev: Device, target: str, needs_grad: bool):
-    hooks = dispatcher.hooks
-    if op.mutates and hooks.grad_enabled():
-        hooks.before_mutation(op, values)  # refuses writes autograd cannot track, before any copy
-    host = registry.resolve_device(target)
+def run_elsewhere(plan, values: list, run_op: Callable):
+    """Run one call of ``plan`` (a fallback plan) on the fallback device through ``run_op``, the
+    dispatcher's entry point, and bring the results back to the call's device."""
+    op, dev = plan.op, plan.device
+    recorder = links.recorder
+    if op.mutates and plan.grad_on:
+        recorder.check_mutation(op, values)  # refuses writes autograd cannot track, before any copy
+    host = registry.resolve_device(_target)
     moved = [_moved(op, p, v, dev, host) for p, v in zip(op.params, values)]
-    with hooks.no_grad():
-        result = dispatcher.call(op, tuple(moved), {})
-    if op.mutates:  # the host copy of the first input was written: write it into the device tensor
-        destination = values[op.tensor_positions[0]]
-        written = dispatcher.transfer(result._data, result._dtype, host, dev)
-        registry.get_backend(dev.type).kernels["copy_"](destination._data, written)
-        destination._version[0] += 1
-        outputs = destination
-    elif isinstance(result, tuple):  # a named tuple (values, indices), or a plain one (split)
-        items = [_copy(t, host, dev) for t in result]
-        outputs = type(result)(*items) if hasattr(result, "_fields") else tuple(items)
-    else:
-        outputs = _copy(result, host, dev)
-    if needs_grad:
-        hooks.record(op, values, outputs)
+    with recorder.no_grad():
+        result = run_op(op, tuple(moved), {})
+        if op.mutates:  # the host copy of the first input was written: write it into the device tensor
+            destination = values[op.tensor_positions[0]]
+            run_op(OPS["copy_"], (destination, _copy(result, host, dev)), {})
+            outputs = destination
+        elif isinstance(result, tuple):  # a named tuple (values, indices), or a plain one (split)
+            items = [_copy(t, host, dev) for t in result]
+            outputs = type(result)(*items) if hasattr(result, "_fields") else tuple(items)
+        else:
+            outputs = _copy(result, host, dev)
+    if plan.records:
+        recorder.record(plan, values, outputs)
     return outputs
 
 
 def _moved(op, param, value, dev, host):
     """One bound argument as the host call takes it: tensors copied to ``host``, the device replaced."""
-    hooks = dispatcher.hooks
-    Tensor = hooks.tensor_type
+    Tensor = links.tensor.type
     if isinstance(value, Tensor):
         if value._device != dev:  # a zero-dim CPU operand, say
             return value
@@ -130,8 +133,8 @@ def _moved(op, param, value, dev, host):
 
 def _copy(t, source, destination):
     """A new tensor on ``destination`` with ``t``'s values; no autograd history."""
-    native = dispatcher.transfer(t._data, t._dtype, source, destination)
-    return dispatcher.hooks.wrap(native, t._dtype, destination)
+    native = transfer(t._data, t._dtype, source, destination)
+    return links.tensor.wrap(native, t._dtype, destination)
 
 
 _from_environment()

@@ -79,13 +79,8 @@ class OpDef:
     view: bool = False  # the output shares storage with the first input
     mutates: bool = False  # writes into its first input and returns it (copy_, index_put_)
     normalize: Callable[..., Any] | None = None  # rewrites bound values before meta, e.g. wraps dims
-    # the meta or normalize reads the first input's strides (view), so the validation cache keys on them
+    # the meta or normalize reads the first input's strides (view), so the plan cache keys on them
     layout_dependent: bool = False
-    # filled in by the dispatcher: device type -> resolved implementation
-    impl_cache: dict = field(default_factory=dict, repr=False)
-    plan_cache: dict = field(default_factory=dict, repr=False)  # (device, operand dtypes) -> dtypes
-    # filled in by autograd: which inputs need gradients -> what a graph node saves and runs
-    node_plans: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         self.param_index = {p.name: i for i, p in enumerate(self.params)}
@@ -101,9 +96,11 @@ class OpDef:
         self.special_positions = tuple(self.param_index.get(name) for name in ("device", "generator", "dtype"))
         # parameters holding a list of tensors (each element is one graph input)
         self.list_positions = tuple(i for i, p in enumerate(self.params) if p.type in ("Tensor[]", "Index?[]"))
-        # the dispatcher's cache of validated calls (see dispatcher.call); None once the op is seen reading
-        # tensor values while validating, and for ops taking lists of tensors
-        self.check_cache = None if self.list_positions else {}
+        # how many leading parameters are the tensor inputs, where they come first and none is a list (most
+        # ops): the graph's inputs are then ``values[:n]``; None otherwise
+        leading = len(self.tensor_positions)
+        self.leading_tensors = leading if (not self.list_positions
+                                           and self.tensor_positions == tuple(range(leading))) else None
 
     @property
     def tensor_params(self) -> tuple[Param, ...]:

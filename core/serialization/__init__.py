@@ -8,10 +8,12 @@ name a global outside the allow list (``safe_globals``), so loading a file never
 """
 from __future__ import annotations
 
+import copyreg
 import os
 
 import numpy as np
 
+from ..dispatch import registry
 from ..tensor import Tensor
 from .atomic import atomic_path
 from .ember_format import MAGIC
@@ -22,7 +24,7 @@ from .safe_globals import (BUILTIN_SAFE, add_safe_globals, clear_safe_globals, g
                            safe_globals, unsafe_among)
 from .safetensors_io import load_safetensors, save_safetensors
 from .source import Source
-from .tensors import DTYPES, NUMPY, DeviceMap, make_tensor, type_name
+from .tensors import DTYPES, NUMPY, DeviceMap, is_parameter, make_tensor, type_name
 from . import torch_format
 
 __all__ = ["CheckpointError", "UnpicklingError", "save", "load", "save_safetensors", "load_safetensors",
@@ -156,9 +158,14 @@ def _unsafe_globals(stream) -> list[str]:
 
 # -- pickling, for DataLoader workers and for tensors inside pickled objects ---------------------------------
 
+def _reduce_tensor(t: Tensor):
+    """How pickle and ``copy`` take a tensor apart: its values on the host, and where to rebuild them.
+    Registered with ``copyreg`` below, so that the Tensor class does not depend on this package."""
+    return rebuild_tensor, (t._host(), t.dtype.name, str(t.device), t.requires_grad, is_parameter(t))
+
+
 def rebuild_tensor(array, dtype_name: str, device_str: str, requires_grad: bool, parameter: bool = False) -> Tensor:
-    """Unpickle a tensor that ``Tensor.__reduce_ex__`` reduced to a host array, on its device."""
-    from ..dispatch import registry
+    """Unpickle a tensor that ``_reduce_tensor`` reduced to a host array, on its device."""
     dt = DTYPES.get(dtype_name)
     if dt is None:
         raise TypeError(f"rebuild_tensor: unknown dtype {dtype_name!r}")
@@ -166,3 +173,6 @@ def rebuild_tensor(array, dtype_name: str, device_str: str, requires_grad: bool,
     if array.dtype != NUMPY[dt]:
         array = array.astype(NUMPY[dt])
     return make_tensor(array, dt, registry.resolve_device(device_str), requires_grad, parameter)
+
+
+copyreg.pickle(Tensor, _reduce_tensor)

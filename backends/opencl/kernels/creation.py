@@ -8,17 +8,16 @@ import numpy as np
 from .. import strided
 from ..array import empty
 from ..cltypes import NUMPY_DTYPE
+from ..runtime import runtime_of
 
 
 def _full(size, value, dtype, device, *, runtime=None):
-    from ..backend import runtime_of
     runtime = runtime or runtime_of(device)
     target = NUMPY_DTYPE[dtype]
     return strided.run(runtime, "x0", [strided.Scalar(value, target)], target, shape=tuple(size))
 
 
 def _arange(start, end, step, dtype, device):
-    from ..backend import runtime_of
     runtime = runtime_of(device)
     target = NUMPY_DTYPE[dtype]
     count = max(0, math.ceil((end - start) / step))
@@ -32,7 +31,6 @@ def _arange(start, end, step, dtype, device):
 
 
 def _empty(size, dtype, device):
-    from ..backend import runtime_of
     return empty(runtime_of(device), tuple(size), NUMPY_DTYPE[dtype])
 
 

@@ -20,10 +20,12 @@ import math
 
 import numpy as np
 
+from .. import strided
 from ..array import CLArray, empty
 from ..cltypes import compute_ctype, load, store
 from ..strided import broadcast_strides, collapse
 from ._codegen import LONG, Params, cached, dot, group_size, names, overlaps, split
+from .sort import sort_1d
 from .views import clone
 
 
@@ -311,7 +313,6 @@ def _index_put_(a, indices, values, accumulate):
     if all(ix is None for ix in indices):  # self[...] = values (accumulate: +=)
         if overlaps(a, values):
             values = clone(values)
-        from .. import strided
         expr = "x0 + x1" if accumulate else "x1"
         strided.run(a.runtime, expr, [a, values], a.dtype, out=a)
         return a
@@ -340,7 +341,6 @@ def _index_put_(a, indices, values, accumulate):
         kernel = _put_kernel(runtime, a.dtype, values.dtype, index_dtypes, len(shape), len(bshape), bool(accumulate))
         runtime.launch(kernel, n, *head, *index_args, n, *shape, nb, *bshape)
         return a
-    from .sort import sort_1d
     keys = empty(runtime, (nb,), LONG)
     runtime.launch(_keys_kernel(runtime, index_dtypes, len(bshape)), nb, *index_args, keys.buffer, nb, *bshape)
     keys, perm = sort_1d(keys)

@@ -21,12 +21,12 @@ gradient uses the statistics its forward used.
 from __future__ import annotations
 
 import math
-from contextlib import nullcontext
 
 import numpy as np
 
 from .. import rules
-from ..dispatcher import hooks, note_value_read
+from .. import links
+from ..dispatcher import note_value_read
 from ..dtypes import float32, int64
 from ..meta import require, shape
 from ..schema import Sample, defop
@@ -415,7 +415,7 @@ def _batch_norm_meta(x, running_mean, running_var, weight=None, bias=None, train
 
 
 def _no_grad():
-    return hooks.no_grad() if hooks.no_grad is not None else nullcontext()
+    return links.recorder.no_grad()
 
 
 def _update_running(stat, value, momentum: float) -> None:

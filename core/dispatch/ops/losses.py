@@ -22,7 +22,8 @@ import weakref
 import numpy as np
 
 from .. import rules
-from ..dispatcher import hooks, note_value_read
+from .. import links
+from ..dispatcher import note_value_read
 from ..dtypes import float32, int64
 from ..errors import DtypeError, EmberError, describe
 from ..meta import broadcast_shapes, require, shape
@@ -48,7 +49,7 @@ def _check_smoothing(op_name: str, label_smoothing: float) -> None:
 
 def _refuse_weight_grad(op_name: str, weight) -> None:
     """PyTorch's rule: the class weights of these losses are not differentiable, so say so at once."""
-    if getattr(weight, "requires_grad", False) and hooks.grad_enabled is not None and hooks.grad_enabled():
+    if getattr(weight, "requires_grad", False) and links.recorder.state.enabled:
         raise EmberError(f"{op_name}: not differentiable with respect to argument 'weight'; this input cannot "
                          f"have requires_grad=True ({describe(weight)}); pass weight.detach()")
 

@@ -7,10 +7,12 @@ import os
 import warnings
 from typing import Generic, TypeVar
 
+from .base_iter import BaseIter
 from .collate import default_collate, default_convert
 from .dataset import IterableDataset
 from .fetch import make_fetcher
-from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler, _draw_seed
+from .multiprocess import MultiProcessIter
+from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
 
 __all__ = ["DataLoader"]
 
@@ -23,14 +25,6 @@ class _InfiniteConstantSampler(Sampler):
     def __iter__(self):
         while True:
             yield None
-
-
-def _default_context():
-    """fork where the platform has it (workers start in milliseconds and share the dataset
-    copy-on-write); otherwise the platform default, which everything here also supports."""
-    if "fork" in multiprocessing.get_all_start_methods():
-        return multiprocessing.get_context("fork")
-    return multiprocessing.get_context()
 
 
 def _cpu_count() -> int | None:
@@ -191,7 +185,6 @@ class DataLoader(Generic[T_co]):
     def _get_iterator(self):
         if self.num_workers == 0:
             return _SingleProcessIter(self)
-        from .multiprocess import MultiProcessIter
         return MultiProcessIter(self)
 
     def __iter__(self):
@@ -210,48 +203,6 @@ class DataLoader(Generic[T_co]):
                 length = length // self.batch_size if self.drop_last else math.ceil(length / self.batch_size)
             self._iterable_len = length
             return length
-        return len(self._index_sampler)
-
-
-class BaseIter:
-    """What both iterators share: the sampler iterator, the base seed, the yield count."""
-
-    def __init__(self, loader: DataLoader) -> None:
-        self._loader = loader
-        self._dataset = loader.dataset
-        self._is_iterable = loader._is_iterable
-        self._auto_collation = loader._auto_collation
-        self._drop_last = loader.drop_last
-        self._index_sampler = loader._index_sampler
-        self._collate_fn = loader.collate_fn
-        self._num_workers = loader.num_workers
-        self._base_seed = _draw_seed(loader.generator)
-        self._sampler_iter = iter(self._index_sampler)
-        self._num_yielded = 0
-
-    def __iter__(self):
-        return self
-
-    def _reset(self, loader: DataLoader) -> None:
-        self._sampler_iter = iter(self._index_sampler)
-        self._num_yielded = 0
-
-    def _next_index(self):
-        return next(self._sampler_iter)
-
-    def _next_data(self):
-        raise NotImplementedError
-
-    def __next__(self):
-        data = self._next_data()
-        self._num_yielded += 1
-        expected = self._loader._iterable_len
-        if self._is_iterable and expected is not None and self._num_yielded > expected:
-            warnings.warn(f"Length of IterableDataset {self._dataset} was reported to be {expected} batches "
-                          f"(len(dataloader)), but {self._num_yielded} have been fetched.")
-        return data
-
-    def __len__(self) -> int:
         return len(self._index_sampler)
 
 

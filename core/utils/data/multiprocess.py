@@ -9,14 +9,27 @@ sentinel, so a worker that is killed is noticed the moment it dies, without poll
 """
 from __future__ import annotations
 
+import multiprocessing
 import signal
 from collections import deque
 from multiprocessing.connection import wait
+from typing import TYPE_CHECKING
 
-from .dataloader import BaseIter, DataLoader, _default_context
+from .base_iter import BaseIter
 from .worker import EndOfData, ExceptionWrapper, ResumeIteration, WorkerSpec, worker_loop
 
+if TYPE_CHECKING:
+    from .dataloader import DataLoader
+
 _JOIN_TIMEOUT = 5.0  # seconds a worker gets to exit cleanly before it is terminated
+
+
+def _default_context():
+    """fork where the platform has it (workers start in milliseconds and share the dataset
+    copy-on-write); otherwise the platform default, which everything here also supports."""
+    if "fork" in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("fork")
+    return multiprocessing.get_context()
 
 
 class _Worker:

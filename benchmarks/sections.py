@@ -1,0 +1,18 @@
+"""The timed sections by key: each builds its cases and sides for a lineup (see harness.Section).
+
+Shared by the benchmark command and by the separate-process mode's child processes, which rebuild
+the section they were asked for.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import gemm
+import loading
+import overhead
+import training
+from harness import Section
+from sides import Lineup
+
+SECTIONS: dict[str, Callable[[Lineup, bool], Section | None]] = {
+    "overhead": overhead.section, "gemm": gemm.section, "training": training.section, "loading": loading.section}

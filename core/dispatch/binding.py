@@ -1,0 +1,145 @@
+"""Binding an op call's arguments to the op's parameters, and converting attribute values.
+
+Positional and keyword arguments become one value per parameter (defaults filled); attributes
+(ints, dims, sizes, dtypes, devices, ...) are converted to the canonical form kernels take, with
+errors that name the op and the parameter.
+"""
+from __future__ import annotations
+
+import operator
+
+from . import links, registry
+from .dtypes import as_dtype
+from .errors import DeviceError, describe
+from .schema import REQUIRED, OpDef
+
+_NUMBER = (bool, int, float)
+
+
+# -- binding ---------------------------------------------------------------------------------
+
+def bind(op: OpDef, args: tuple, kwargs: dict) -> list:
+    """Positional and keyword arguments -> one value per parameter, defaults filled."""
+    if not kwargs and op.min_args <= len(args) <= op.positional_count:
+        return [*args, *op.default_values[len(args):]]
+    params = op.params
+    if len(args) > len(params) or (args and len(args) > sum(not p.kw_only for p in params)):
+        positional = sum(not p.kw_only for p in params)
+        raise TypeError(f"{op.name}() takes {positional} positional argument(s) but {len(args)} were given; "
+                        f"signature: {op.signature}")
+    values = list(args)
+    for p in params[len(args):]:
+        if p.name in kwargs:
+            values.append(kwargs[p.name])
+        elif p.default is not REQUIRED:
+            values.append(p.default)
+        else:
+            raise TypeError(f"{op.name}() missing required argument '{p.name}'; signature: {op.signature}")
+    if kwargs:
+        names = op.param_index
+        for key in kwargs:
+            index = names.get(key)
+            if index is None:
+                raise TypeError(f"{op.name}() got an unexpected keyword argument '{key}'; "
+                                f"signature: {op.signature}")
+            if index < len(args):
+                raise TypeError(f"{op.name}() got multiple values for argument '{key}'")
+    return values
+
+
+# -- attribute conversion --------------------------------------------------------------------
+
+def _as_int(op, name, v):
+    if isinstance(v, bool):
+        raise TypeError(f"{op.name}(): argument '{name}' must be int, not bool")
+    try:
+        return operator.index(v)
+    except TypeError:
+        raise TypeError(f"{op.name}(): argument '{name}' must be int, not {type(v).__name__}") from None
+
+
+def _as_int_list(op, name, v):
+    if isinstance(v, (list, tuple)):
+        return tuple(_as_int(op, name, x) for x in v)
+    return (_as_int(op, name, v),)
+
+
+def wrap_dim(op_name: str, dim: int, ndim: int) -> int:
+    """A dim in [-ndim, ndim) made non-negative; 0-d tensors accept -1 and 0 like PyTorch."""
+    rank = max(ndim, 1)
+    if not -rank <= dim < rank:
+        raise IndexError(f"{op_name}: dim {dim} is out of range for a tensor with {ndim} dim(s) "
+                         f"(expected {-rank}..{rank - 1})")
+    return dim % rank
+
+
+def _all_ints(values: tuple) -> bool:
+    for x in values:
+        if x.__class__ is not int:
+            return False
+    return True
+
+
+_PLAIN = {("int", int), ("int?", int), ("bool", bool), ("bool?", bool), ("float", float), ("float?", float),
+          ("str", str), ("str?", str), ("Scalar", int), ("Scalar", float), ("Scalar?", int), ("Scalar?", float)}
+
+
+def convert(op: OpDef, p, v, ndim: int):
+    """The value of parameter ``p`` as kernels take it (``ndim``: rank of the first tensor, for dims)."""
+    t = p.type
+    if v is p.default and p.default_is_canonical:
+        return v
+    if (t, v.__class__) in _PLAIN:
+        return v
+    if t == "dim" and v.__class__ is int and 0 <= v < ndim:
+        return v
+    if v.__class__ is tuple and t in ("int[]", "int[]?") and _all_ints(v):
+        return v  # sizes from tensor.shape or a literal: already what the kernels take
+    if v is None:
+        if p.optional or t in ("Any",):
+            return None
+        raise TypeError(f"{op.name}(): argument '{p.name}' ({t}) must not be None")
+    if t in ("int", "int?"):
+        return _as_int(op, p.name, v)
+    if t in ("dim", "dim?"):
+        return wrap_dim(op.name, _as_int(op, p.name, v), ndim)
+    if t == "dim[]?":
+        dims = tuple(wrap_dim(op.name, d, ndim) for d in _as_int_list(op, p.name, v))
+        if len(set(dims)) != len(dims):
+            raise ValueError(f"{op.name}: dim {tuple(v) if isinstance(v, (list, tuple)) else v} "
+                             f"repeats a dimension")
+        return dims
+    if t in ("int[]", "int[]?"):
+        return _as_int_list(op, p.name, v)
+    if t in ("float", "float?"):
+        if not isinstance(v, (int, float)) and not hasattr(v, "__float__"):
+            raise TypeError(f"{op.name}(): argument '{p.name}' must be float, not {type(v).__name__}")
+        return float(v)
+    if t in ("bool", "bool?"):
+        if not isinstance(v, (bool, int)):
+            raise TypeError(f"{op.name}(): argument '{p.name}' must be bool, not {type(v).__name__}")
+        return bool(v)
+    if t in ("Scalar", "Scalar?"):
+        if isinstance(v, links.tensor.type):
+            if v.numel() != 1:
+                raise ValueError(f"{op.name}(): argument '{p.name}' must be a number or a one-element "
+                                 f"tensor, got {describe(v)}")
+            return v.item()
+        if not isinstance(v, _NUMBER) and not hasattr(v, "__index__") and not hasattr(v, "__float__"):
+            raise TypeError(f"{op.name}(): argument '{p.name}' must be a number, not {type(v).__name__}")
+        return v if isinstance(v, _NUMBER) else (int(v) if hasattr(v, "__index__") else float(v))
+    if t in ("dtype", "dtype?"):
+        return as_dtype(v)
+    if t == "device?":
+        try:
+            return registry.resolve_device(v)
+        except DeviceError as exc:
+            raise DeviceError(f"{op.name}: {exc}") from None
+    if t in ("str", "str?"):
+        if not isinstance(v, str):
+            raise TypeError(f"{op.name}(): argument '{p.name}' must be str, not {type(v).__name__}")
+        return v
+    return v  # Generator? and Any are converted where they are used
+
+
+__all__ = ["bind", "convert", "wrap_dim"]

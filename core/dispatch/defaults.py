@@ -1,0 +1,20 @@
+"""Where creation ops put tensors when no ``device=`` is given (``ember.set_default_device``)."""
+from __future__ import annotations
+
+from . import registry
+from .device import device as Device
+
+_device: Device | None = None
+
+
+def set_default_device(dev) -> None:
+    """``dev`` for creation ops without ``device=`` (None: back to cpu)."""
+    global _device
+    _device = None if dev is None else registry.resolve_device(dev)
+
+
+def get_default_device() -> Device:
+    return _device or registry.resolve_device("cpu")
+
+
+__all__ = ["set_default_device", "get_default_device"]

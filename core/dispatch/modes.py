@@ -1,0 +1,145 @@
+"""Dispatch modes: objects that see every op call, as PyTorch's ``TorchDispatchMode`` does.
+
+A mode is entered as a context manager and handles each op call made while it is active in
+``__torch_dispatch__(func, types, args, kwargs)``: it may look at the op, its arguments and the
+result, and return that result (observe), or return something else (replace). Calling
+``func(*args, **kwargs)`` from inside the handler runs the op through the modes entered before
+this one and then the op itself; the handling mode does not see that call again.
+
+Modes nest: the innermost (most recently entered) sees a call first. By default a mode is hidden
+while its own handler runs, so ops it calls itself do not come back to it (PyTorch's rule). A mode
+with ``observes_nested = True`` stays visible: it also sees the ops that an op runs internally (a
+composite's decomposition), which is what the profiler wants. Such a mode must run ``func`` at most
+once per call and must not call ops itself outside it.
+
+The autograd engine tells the active modes which graph node's backward is running
+(``backward_node``), so that a mode can link backward work to the forward call that recorded it.
+
+Every op entry point checks ``active`` first; with no mode entered that check is all a mode costs.
+The stack is process-wide, not per thread.
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
+
+from . import links
+
+#: The modes that see the next op call, innermost last. Never rebound: the dispatcher keeps a reference.
+active: list["DispatchMode"] = []
+
+
+class DispatchMode:
+    """Base of interception modes. Subclasses override ``__torch_dispatch__`` (the default observes)."""
+
+    observes_nested: bool = False
+
+    def __torch_dispatch__(self, func: "OpCall", types: tuple, args: tuple = (), kwargs: dict | None = None) -> Any:
+        return func(*args, **(kwargs or {}))
+
+    def backward_node(self, node) -> "contextmanager | None":
+        """A context manager around the backward of graph node ``node``, or None (the default)."""
+        return None
+
+    def __enter__(self):
+        active.append(self)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for i in range(len(active) - 1, -1, -1):  # the innermost entry of this mode
+            if active[i] is self:
+                del active[i]
+                return
+
+    @classmethod
+    def push(cls, *args, **kwargs) -> "DispatchMode":
+        """Make and enter a mode: ``with MyMode.push(): ...``, as PyTorch's modes allow."""
+        return cls(*args, **kwargs)
+
+
+#: PyTorch's name for the same base class (``torch.utils._python_dispatch.TorchDispatchMode``).
+TorchDispatchMode = DispatchMode
+
+
+class OpCall:
+    """The ``func`` a mode's handler receives: the op, callable to run it below the handling mode."""
+
+    __slots__ = ("op", "_level", "_run")
+
+    def __init__(self, op, level: int, run: Callable) -> None:
+        self.op, self._level, self._run = op, level, run
+
+    @property
+    def __name__(self) -> str:
+        return self.op.name
+
+    def name(self) -> str:
+        return self.op.name
+
+    def __call__(self, *args, **kwargs):
+        return dispatch(self.op, args, kwargs, self._run, self._level)
+
+    def __repr__(self) -> str:
+        return f"ember.ops.{self.op.name}"
+
+    def __eq__(self, other) -> bool:
+        return getattr(other, "op", None) is self.op
+
+    def __hash__(self) -> int:
+        return hash(self.op.name)
+
+
+def dispatch(op, args: tuple, kwargs: dict, run: Callable, level: int | None = None):
+    """Hand an op call to the innermost mode below ``level`` (all of them when None); below the last
+    mode, ``run(op, args, kwargs)`` executes the op. Called by the dispatcher when ``active`` is non-empty."""
+    if level is None:
+        level = len(active)
+    if level <= 0:
+        return run(op, args, kwargs)
+    mode = active[level - 1]
+    func = OpCall(op, level - 1, run)
+    types = _tensor_types(args, kwargs)
+    if mode.observes_nested:
+        return mode.__torch_dispatch__(func, types, args, kwargs)
+    hidden = active[level - 1:]
+    del active[level - 1:]  # the handling mode, and those that handled the call before it, stand aside
+    try:
+        return mode.__torch_dispatch__(func, types, args, kwargs)
+    finally:
+        active[level - 1:level - 1] = hidden
+
+
+def _tensor_types(args: tuple, kwargs: dict) -> tuple:
+    """The distinct tensor classes among the arguments, as ``types`` of ``__torch_dispatch__``."""
+    found = []
+    for value in (*args, *(kwargs.values() if kwargs else ())):
+        if isinstance(value, (list, tuple)):
+            candidates = value
+        else:
+            candidates = (value,)
+        for v in candidates:
+            cls = v.__class__
+            if isinstance(v, links.tensor.type) and cls not in found:
+                found.append(cls)
+    return tuple(found)
+
+
+@contextmanager
+def backward_node(node) -> Iterator[None]:
+    """Run by the autograd engine around one node's backward while modes are active."""
+    scopes = [scope for mode in list(active) if (scope := mode.backward_node(node)) is not None]
+    for scope in scopes:
+        scope.__enter__()
+    try:
+        yield
+    finally:
+        for scope in reversed(scopes):
+            scope.__exit__(None, None, None)
+
+
+def current_modes() -> tuple["DispatchMode", ...]:
+    """The active modes, outermost first."""
+    return tuple(active)
+
+
+__all__ = ["DispatchMode", "TorchDispatchMode", "OpCall", "active", "dispatch", "backward_node", "current_modes"]

@@ -1,0 +1,159 @@
+"""Modules that must not import each other in a cycle.
+
+A cycle between two modules works only while one side defers its import into a function, so that the
+import order decides whether a name exists yet. The graph is read from the source: every import that
+runs when a module is imported (top level, class bodies, ``try``/``if`` blocks; not functions, not
+``if TYPE_CHECKING:``), with relative imports resolved, over all of Ember's modules. Importing
+``pkg.sub`` leans on ``pkg`` having started, which Python allows mid-cycle, so it adds no edge to
+``pkg``; ``from pkg import name`` adds one to ``pkg`` only when ``name`` is not a submodule. A
+module's own packages (``import ember`` inside ``ember.nn``) have always started before it runs, so
+importing them adds no edge either. A second graph also counts the imports inside functions, so that a
+cycle cannot hide there.
+"""
+from __future__ import annotations
+
+import ast
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+# The packages whose folders hold Ember's modules (core/, backends/ and conformance/ in a checkout).
+ROOTS = ("ember", "ember.backends", "ember.conformance")
+
+
+def _modules() -> dict[str, Path]:
+    """Every module of the ember package by dotted name (a package by its ``__init__.py``)."""
+    found: dict[str, Path] = {}
+    for root in ROOTS:
+        folder = Path(importlib.util.find_spec(root).submodule_search_locations[0])
+        for path in folder.rglob("*.py"):
+            parts = path.relative_to(folder).with_suffix("").parts
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            found.setdefault(".".join((root, *parts)), path)
+    return found
+
+
+def _imports(nodes, deferred: bool):
+    """The import statements among ``nodes``: those that run at import, and with ``deferred`` also those
+    inside functions. ``if TYPE_CHECKING:`` bodies never run."""
+    for node in nodes:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node
+        elif isinstance(node, ast.If) and _is_type_checking(node.test):
+            yield from _imports(node.orelse, deferred)
+        elif deferred or not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            yield from _imports(ast.iter_child_nodes(node), deferred)
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or \
+        (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _imported(node: ast.Import | ast.ImportFrom, module: str, is_package: bool, known: set[str]) -> set[str]:
+    """The ember modules one import statement makes Python import."""
+    if isinstance(node, ast.Import):
+        return {alias.name for alias in node.names} & known
+    if node.level:
+        package = module if is_package else module.rpartition(".")[0]
+        for _ in range(node.level - 1):
+            package = package.rpartition(".")[0]
+        base = f"{package}.{node.module}" if node.module else package
+    else:
+        base = node.module
+    submodules = {f"{base}.{alias.name}" for alias in node.names} & known
+    attributes_of_base = len(submodules) < len(node.names)
+    return submodules | ({base} & known if attributes_of_base else set())
+
+
+def _ancestors(module: str) -> set[str]:
+    """The packages that contain ``module``: Python has started each before ``module`` runs, so importing
+    one (``import ember`` inside ``ember.nn``) finds it in ``sys.modules`` and runs nothing."""
+    parts = module.split(".")
+    return {".".join(parts[:i]) for i in range(1, len(parts))}
+
+
+def import_graph(deferred: bool = False) -> dict[str, set[str]]:
+    """Which ember modules each ember module imports: at import time, or with ``deferred`` at any time."""
+    modules = _modules()
+    known = set(modules)
+    graph = {}
+    for name, path in modules.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        is_package = path.name == "__init__.py"
+        imported = (_imported(node, name, is_package, known) for node in _imports(tree.body, deferred))
+        graph[name] = set().union(*imported) - {name} - _ancestors(name)
+    return graph
+
+
+def reachable(graph: dict[str, set[str]], start: str) -> set[str]:
+    """The modules that importing ``start`` imports, directly or through others."""
+    seen, todo = set(), [start]
+    while todo:
+        for imported in graph[todo.pop()] - seen:
+            seen.add(imported)
+            todo.append(imported)
+    return seen
+
+
+GRAPH = import_graph()
+GRAPH_WITH_DEFERRED = import_graph(deferred=True)
+
+
+def _members(prefix: str) -> set[str]:
+    """The module ``prefix`` and, when it is a package, every module inside it."""
+    members = {m for m in GRAPH if m == prefix or m.startswith(prefix + ".")}
+    assert members, f"no module named {prefix}"
+    return members
+
+
+def cycles_between(first: str, second: str, graph: dict[str, set[str]]) -> list[tuple[str, str]]:
+    """The pairs of modules, one under ``first`` and one under ``second``, that each import the other."""
+    reach = {m: reachable(graph, m) for m in _members(first) | _members(second)}
+    return sorted((a, b) for a in _members(first) for b in _members(second) if b in reach[a] and a in reach[b])
+
+
+PAIRS = [
+    ("ember.backends.opencl.backend", "ember.backends.opencl.kernels"),
+    ("ember.dispatch.device", "ember.dispatch.registry"),
+    ("ember.tensor", "ember.serialization"),
+    ("ember.utils.data.dataloader", "ember.utils.data.multiprocess"),
+    ("ember.dispatch.dispatcher", "ember.dispatch.fallback"),
+    ("ember.dispatch.dispatcher", "ember.dispatch.executor"),
+    ("ember.dispatch.modes", "ember.dispatch.dispatcher"),
+]
+
+
+@pytest.mark.parametrize("first, second", PAIRS)
+def test_no_import_cycle(first, second):
+    assert cycles_between(first, second, GRAPH) == [], f"{first} and {second} import each other"
+
+
+@pytest.mark.parametrize("first, second", PAIRS)
+def test_no_cycle_hidden_in_a_function(first, second):
+    """Moving one side's import into a function hides the cycle from the test above, not from readers."""
+    assert cycles_between(first, second, GRAPH_WITH_DEFERRED) == [], \
+        f"{first} and {second} import each other once imports inside functions count"
+
+
+def test_the_graph_sees_a_cycle():
+    """The detector itself: modules on a cycle of three import each other; one that only enters it does not."""
+    graph = {"ember.a": {"ember.b"}, "ember.b": {"ember.c"}, "ember.c": {"ember.a"}, "ember.d": {"ember.a"}}
+    assert reachable(graph, "ember.a") == {"ember.a", "ember.b", "ember.c"}
+    assert "ember.d" not in reachable(graph, "ember.a")
+
+
+def test_imports_inside_functions_are_deferred():
+    """Imports in functions run later, and those under ``if TYPE_CHECKING:`` never do."""
+    source = "import a\nif TYPE_CHECKING:\n    import b\ndef f():\n    import c\nclass K:\n    import d\n"
+    at_import = {n.names[0].name for n in _imports(ast.parse(source).body, deferred=False)}
+    anytime = {n.names[0].name for n in _imports(ast.parse(source).body, deferred=True)}
+    assert at_import == {"a", "d"} and anytime == {"a", "c", "d"}
+
+
+def test_relative_imports_resolve():
+    assert "ember.dispatch.plugins" in GRAPH["ember.dispatch.device"]
+    assert "ember.tensor" in GRAPH["ember.serialization"]
+    assert "ember.backends.opencl.kernels" in GRAPH["ember.backends.opencl.backend"]
