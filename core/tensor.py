@@ -144,6 +144,7 @@ class Tensor:
                                "use tensor.detach().numpy()")
         if self._device.type != "cpu" and not force:
             raise TypeError(f"numpy(): can't convert a {self._device} tensor to NumPy; use tensor.cpu() first")
+        dispatcher.note_value_read()
         return self._backend().to_numpy(self._data)
 
     def _host(self):

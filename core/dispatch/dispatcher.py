@@ -7,8 +7,9 @@ dtypes (promotion and what the backend supports), attributes and shapes (the op'
 builds, caches and runs the plan. Kernels stay free of Python-side validation.
 
 An op whose validation reads tensor *values* (index range checks: embedding, cross_entropy, one_hot,
-gather, ...) is validated on every call; it is seen doing so through ``note_value_read``, which the
-checks call where they read values to the host, or through ops it dispatches while validating.
+gather, ...) is validated on every call; it is seen doing so through ``note_value_read``, which every read
+of values to the host calls (``item``, ``tolist``, ``bool(t)``, ``numpy()``), and which checks that answer
+from a memo call themselves.
 """
 from __future__ import annotations
 
@@ -36,8 +37,6 @@ def call(op: OpDef, args: tuple, kwargs: dict, modes_seeing_it: list | tuple = _
     the call's plan and runs it."""
     if modes_seeing_it:
         return modes.dispatch(op, args, kwargs, run)
-    global _activity
-    _activity += 1
     if not kwargs and op.min_args <= len(args) <= op.positional_count:
         values = [*args, *op.default_values[len(args):]]
     elif not kwargs and len(args) == len(op.params):  # every value, bound already (the CPU fallback's call)
@@ -62,7 +61,7 @@ def run(op: OpDef, args: tuple, kwargs: dict):
 
 # -- plan keys -------------------------------------------------------------------------------
 
-_activity = 0  # op calls plus host reads of tensor values: any change during a validation means it read data
+_activity = 0  # host reads of tensor values: any change during a validation means it read data
 _reads_values: set = set()  # ops whose validation was seen reading tensor values: validated on every call
 _KEY_ATOMS = frozenset({int, float, bool, str, type(None)})
 _KEY_AS_IS = frozenset({int, str, type(None), DType, Device})  # attribute values that are keys as they are
@@ -88,7 +87,8 @@ def plan_key(op: OpDef, values: list):
     Attribute values are keys as they are, but for those that compare equal to values of another type that
     validation treats differently: True, 1 and 1.0, or (2, 5) and (2.0, 5.0). Floats and bools go in with
     their type, sequences of anything but ints with their element types."""
-    first = values[op.tensor_positions[0]] if op.single_tensor else None
+    at = op.sole_tensor
+    first = values[at] if at is not None else None
     if first.__class__ is links.tensor.type:  # the common case, built quickly
         key = [op, first.requires_grad and links.recorder.state.enabled, _default_float[0], first._data.shape,
                first._dtype, first._device, first.requires_grad]
@@ -148,16 +148,18 @@ def grad_wanted(op: OpDef, values: list) -> bool:
 def _operands_key(op: OpDef, values: list, Tensor):
     """The start of a key: the op and its tensor operands; and the first tensor. (None, None) where an
     operand cannot be part of a key."""
-    key = [op, grad_wanted(op, values), _default_float[0]]
+    key = [op, False, _default_float[0]]  # [1]: grad wanted, filled in below
     append = key.append
     first = None
+    wants_grad = False
     for i in op.tensor_positions:
         v = values[i]
-        if v.__class__ is Tensor:
+        if v.__class__ is Tensor or isinstance(v, Tensor):  # nn.Parameter too
             append(v._data.shape)
             append(v._dtype)
             append(v._device)
             append(v.requires_grad)
+            wants_grad = wants_grad or v.requires_grad
             if first is None:
                 first = v
         elif v.__class__ in _KEY_ATOMS:
@@ -166,11 +168,12 @@ def _operands_key(op: OpDef, values: list, Tensor):
         elif v.__class__ is list or v.__class__ is tuple:
             append(len(v))
             for t in v:
-                if t.__class__ is Tensor:
+                if t.__class__ is Tensor or isinstance(t, Tensor):
                     append(t._data.shape)
                     append(t._dtype)
                     append(t._device)
                     append(t.requires_grad)
+                    wants_grad = wants_grad or t.requires_grad
                     if first is None:
                         first = t
                 elif t is None:
@@ -179,6 +182,7 @@ def _operands_key(op: OpDef, values: list, Tensor):
                     return None, None
         else:
             return None, None
+    key[1] = wants_grad and links.recorder.state.enabled
     return key, first
 
 

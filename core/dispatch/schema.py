@@ -87,6 +87,7 @@ class OpDef:
         self.tensor_positions = tuple(i for i, p in enumerate(self.params) if p.is_tensor)
         self.attr_positions = tuple(i for i, p in enumerate(self.params) if not p.is_tensor)
         self.single_tensor = [p.type for p in self.params if p.is_tensor] in (["Tensor"], ["Index"])
+        self.sole_tensor = self.tensor_positions[0] if self.single_tensor else None  # its position
         self.positional_count = sum(not p.kw_only for p in self.params)
         self.tensor_param_names = tuple(self.params[i].name for i in self.tensor_positions)
         self.default_values = tuple(p.default for p in self.params)
