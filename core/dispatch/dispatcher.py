@@ -154,34 +154,28 @@ def _operands_key(op: OpDef, values: list, Tensor):
     wants_grad = False
     for i in op.tensor_positions:
         v = values[i]
-        if v.__class__ is Tensor or isinstance(v, Tensor):  # nn.Parameter too
-            append(v._data.shape)
-            append(v._dtype)
-            append(v._device)
-            append(v.requires_grad)
-            wants_grad = wants_grad or v.requires_grad
-            if first is None:
-                first = v
-        elif v.__class__ in _KEY_ATOMS:
-            append(v.__class__)  # a Python number: promotion looks at its kind, a check may look at its value
+        if v.__class__ in _KEY_ATOMS:  # a Python number (or None): promotion looks at its kind, a check at its value
+            append(v.__class__)
             append(v)
-        elif v.__class__ is list or v.__class__ is tuple:
+            continue
+        if v.__class__ is list or v.__class__ is tuple:
             append(len(v))
-            for t in v:
-                if t.__class__ is Tensor or isinstance(t, Tensor):
-                    append(t._data.shape)
-                    append(t._dtype)
-                    append(t._device)
-                    append(t.requires_grad)
-                    wants_grad = wants_grad or t.requires_grad
-                    if first is None:
-                        first = t
-                elif t is None:
-                    append(None)
-                else:
-                    return None, None
+            items = v
         else:
-            return None, None
+            items = (v,)
+        for t in items:
+            if t.__class__ is Tensor or isinstance(t, Tensor):  # nn.Parameter too
+                append(t._data.shape)
+                append(t._dtype)
+                append(t._device)
+                append(t.requires_grad)
+                wants_grad = wants_grad or t.requires_grad
+                if first is None:
+                    first = t
+            elif t is None and items is v:
+                append(None)  # an empty slot of an index list
+            else:
+                return None, None
     key[1] = wants_grad and links.recorder.state.enabled
     return key, first
 

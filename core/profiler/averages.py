@@ -2,14 +2,14 @@
 from __future__ import annotations
 
 from .events import FunctionEvent
-from .units import format_time
+from .units import TimeStrings
 
 
 _SUMMED = ("cpu_time_total", "self_cpu_time_total", "device_time_total", "self_device_time_total",
            "cpu_memory_usage", "self_cpu_memory_usage", "device_memory_usage", "self_device_memory_usage", "flops")
 
 
-class FunctionEventAvg:
+class FunctionEventAvg(TimeStrings):
     """Sums over the events of one key, with PyTorch's ``FunctionEventAvg`` attributes."""
 
     def __init__(self) -> None:
@@ -60,22 +60,6 @@ class FunctionEventAvg:
     @property
     def device_time(self) -> float:
         return self.device_time_total / self.count if self.count else 0.0
-
-    @property
-    def cpu_time_total_str(self) -> str:
-        return format_time(self.cpu_time_total)
-
-    @property
-    def self_cpu_time_total_str(self) -> str:
-        return format_time(self.self_cpu_time_total)
-
-    @property
-    def device_time_total_str(self) -> str:
-        return format_time(self.device_time_total)
-
-    @property
-    def self_device_time_total_str(self) -> str:
-        return format_time(self.self_device_time_total)
 
     def __repr__(self) -> str:
         return (f"<FunctionEventAvg key={self.key} self_cpu_time={self.self_cpu_time_total_str} "

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from .units import format_time
+from .units import TimeStrings
 
 #: Event kinds, also the trace categories of the spans.
 OP, BACKWARD, USER_ANNOTATION = "cpu_op", "backward", "user_annotation"
@@ -21,7 +21,7 @@ class Interval(NamedTuple):
         return self.end - self.start
 
 
-class FunctionEvent:
+class FunctionEvent(TimeStrings):
     """One recorded span, with PyTorch's ``FunctionEvent`` attributes."""
 
     count = 1
@@ -109,19 +109,6 @@ class FunctionEvent:
     @property
     def device_memory_usage(self) -> int:
         return self.self_device_memory_usage + sum(child.device_memory_usage for child in self.cpu_children)
-
-    # -- text ------------------------------------------------------------------------------------
-    @property
-    def cpu_time_total_str(self) -> str:
-        return format_time(self.cpu_time_total)
-
-    @property
-    def self_cpu_time_total_str(self) -> str:
-        return format_time(self.self_cpu_time_total)
-
-    @property
-    def device_time_total_str(self) -> str:
-        return format_time(self.device_time_total)
 
     def __repr__(self) -> str:
         return (f"<FunctionEvent id={self.id} name={self.name} device={self.device} "

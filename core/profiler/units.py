@@ -13,6 +13,26 @@ def format_time(us: float, unit: str | None = None) -> str:
     return f"{us / _TIME_UNITS[unit]:.3f}{unit}"
 
 
+class TimeStrings:
+    """The ``*_str`` views of an event's or a row's times, as PyTorch's events have them."""
+
+    @property
+    def cpu_time_total_str(self) -> str:
+        return format_time(self.cpu_time_total)
+
+    @property
+    def self_cpu_time_total_str(self) -> str:
+        return format_time(self.self_cpu_time_total)
+
+    @property
+    def device_time_total_str(self) -> str:
+        return format_time(self.device_time_total)
+
+    @property
+    def self_device_time_total_str(self) -> str:
+        return format_time(self.self_device_time_total)
+
+
 def format_memory(nbytes: int) -> str:
     """``1.06 KB``, ``400 B``; negative counts keep their sign."""
     for unit, size in (("GB", 1024 ** 3), ("MB", 1024 ** 2), ("KB", 1024)):
