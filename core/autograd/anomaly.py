@@ -8,9 +8,8 @@ from __future__ import annotations
 import traceback
 import weakref
 
-from ..dispatch.modes import DispatchMode
+from ..dispatch.modes import DispatchMode, tensors_in
 from ..dispatch.ops import F
-from ..tensor import Tensor
 from .graph import AccumulateGrad
 from .grad_mode import state
 
@@ -21,22 +20,13 @@ class AnomalyMode(DispatchMode):
     """Remembers where in the program each recorded op was called."""
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        known = {id(a.grad_fn) for a in _tensors(args, kwargs) if a.grad_fn is not None}
+        known = {id(a.grad_fn) for a in tensors_in(args, kwargs) if a.grad_fn is not None}
         result = func(*args, **(kwargs or {}))
-        new = [t.grad_fn for t in _tensors((result,), None) if t.grad_fn is not None]
+        new = [t.grad_fn for t in tensors_in((result,), None) if t.grad_fn is not None]
         if new:
             stack = "".join(traceback.format_stack(limit=14)[:-2])
             _remember(new, known, stack)
         return result
-
-
-def _tensors(args, kwargs):
-    """The tensors among the arguments (one level of lists and tuples)."""
-    for value in (*args, *(kwargs.values() if kwargs else ())):
-        items = value if isinstance(value, (list, tuple)) else (value,)
-        for item in items:
-            if isinstance(item, Tensor):
-                yield item
 
 
 def _remember(nodes: list, known: set, stack: str) -> None:

@@ -13,7 +13,7 @@ from .dtypes import as_dtype
 from .errors import DeviceError, describe
 from .schema import REQUIRED, OpDef
 
-_NUMBER = (bool, int, float)
+NUMBER_TYPES = (bool, int, float)  # Python numbers an op takes as they are
 
 
 # -- binding ---------------------------------------------------------------------------------
@@ -125,9 +125,9 @@ def convert(op: OpDef, p, v, ndim: int):
                 raise ValueError(f"{op.name}(): argument '{p.name}' must be a number or a one-element "
                                  f"tensor, got {describe(v)}")
             return v.item()
-        if not isinstance(v, _NUMBER) and not hasattr(v, "__index__") and not hasattr(v, "__float__"):
+        if not isinstance(v, NUMBER_TYPES) and not hasattr(v, "__index__") and not hasattr(v, "__float__"):
             raise TypeError(f"{op.name}(): argument '{p.name}' must be a number, not {type(v).__name__}")
-        return v if isinstance(v, _NUMBER) else (int(v) if hasattr(v, "__index__") else float(v))
+        return v if isinstance(v, NUMBER_TYPES) else (int(v) if hasattr(v, "__index__") else float(v))
     if t in ("dtype", "dtype?"):
         return as_dtype(v)
     if t == "device?":

@@ -14,19 +14,18 @@ from a memo call themselves.
 from __future__ import annotations
 
 from . import links, modes, registry
-from .binding import bind, convert, wrap_dim
+from .binding import NUMBER_TYPES as _NUMBER, bind, convert, wrap_dim
 from .defaults import get_default_device
 from .device import device as Device
 from .dtypes import _default_float, bool_, dtype as DType
 from .errors import BackendError, DeviceError, DtypeError, EmberError, ShapeError, describe
 from .executor import DATA, PASS, runner
 from .fallback import refuse_or_warn
-from .plan import CallPlan, cached, lookup, prefers_composite, store, table
+from .plan import CallPlan, cached, prefers_composite, store, table
 from .promotion import result_type_of, scalar_dtype
 from .schema import REQUIRED, OpDef
 from .transfer import transfer
 
-_NUMBER = (bool, int, float)
 _active_modes = modes.active  # the same list object: checked on every call
 
 
@@ -130,12 +129,7 @@ def _typed_sequence(v) -> tuple | None:
 
 def _tensors_of(op: OpDef, values: list) -> list:
     """The tensor operands, lists expanded."""
-    Tensor = links.tensor.type
-    found = []
-    for i in op.tensor_positions:
-        v = values[i]
-        found.extend(t for t in (v if isinstance(v, (list, tuple)) else (v,)) if isinstance(t, Tensor))
-    return found
+    return list(modes.tensors_in(tuple(values[i] for i in op.tensor_positions), None))
 
 
 def grad_wanted(op: OpDef, values: list) -> bool:
@@ -209,7 +203,7 @@ def _validate_and_plan(op: OpDef, values: list, grad: bool, key) -> CallPlan:
         for plan in cached(op):
             plan.validates_every_call = True
     cacheable = key is not None and all(values[i] is t for i, t in zip(op.tensor_positions, originals))
-    plan = lookup(key) if cacheable else None
+    plan = table.get(key) if cacheable else None
     if plan is None:
         plan = make_plan(op, values, dev, backend, compute, out, grad, grad and op.differentiable)
         plan.converts = any(values[i] is not v for i, v in zip(op.attr_positions, passed))

@@ -109,19 +109,18 @@ def dispatch(op, args: tuple, kwargs: dict, run: Callable, level: int | None = N
         active[level - 1:level - 1] = hidden
 
 
+def tensors_in(args: tuple, kwargs: dict | None):
+    """The tensors among an op call's arguments (lists and tuples looked into one level)."""
+    Tensor = links.tensor.type
+    for value in (*args, *(kwargs.values() if kwargs else ())):
+        for item in (value if isinstance(value, (list, tuple)) else (value,)):
+            if isinstance(item, Tensor):
+                yield item
+
+
 def _tensor_types(args: tuple, kwargs: dict) -> tuple:
     """The distinct tensor classes among the arguments, as ``types`` of ``__torch_dispatch__``."""
-    found = []
-    for value in (*args, *(kwargs.values() if kwargs else ())):
-        if isinstance(value, (list, tuple)):
-            candidates = value
-        else:
-            candidates = (value,)
-        for v in candidates:
-            cls = v.__class__
-            if isinstance(v, links.tensor.type) and cls not in found:
-                found.append(cls)
-    return tuple(found)
+    return tuple(dict.fromkeys(t.__class__ for t in tensors_in(args, kwargs)))
 
 
 @contextmanager
@@ -137,9 +136,4 @@ def backward_node(node) -> Iterator[None]:
             scope.__exit__(None, None, None)
 
 
-def current_modes() -> tuple["DispatchMode", ...]:
-    """The active modes, outermost first."""
-    return tuple(active)
-
-
-__all__ = ["DispatchMode", "TorchDispatchMode", "OpCall", "active", "dispatch", "backward_node", "current_modes"]
+__all__ = ["DispatchMode", "TorchDispatchMode", "OpCall", "active", "dispatch", "backward_node", "tensors_in"]

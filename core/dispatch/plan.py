@@ -55,28 +55,23 @@ class CallPlan:
 
 #: The one table of plans. Entry points read it directly (``table.get(key)``): a lookup runs on every call.
 table: dict = {}
-_plans = table
-
-
-def lookup(key) -> CallPlan | None:
-    return _plans.get(key)
 
 
 def store(key, plan: CallPlan) -> None:
-    if len(_plans) >= _CACHE_SIZE:
-        _plans.clear()
-    _plans[key] = plan
+    if len(table) >= _CACHE_SIZE:
+        table.clear()
+    table[key] = plan
 
 
 def cached(op: OpDef | str) -> list[CallPlan]:
     """The cached plans of ``op`` (for inspection and tests)."""
     op = OPS[op] if isinstance(op, str) else op
-    return [plan for plan in _plans.values() if plan.op is op]
+    return [plan for plan in table.values() if plan.op is op]
 
 
 def clear() -> None:
     """Forget every cached plan; they are rebuilt on the next calls."""
-    _plans.clear()
+    table.clear()
 
 
 _composite_only: dict[str, set | None] = {}  # op name -> device types forced to the composite (None: all)
@@ -110,4 +105,4 @@ def use_composite(op: OpDef | str, device_type: str | None = None) -> Iterator[N
         clear()
 
 
-__all__ = ["CallPlan", "lookup", "store", "cached", "clear", "use_composite", "prefers_composite"]
+__all__ = ["CallPlan", "table", "store", "cached", "clear", "use_composite", "prefers_composite"]
