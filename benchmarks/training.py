@@ -1,7 +1,8 @@
 """One full training step (zero_grad, forward, loss, backward, optimizer step) of three small models.
 
 The models are the issue-8 workloads: an MLP with Adam, a small CNN with SGD + momentum and a
-2-layer transformer encoder with AdamW. Each is declared once against the ``nn``/``optim`` API the
+2-layer transformer encoder with AdamW; each also with its forward and loss under autocast in the
+device's low-precision dtype (bfloat16 on cpu, float16 elsewhere), keys ending in ``_amp``. Each is declared once against the ``nn``/``optim`` API the
 two frameworks share; every side builds its own copy and loads the same initial weights (PyTorch's
 initialisation, copied through ``load_state_dict``), so all sides do identical arithmetic. Before
 timing, the sides' eval-mode outputs are compared, so a benchmark never times different models.
@@ -10,7 +11,8 @@ first process that builds the case (``harness.shared``), whichever framework tha
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from contextlib import nullcontext
+from dataclasses import dataclass, replace
 from types import ModuleType
 from typing import Callable
 
@@ -48,7 +50,8 @@ class Workload:
     optimizer: Callable[[ModuleType, object], object]
     input_shape: tuple[int, ...]
     target_shape: tuple[int, ...] | None  # None: integer class labels of the batch size, cross-entropy
-    target: float
+    target: float | None
+    autocast: bool = False  # forward and loss in an autocast region of the side's device type
 
     def batch(self) -> tuple[np.ndarray, np.ndarray]:
         rng = np.random.default_rng(0)
@@ -64,7 +67,7 @@ class Workload:
         return functional.mse_loss(output, y)
 
 
-WORKLOADS = [
+FLOAT32_WORKLOADS = [
     Workload("mlp", "MLP 784-256-256-10, Adam, batch 128", _mlp,
              lambda optim, params: optim.Adam(params, lr=1e-3), (128, 784), None, target=1.0),
     Workload("cnn", "CNN conv16-conv32-linear, SGD momentum, batch 64×1×28×28", _cnn,
@@ -72,6 +75,15 @@ WORKLOADS = [
     Workload("transformer", "Transformer encoder 2×(d128, 4 heads, FF 256), AdamW, batch 16×64", _encoder,
              lambda optim, params: optim.AdamW(params, lr=1e-3), (16, 64, 128), (16, 64, 128), target=1.5),
 ]
+WORKLOADS = FLOAT32_WORKLOADS + [replace(w, key=f"{w.key}_amp", name=f"{w.name}, autocast", target=None, autocast=True)
+                                 for w in FLOAT32_WORKLOADS]
+
+
+def _region(side: Side, workload: Workload):
+    """The autocast region of an ``_amp`` workload on the side's device type; a no-op context otherwise."""
+    if not workload.autocast:
+        return nullcontext()
+    return side.lib.autocast(side.device.split(":")[0])
 
 
 def new_model(side: Side, workload: Workload, state: dict[str, np.ndarray] | None = None):
@@ -90,7 +102,8 @@ def training_step(side: Side, workload: Workload, model):
 
     def step():
         optimizer.zero_grad()
-        loss = workload.loss(side, model(x), y)
+        with _region(side, workload):
+            loss = workload.loss(side, model(x), y)
         loss.backward()
         optimizer.step()
     return step
@@ -99,8 +112,8 @@ def training_step(side: Side, workload: Workload, model):
 def _eval_output(side: Side, workload: Workload, model) -> np.ndarray:
     x, _ = workload.batch()
     model.eval()
-    with side.lib.no_grad():
-        out = model(side.tensor(x)).cpu().numpy()
+    with side.lib.no_grad(), _region(side, workload):
+        out = model(side.tensor(x)).float().cpu().numpy()
     model.train()
     return out
 
@@ -113,7 +126,8 @@ def _build(workload: Workload):
         outputs = [_eval_output(side, workload, model) for side, model in zip(sides, models)]
         first = shared.get(f"{workload.key}-output", lambda: {"output": outputs[0]})["output"]
         worst = max(float(np.max(np.abs(out - first))) for out in outputs)
-        note = "" if worst < 1e-3 else f"eval outputs differ between sides by up to {worst:.2g}"
+        tolerance = 5e-2 if workload.autocast else 1e-3  # low-precision products round differently per side
+        note = "" if worst < tolerance else f"eval outputs differ between sides by up to {worst:.2g}"
         return [training_step(side, workload, model) for side, model in zip(sides, models)], note
     return build
 

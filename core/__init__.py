@@ -30,6 +30,9 @@ from . import optim  # noqa: E402
 from . import nn  # noqa: E402
 from . import distributions  # noqa: E402
 from . import profiler  # noqa: E402  (ember.profiler: torch.profiler on dispatch modes)
+from . import amp, cpu  # noqa: E402  (ember.amp: autocast and GradScaler; ember.cpu: torch.cpu)
+from .amp import autocast  # noqa: E402
+from .amp.state import *  # noqa: E402,F403  (is_autocast_enabled, get_autocast_dtype, ...: torch's names)
 
 half, float, double = float16, float32, float64
 short, int, long = int16, int32, int64

@@ -9,6 +9,10 @@ from typing import Any, NamedTuple, TypeAlias
 
 _Number: TypeAlias = _int | _float | _bool
 
+class _AmpUpdateScaleResult(NamedTuple):
+    scale: Tensor
+    growth_tracker: Tensor
+
 class _AdamStepResult(NamedTuple):
     param: Tensor
     exp_avg: Tensor

@@ -3,13 +3,20 @@
     python -m ember.dispatch                 # every op, grouped by kind
     python -m ember.dispatch --kind primitive
     python -m ember.dispatch --markdown      # a Markdown table for docs
+    python -m ember.dispatch --autocast      # only the ops autocast casts, with their categories
 """
 from __future__ import annotations
 
 import argparse
 
 from . import ops  # noqa: F401  (declares every op)
-from .schema import CATEGORIES, KINDS, OPS
+from .schema import AUTOCAST_LISTS, CATEGORIES, KINDS, OPS, OpDef
+
+
+def autocast_text(op: OpDef) -> str:
+    """``cpu=lower cuda=lower`` for an op autocast casts on some device type; "" otherwise."""
+    policy = op.autocast_policy or {}
+    return " ".join(f"{kind}={policy[kind]}" for kind in AUTOCAST_LISTS if policy.get(kind))
 
 
 def main(argv=None) -> int:
@@ -17,19 +24,23 @@ def main(argv=None) -> int:
     parser.add_argument("--kind", choices=KINDS, help="only primitives or only composites")
     parser.add_argument("--category", choices=CATEGORIES)
     parser.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    parser.add_argument("--autocast", action="store_true",
+                        help="only ops with an autocast category (other device types follow the cuda list)")
     args = parser.parse_args(argv)
     for kind in KINDS:
         if args.kind and kind != args.kind:
             continue
-        chosen = [op for op in OPS.values() if op.kind == kind and args.category in (None, op.category)]
+        chosen = [op for op in OPS.values() if op.kind == kind and args.category in (None, op.category)
+                  and (not args.autocast or autocast_text(op))]
         print(f"\n## {kind}s ({len(chosen)})\n" if args.markdown else f"{kind}s ({len(chosen)}):")
         if args.markdown:
-            print("| op | category | signature |\n| --- | --- | --- |")
+            print("| op | category | autocast | signature |\n| --- | --- | --- | --- |")
         for op in sorted(chosen, key=lambda o: (CATEGORIES.index(o.category), o.name)):
             if args.markdown:
-                print(f"| `{op.name}` | {op.category} | `{op.signature}` |")
+                print(f"| `{op.name}` | {op.category} | {autocast_text(op)} | `{op.signature}` |")
             else:
-                print(f"  {op.category:<12} {op.signature}")
+                cast = autocast_text(op)
+                print(f"  {op.category:<12} {op.signature}" + (f"  [autocast {cast}]" if cast else ""))
     return 0
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from .dtypes import ALL_DTYPES, dtype
+from .dtypes import ALL_DTYPES, bfloat16, dtype, float16
 
 
 class Backend:
@@ -38,6 +38,16 @@ class Backend:
 
     def supported_dtypes(self, index: int | None) -> frozenset[dtype]:
         return frozenset(ALL_DTYPES)
+
+    def autocast_dtypes(self, index: int | None) -> frozenset[dtype]:
+        """The low-precision dtypes ``ember.autocast`` may run this device's ops in. By default those of
+        float16 and bfloat16 the device supports; a backend whose low-precision kernels are not worth
+        running (storage only) declares fewer."""
+        return frozenset(d for d in (float16, bfloat16) if d in self.supported_dtypes(index))
+
+    def describe(self, index: int | None) -> str:
+        """The device's name for messages ("NVIDIA H100", "pthread-AMD EPYC (Portable Computing Language)")."""
+        return self.device_type if index is None else f"{self.device_type}:{index}"
 
     # -- storage -----------------------------------------------------------------
     def from_numpy(self, array, dtype: dtype, index: int | None):

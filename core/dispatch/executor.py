@@ -39,7 +39,8 @@ def _kernel(plan: CallPlan) -> Callable[[list], Any]:
     first = op.tensor_positions[0] if op.tensor_positions else None
     link = links.tensor
     wrap, wrap_view = link.wrap, link.wrap_view
-    shape = "mutates" if op.mutates else "view" if op.view else "single" if len(op.outputs) == 1 else "many"
+    many = len(op.outputs) > 1 or op.outputs == ("*",)  # several named outputs, or as many as the call makes
+    shape = "mutates" if op.mutates else "view" if op.view else "many" if many else "single"
     recorder = links.recorder
     record = recorder.record if plan.records else None
     check_mutation = recorder.check_mutation if op.mutates and plan.grad_on else None

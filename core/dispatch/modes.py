@@ -109,6 +109,23 @@ def dispatch(op, args: tuple, kwargs: dict, run: Callable, level: int | None = N
         active[level - 1:level - 1] = hidden
 
 
+@contextmanager
+def standing_aside(mode: DispatchMode) -> Iterator[None]:
+    """Hide ``mode`` (its innermost entry) while the block runs: for a mode with ``observes_nested`` whose
+    handler must not see the ops it calls itself for some calls (autocast casting an op's operands)."""
+    for at in range(len(active) - 1, -1, -1):
+        if active[at] is mode:
+            break
+    else:
+        yield
+        return
+    del active[at]
+    try:
+        yield
+    finally:
+        active.insert(at, mode)
+
+
 def tensors_in(args: tuple, kwargs: dict | None):
     """The tensors among an op call's arguments (lists and tuples looked into one level)."""
     Tensor = links.tensor.type
@@ -136,4 +153,5 @@ def backward_node(node) -> Iterator[None]:
             scope.__exit__(None, None, None)
 
 
-__all__ = ["DispatchMode", "TorchDispatchMode", "OpCall", "active", "dispatch", "backward_node", "tensors_in"]
+__all__ = ["DispatchMode", "TorchDispatchMode", "OpCall", "active", "dispatch", "backward_node", "standing_aside",
+           "tensors_in"]

@@ -14,6 +14,15 @@ from typing import Any, Callable
 
 CATEGORIES = ("elementwise", "reduction", "view", "linalg", "indexing", "creation", "random", "nn")
 KINDS = ("primitive", "composite")
+#: Autocast's cast categories (``ember.autocast``), as PyTorch's lists define them: "lower" runs the op in
+#: the region's low-precision dtype, "float32" in float32, "promote" in the widest floating dtype among the
+#: operands; "banned" refuses the op (it is unsafe to autocast). See ``OpDef.autocast``.
+AUTOCAST_CATEGORIES = ("lower", "float32", "promote", "banned")
+#: The device types with lists of their own; every other device type follows the "cuda" list.
+AUTOCAST_LISTS = ("cpu", "cuda")
+#: Ops PyTorch runs in float32 under CUDA autocast (float16's narrow range) but not under CPU autocast,
+#: whose list is made for bfloat16 (float32's range).
+FLOAT32_ON_CUDA = {"cuda": "float32"}
 REQUIRED = object()
 
 #: Parameter types. Tensor inputs: "Tensor" takes part in type promotion (and accepts a Python
@@ -81,6 +90,10 @@ class OpDef:
     normalize: Callable[..., Any] | None = None  # rewrites bound values before meta, e.g. wraps dims
     # the meta or normalize reads the first input's strides (view), so the plan cache keys on them
     layout_dependent: bool = False
+    # autocast's category (AUTOCAST_CATEGORIES) for this op: one for every device type, or a dict by
+    # AUTOCAST_LISTS, since PyTorch's CPU and CUDA lists differ (exp runs in float32 under CUDA autocast
+    # only); None: the op runs in the dtypes it is called with
+    autocast: str | dict | None = None
 
     def __post_init__(self) -> None:
         self.param_index = {p.name: i for i, p in enumerate(self.params)}
@@ -102,6 +115,14 @@ class OpDef:
         leading = len(self.tensor_positions)
         self.leading_tensors = leading if (not self.list_positions
                                            and self.tensor_positions == tuple(range(leading))) else None
+        self.autocast_policy = _autocast_policy(self.name, self.autocast)
+
+    def autocast_category(self, device_type: str) -> str | None:
+        """This op's autocast category on ``device_type`` (None: it runs as called)."""
+        policy = self.autocast_policy
+        if policy is None:
+            return None
+        return policy["cpu" if device_type == "cpu" else "cuda"]
 
     @property
     def tensor_params(self) -> tuple[Param, ...]:
@@ -117,6 +138,20 @@ class OpDef:
             default = "" if p.default is REQUIRED else f"={p.default!r}"
             parts.append(f"{p.type} {p.name}{default}")
         return f"{self.name}({', '.join(parts)})"
+
+
+def _autocast_policy(name: str, declared) -> dict | None:
+    """``OpDef.autocast`` as a dict with a category (or None) for each of AUTOCAST_LISTS; None for no policy."""
+    if declared is None:
+        return None
+    policy = dict.fromkeys(AUTOCAST_LISTS, declared) if isinstance(declared, str) else dict(declared)
+    unknown = set(policy) - set(AUTOCAST_LISTS)
+    if unknown:
+        raise ValueError(f"{name}: autocast lists are {AUTOCAST_LISTS}, not {sorted(unknown)}")
+    for category in policy.values():
+        if category is not None and category not in AUTOCAST_CATEGORIES:
+            raise ValueError(f"{name}: unknown autocast category {category!r} (known: {AUTOCAST_CATEGORIES})")
+    return {key: policy.get(key) for key in AUTOCAST_LISTS}
 
 
 OPS: dict[str, OpDef] = {}

@@ -9,7 +9,7 @@ from .. import rules
 from ..dtypes import bool_, get_default_dtype
 from ..errors import DtypeError
 from ..meta import elementwise as broadcast_meta, require, shape
-from ..schema import Sample, defop
+from ..schema import FLOAT32_ON_CUDA, Sample, defop
 from . import F
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])
@@ -68,20 +68,22 @@ _unary("neg", np.negative, dtypes="numeric", doc="-input", derivative=lambda gra
 _unary("abs", np.abs, dtypes="numeric", derivative=lambda grad, input: F.mul(grad, F.sign(input)),
        doc="abs'(0) = 0, as in PyTorch")
 _unary("sign", np.sign, dtypes="numeric", doc="-1, 0 or 1 by the sign of each element", derivative=_zero_grad)
-_unary("exp", np.exp, promotion=rules.to_float, derivative=lambda grad, result: F.mul(grad, result))
-_unary("expm1", np.expm1, promotion=rules.to_float,
+_unary("exp", np.exp, promotion=rules.to_float, derivative=lambda grad, result: F.mul(grad, result),
+       autocast=FLOAT32_ON_CUDA)
+_unary("expm1", np.expm1, promotion=rules.to_float, autocast=FLOAT32_ON_CUDA,
        derivative=lambda grad, result: F.mul(grad, F.add(result, 1)))
 _POSITIVE = {"input": {"low": 0.1, "high": 5.0}}  # grad_domain of functions real only for positive inputs
-_unary("log", np.log, promotion=rules.to_float, derivative=lambda grad, input: F.div(grad, input),
+_unary("log", np.log, promotion=rules.to_float, autocast=FLOAT32_ON_CUDA, derivative=lambda grad, input: F.div(grad, input),
        grad_domain=_POSITIVE)
-_unary("log1p", np.log1p, promotion=rules.to_float, grad_domain={"input": {"low": -0.9, "high": 5.0}},
+_unary("log1p", np.log1p, promotion=rules.to_float, autocast=FLOAT32_ON_CUDA,
+       grad_domain={"input": {"low": -0.9, "high": 5.0}},
        derivative=lambda grad, input: F.div(grad, F.add(input, 1)))
 _unary("sqrt", np.sqrt, promotion=rules.to_float, grad_domain=_POSITIVE,
        derivative=lambda grad, result: F.div(grad, F.mul(result, 2)))
 _unary("sin", np.sin, promotion=rules.to_float, derivative=lambda grad, input: F.mul(grad, F.cos(input)))
 _unary("cos", np.cos, promotion=rules.to_float,
        derivative=lambda grad, input: F.neg(F.mul(grad, F.sin(input))))
-_unary("tan", np.tan, promotion=rules.to_float,
+_unary("tan", np.tan, promotion=rules.to_float, autocast=FLOAT32_ON_CUDA,
        derivative=lambda grad, result: F.mul(grad, F.add(F.mul(result, result), 1)))
 _unary("tanh", np.tanh, promotion=rules.to_float,
        derivative=lambda grad, result: F.mul(grad, F.sub(1, F.mul(result, result))))
@@ -98,12 +100,12 @@ _unary("isnan", np.isnan, promotion=rules.to_bool, differentiable=False, inplace
 
 # -- unary composites -----------------------------------------------------------------------
 _LN2 = math.log(2.0)
-_unary("log2", np.log2, promotion=rules.to_float, kind="composite", grad_domain=_POSITIVE,
+_unary("log2", np.log2, promotion=rules.to_float, kind="composite", grad_domain=_POSITIVE, autocast=FLOAT32_ON_CUDA,
        composite=lambda x: F.div(F.log(x), _LN2))
-_unary("reciprocal", np.reciprocal, promotion=rules.to_float, kind="composite",
+_unary("reciprocal", np.reciprocal, promotion=rules.to_float, kind="composite", autocast=FLOAT32_ON_CUDA,
        composite=lambda x: F.div(1, x),
        derivative=lambda grad, result: F.neg(F.mul(grad, F.mul(result, result))))
-_unary("rsqrt", lambda x: 1 / np.sqrt(x), promotion=rules.to_float, kind="composite",
+_unary("rsqrt", lambda x: 1 / np.sqrt(x), promotion=rules.to_float, kind="composite", autocast=FLOAT32_ON_CUDA,
        composite=lambda x: F.reciprocal(F.sqrt(x)), grad_domain=_POSITIVE)
 _unary("sigmoid", lambda x: 1 / (1 + np.exp(-x)), promotion=rules.to_float, kind="composite",
        composite=lambda x: F.reciprocal(F.add(F.exp(F.neg(_as_float(x))), 1)), doc="1 / (1 + exp(-input))",
@@ -202,7 +204,7 @@ _binary("floor_divide", np.floor_divide, dtypes="numeric", inplace=True, differe
 _binary("remainder", np.remainder, dtypes="numeric", inplace=True, doc="Python's modulo: the sign of other",
         domain=_NONZERO_DIVISOR,
         derivative=lambda grad, input, other: (grad, F.neg(F.mul(grad, F.floor_divide(input, other)))))
-_binary("pow", np.power, dtypes="numeric", inplace=True, derivative=_pow_derivative,
+_binary("pow", np.power, dtypes="numeric", inplace=True, derivative=_pow_derivative, autocast=FLOAT32_ON_CUDA,
         domain={"other": {"low": 0, "high": 4}},  # integers to negative powers raise
         grad_domain=_POSITIVE)  # a negative base has no real non-integer power
 _binary("maximum", np.maximum, doc="elementwise max; NaN propagates",

@@ -394,19 +394,19 @@ def _scatter_samples(distinct):
     return samples
 
 
-def _declare_scatter(name, accumulate, doc):
+def _declare_scatter(name, accumulate, doc, autocast=None):
     defop(f"{name}(Tensor input, dim dim, Index index, Tensor src)", "indexing", promotion=_in_input_dtype,
           meta=_scatter_meta(name), normalize=_along_dim_normalize,
           derivative={"input": (lambda grad: grad) if accumulate else
                       (lambda grad, dim, index: F.scatter(grad, dim, index, 0)), "src": _src_derivative},
           reference=_scatter_reference(accumulate), samples=_scatter_samples(distinct=not accumulate),
-          inplace=True, doc=doc)
+          inplace=True, doc=doc, autocast=autocast)
 
 
 _declare_scatter("scatter", False, "a copy of input with out[index[i][j]][j] = src[i][j] for dim 0; src may be "
                                    "a number; duplicate positions keep one of the values")
 _declare_scatter("scatter_add", True, "a copy of input with src[i][j] added at out[index[i][j]][j] for dim 0; "
-                                      "duplicate positions accumulate")
+                                      "duplicate positions accumulate", autocast={"cuda": "promote"})
 
 
 # -- index_add: scatter_add by one index vector, composed of index_put_ ------------------------

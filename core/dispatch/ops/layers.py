@@ -29,7 +29,7 @@ from .. import links
 from ..dispatcher import note_value_read
 from ..dtypes import float32, int64
 from ..meta import require, shape
-from ..schema import Sample, defop
+from ..schema import FLOAT32_ON_CUDA, Sample, defop
 from . import F
 
 _HALF_TOLERANCES = {"float16": (2e-2, 2e-2), "bfloat16": (5e-2, 5e-2)}
@@ -83,7 +83,7 @@ def _linear_samples(make, dtype):
 
 
 defop("linear(Tensor input, Tensor weight, Tensor? bias=None)", "nn", kind="composite", promotion=rules.same,
-      dtypes="float", meta=_linear_meta, composite=_linear,
+      dtypes="float", meta=_linear_meta, composite=_linear, autocast="lower",
       derivative={"input": lambda grad, weight: F.matmul(grad, weight),
                   "weight": _linear_weight_derivative,
                   "bias": lambda grad: grad},  # the engine sums the broadcast rows
@@ -130,7 +130,7 @@ def _bilinear_samples(make, dtype):
 defop("bilinear(Tensor input1, Tensor input2, Tensor weight, Tensor? bias=None)", "nn", kind="composite",
       promotion=rules.same, dtypes="float", meta=_bilinear_meta, composite=_bilinear,
       reference=lambda a, b, w, bias=None: np.einsum("...i,oij,...j->...o", a, w, b) + (0 if bias is None else bias),
-      samples=_bilinear_samples, method=False, tolerances=_HALF_TOLERANCES,
+      samples=_bilinear_samples, method=False, tolerances=_HALF_TOLERANCES, autocast={"cuda": "promote"},
       doc="out[..., o] = input1[..., i] weight[o, i, j] input2[..., j] + bias[o]")
 
 
@@ -312,7 +312,7 @@ def _layer_norm_samples(make, dtype):
 
 defop("layer_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-5)",
       "nn", kind="composite", promotion=_like_input, dtypes="float", meta=_layer_norm_meta, composite=_layer_norm,
-      derivative=_layer_norm_derivative,
+      derivative=_layer_norm_derivative, autocast=FLOAT32_ON_CUDA,
       reference=_layer_norm_reference, samples=_layer_norm_samples, method=False,
       doc="standardizes over the last len(normalized_shape) dims (biased variance), then weight * x + bias")
 
@@ -378,7 +378,7 @@ def _group_norm_samples(make, dtype):
 
 defop("group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-5)", "nn",
       kind="composite", promotion=_like_input, dtypes="float", meta=_group_norm_meta, composite=_group_norm,
-      derivative=_group_norm_derivative,
+      derivative=_group_norm_derivative, autocast=FLOAT32_ON_CUDA,
       reference=_group_norm_reference, samples=_group_norm_samples, method=False,
       doc="standardizes each group of C / num_groups channels of an (N, C, *) input, then per-channel affine")
 

@@ -95,7 +95,7 @@ def _einsum_samples(make, dtype):
 
 
 defop("matmul(Tensor input, Tensor other)", "linalg", promotion=rules.same, dtypes="numeric", meta=_matmul_meta,
-      samples=_matmul_samples,
+      samples=_matmul_samples, autocast="lower",
       derivative={"input": _matmul_input_derivative, "other": _matmul_other_derivative},
       reference=np.matmul, doc="matrix product with NumPy/PyTorch broadcasting of batch dims")
 
@@ -107,7 +107,8 @@ def _bmm_meta(a, b):
 
 
 defop("bmm(Tensor input, Tensor mat2)", "linalg", kind="composite", promotion=rules.same, dtypes="numeric",
-      meta=_bmm_meta, composite=lambda a, b: F.matmul(a, b), reference=np.matmul, samples=_bmm_samples)
+      meta=_bmm_meta, composite=lambda a, b: F.matmul(a, b), reference=np.matmul, samples=_bmm_samples,
+      autocast="lower")
 
 
 def _mm_meta(a, b):
@@ -116,7 +117,8 @@ def _mm_meta(a, b):
 
 
 defop("mm(Tensor input, Tensor mat2)", "linalg", kind="composite", promotion=rules.same, dtypes="numeric",
-      meta=_mm_meta, composite=lambda a, b: F.matmul(a, b), reference=np.matmul, samples=_mm_samples)
+      meta=_mm_meta, composite=lambda a, b: F.matmul(a, b), reference=np.matmul, samples=_mm_samples,
+      autocast="lower")
 
 
 def _outer_meta(a, b):
@@ -203,7 +205,7 @@ def _einsum_meta(equation, operands):
 
 
 defop("einsum(str equation, Tensor[] operands)", "linalg", kind="composite", promotion=rules.same,
-      dtypes="numeric", meta=_einsum_meta, composite=_einsum, method=False, samples=_einsum_samples,
+      dtypes="numeric", meta=_einsum_meta, composite=_einsum, method=False, samples=_einsum_samples, autocast="lower",
       tolerances={"float16": (1e-2, 0.1), "bfloat16": (4e-2, 0.25)},  # the composite rounds every product
       reference=lambda equation, operands: np.einsum(equation, *operands),
       doc="Einstein summation; '...' broadcasts; a subscript may not repeat within one operand")

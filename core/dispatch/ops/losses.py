@@ -1,5 +1,6 @@
 """Loss ops: cross-entropy and negative log-likelihood over class indices (each with its backward op),
-and binary cross-entropy.
+cross-entropy against class probabilities, and binary cross-entropy (the pointwise losses are in
+``pointwise_losses``).
 
 They are ops rather than compositions in ``ember.nn`` for speed and for PyTorch's gradients:
 - each call is one graph node whose derivative is one expression (for cross-entropy: softmax times
@@ -13,6 +14,10 @@ which the op has at hand.
 
 Class weights are constants, as in PyTorch: a weight that requires grad is refused at the forward
 rather than silently given no gradient.
+
+Under autocast every loss runs in float32 (PyTorch's lists); binary_cross_entropy is refused under
+CUDA-style autocast, where a sigmoid before it is unsafe in float16 (binary_cross_entropy_with_logits is
+the safe form). The backward ops carry no policy: autograd calls them with the forward's dtypes.
 """
 from __future__ import annotations
 
@@ -47,11 +52,11 @@ def _check_smoothing(op_name: str, label_smoothing: float) -> None:
         raise ValueError(f"{op_name}: label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
 
 
-def _refuse_weight_grad(op_name: str, weight) -> None:
-    """PyTorch's rule: the class weights of these losses are not differentiable, so say so at once."""
+def _refuse_weight_grad(op_name: str, weight, argument: str = "weight") -> None:
+    """PyTorch's rule: the weights of these losses are not differentiable, so say so at once."""
     if getattr(weight, "requires_grad", False) and links.recorder.state.enabled:
-        raise EmberError(f"{op_name}: not differentiable with respect to argument 'weight'; this input cannot "
-                         f"have requires_grad=True ({describe(weight)}); pass weight.detach()")
+        raise EmberError(f"{op_name}: not differentiable with respect to argument '{argument}'; this input cannot "
+                         f"have requires_grad=True ({describe(weight)}); pass {argument}.detach()")
 
 
 def _class_dim(x) -> int:
@@ -154,6 +159,8 @@ def _widened(function):
     @functools.wraps(function)
     def run(*args, **kwargs):
         floats = [v for v in (*args, *kwargs.values()) if is_float(v)]
+        if not floats:  # integer inputs (l1_loss takes them): nothing to widen
+            return function(*args, **kwargs)
         out_dtype = result_type_of([t.dtype for t in floats if t.ndim], [t.dtype for t in floats if not t.ndim], [])
         work = float32 if out_dtype.itemsize == 2 else out_dtype
 
@@ -285,14 +292,19 @@ def _reference_scale(grad_output, counted, weights, reduction):
     return np.where(counted, scale, 0.0)  # ignored positions get no gradient, even from a 0/0 mean
 
 
+def _reference_log_softmax(x, cdim: int):
+    """log_softmax of the logits ``x`` along ``cdim``, with the classes moved last."""
+    logits = np.moveaxis(np.asarray(x, np.float64), cdim, -1)
+    shifted = logits - np.max(logits, axis=-1, keepdims=True)
+    return shifted - np.log(np.sum(np.exp(shifted), axis=-1, keepdims=True))
+
+
 def _reference_distribution(x, target, weight, ignore_index, label_smoothing):
     """(class dim, log_softmax with classes last, q, weights): q is the target distribution of the
     docstrings above, (1 - eps) * w[t] on the target plus eps / C * w[c] on each class c, 0 where ignored."""
     cdim, w, counted, safe, weights = _reference_targets(x, target, weight, ignore_index)
-    logits = np.moveaxis(np.asarray(x, np.float64), cdim, -1)
-    classes = logits.shape[-1]
-    shifted = logits - np.max(logits, axis=-1, keepdims=True)
-    logp = shifted - np.log(np.sum(np.exp(shifted), axis=-1, keepdims=True))
+    logp = _reference_log_softmax(x, cdim)
+    classes = logp.shape[-1]
     one_hot = safe[..., None] == np.arange(classes)
     q = (label_smoothing / classes) * w + (1 - label_smoothing) * one_hot * w
     return cdim, logp, q * counted[..., None], weights
@@ -386,7 +398,8 @@ _CLASS_PARAMS = "Index target, Tensor? weight=None, int ignore_index=-100"
 def _class_loss(signature: str, composite, derivative, reference, samples, doc: str) -> None:
     defop(signature, "nn", kind="composite", promotion=rules.same, dtypes="float", meta=_class_loss_meta,
           normalize=_class_targets_normalize, composite=_widened(composite), derivative={"input": derivative},
-          reference=reference, samples=samples, method=False, nondifferentiable_inputs=("weight",), doc=doc)
+          reference=reference, samples=samples, method=False, nondifferentiable_inputs=("weight",), doc=doc,
+          autocast="float32")
 
 
 def _class_loss_backward(signature: str, composite, reference, samples, doc: str) -> None:
@@ -417,6 +430,85 @@ _class_loss_backward(f"cross_entropy_indices_backward(Tensor grad_output, Tensor
                      doc="the gradient of cross_entropy_indices with respect to its input")
 
 
+# -- cross_entropy_probabilities --------------------------------------------------------------------------
+
+def _probabilities_normalize(op, values) -> None:
+    x, target, weight, label_smoothing, reduction = values
+    _check_reduction(op.name, reduction)
+    _check_smoothing(op.name, label_smoothing)
+    if hasattr(target, "_data") and not target.dtype.is_floating_point:
+        raise DtypeError(f"{op.name}: Expected floating point type for target with class probabilities, got "
+                         f"{target.dtype.name} ({describe(target)}); class indices need a target without the "
+                         f"class dim")
+
+
+def _probabilities_meta(x, target, weight=None, label_smoothing=0.0, reduction="mean"):
+    name, xs = "cross_entropy_probabilities", shape(x)
+    require(len(xs) >= 1, name, "expected an input with a class dimension: (C,), (N, C) or (N, C, d1, ...), "
+            "got a 0-d input", x)
+    require(shape(target) == xs, name, f"a target of class probabilities must have the input's shape {xs}, got "
+            f"{shape(target)}", x, target)
+    cdim = _class_dim(x)
+    if weight is not None:
+        require(shape(weight) == (xs[cdim],), name, f"weight tensor should be defined for all {xs[cdim]} classes, "
+                f"got a weight of shape {shape(weight)}", weight)
+    return xs[:cdim] + xs[cdim + 1:] if reduction == "none" else ()
+
+
+def _cross_entropy_probabilities(input, target, weight=None, label_smoothing=0.0, reduction="mean"):
+    """-sum(q * log_softmax(input)) over the class dim, q the target smoothed by eps / C and weighted per
+    class; the mean divides by the number of positions (N * d1 * ...), not by weights."""
+    cdim = _class_dim(input)
+    classes = input.shape[cdim]
+    if label_smoothing > 0:
+        target = F.add(F.mul(target, 1 - label_smoothing), label_smoothing / classes)
+    terms = F.mul(F.log_softmax(input, cdim), target)
+    if weight is not None:
+        terms = F.mul(terms, _along_classes(weight, input.ndim, cdim))
+    if reduction == "none":
+        return F.neg(F.sum(terms, cdim))
+    total = F.neg(F.sum(terms))
+    if reduction == "sum":
+        return total
+    positions = input.numel() // classes if classes else 0
+    return F.div(total, positions) if positions else F.mul(total, float("nan"))
+
+
+def _probabilities_reference(x, target, weight=None, label_smoothing=0.0, reduction="mean"):
+    cdim = 1 if np.ndim(x) >= 2 else 0
+    logp = _reference_log_softmax(x, cdim)
+    q = np.moveaxis(np.asarray(target, np.float64), cdim, -1)
+    q = q * (1 - label_smoothing) + label_smoothing / logp.shape[-1]
+    if weight is not None:
+        q = q * np.asarray(weight, np.float64)
+    losses = -np.sum(q * logp, axis=-1)
+    if reduction == "none":
+        return losses
+    return np.sum(losses) if reduction == "sum" else np.sum(losses) / losses.size
+
+
+def _probabilities_samples(make, dtype):
+    def probs(shape_, **kwargs):
+        return make(shape_, low=0, high=1, **kwargs)
+    yield Sample((make((6, 5)), probs((6, 5))), note="(N, C), mean")
+    yield Sample((make((4, 3)), probs((4, 3)), make((3,), low=0.1, high=2.0)), {"reduction": "none"}, note="weighted")
+    yield Sample((make((2, 3, 4)), probs((2, 3, 4)), None, 0.3, "sum"), note="K-dimensional, label smoothing, sum")
+    yield Sample((make((5,)), probs((5,))), {"reduction": "none"}, note="unbatched (C,)")
+    yield Sample((make((4, 6), noncontiguous=True), probs((4, 6), noncontiguous=True)),
+                 {"weight": make((6,), low=0.1, high=2.0), "label_smoothing": 1.0},
+                 note="non-contiguous, full smoothing")
+    yield Sample((make((5, 4), low=-100, high=100), probs((5, 4))), note="large logits")
+    yield Sample((make((0, 4)), probs((0, 4))), note="empty batch: nan mean")
+
+
+defop("cross_entropy_probabilities(Tensor input, Tensor target, Tensor? weight=None, float label_smoothing=0.0, "
+      "str reduction='mean')", "nn", kind="composite", promotion=rules.same, dtypes="float",
+      meta=_probabilities_meta, normalize=_probabilities_normalize, composite=_widened(_cross_entropy_probabilities),
+      reference=_probabilities_reference, samples=_probabilities_samples, method=False, autocast="float32",
+      doc="cross-entropy of logits against class probabilities (a target of the input's shape), with PyTorch's "
+          "label smoothing and per-class weights; the mean divides by the number of positions")
+
+
 # -- binary_cross_entropy ---------------------------------------------------------------------------------
 
 def _check_unit_interval(op_name: str, t, what: str) -> None:
@@ -442,12 +534,18 @@ def _bce_normalize(op, values) -> None:
     _check_unit_interval(op.name, target, "target")
 
 
-def _bce_meta(x, target, weight=None, reduction="mean"):
-    require(shape(target) == shape(x), "binary_cross_entropy",
+def check_weights(op_name: str, x, target, **weights) -> None:
+    """The target has the input's shape; each given weight broadcasts to it (and does not enlarge it)."""
+    require(shape(target) == shape(x), op_name,
             f"target of shape {shape(target)} must have the input's shape {shape(x)}", x, target)
-    if weight is not None:
-        require(broadcast_shapes("binary_cross_entropy", shape(weight), shape(x)) == shape(x), "binary_cross_entropy",
-                f"weight of shape {shape(weight)} must broadcast to the input's shape {shape(x)}", weight, x)
+    for name, weight in weights.items():
+        if weight is not None:
+            require(broadcast_shapes(op_name, shape(weight), shape(x)) == shape(x), op_name,
+                    f"{name} of shape {shape(weight)} must broadcast to the input's shape {shape(x)}", weight, x)
+
+
+def _bce_meta(x, target, weight=None, reduction="mean"):
+    check_weights("binary_cross_entropy", x, target, weight=weight)
     return shape(x) if reduction == "none" else ()
 
 
@@ -516,4 +614,5 @@ defop("binary_cross_entropy(Tensor input, Tensor target, Tensor? weight=None, st
       composite=_widened(_bce), reference=_bce_reference,
       derivative={"input": _widened(_bce_input_derivative), "target": _widened(_bce_target_derivative)},
       samples=_bce_samples, method=False, nondifferentiable_inputs=("weight",),
+      autocast={"cpu": "float32", "cuda": "banned"},
       doc="-w * (t * log(x) + (1 - t) * log(1 - x)) with the logs clamped at -100; input and target in [0, 1]")

@@ -23,7 +23,7 @@ from ..dispatcher import note_value_read
 from ..dtypes import float32, int64
 from ..errors import ShapeError
 from ..meta import require, shape
-from ..schema import Sample, defop
+from ..schema import FLOAT32_ON_CUDA, Sample, defop
 from . import F
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])
@@ -487,13 +487,13 @@ _CONV_DOC = ("{n}-D cross-correlation; padding is ints, 'valid' or 'same'; input
 defop(f"conv2d(Tensor input, Tensor weight, Tensor? bias=None, {_CONV_TAIL}", "nn", kind="composite",
       derivative=_conv_derivative(_conv2d_input_derivative, _conv2d_weight_derivative),
       promotion=rules.same, dtypes="float", meta=_conv_meta("conv2d"), normalize=_conv_normalize(2),
-      composite=_conv2d, reference=_conv_reference, samples=_conv2d_samples, method=False,
+      composite=_conv2d, reference=_conv_reference, samples=_conv2d_samples, method=False, autocast="lower",
       tolerances={"float16": (2e-2, 2e-2), "bfloat16": (5e-2, 5e-2)},
       doc=_CONV_DOC.format(n=2, dims="H, W"))
 defop(f"conv1d(Tensor input, Tensor weight, Tensor? bias=None, {_CONV_TAIL}", "nn", kind="composite",
       derivative=_conv_derivative(_conv1d_input_derivative, _conv1d_weight_derivative, spatial=1),
       promotion=rules.same, dtypes="float", meta=_conv_meta("conv1d"), normalize=_conv_normalize(1),
-      composite=_conv1d, reference=_conv_reference, samples=_conv1d_samples, method=False,
+      composite=_conv1d, reference=_conv_reference, samples=_conv1d_samples, method=False, autocast="lower",
       tolerances={"float16": (2e-2, 2e-2), "bfloat16": (5e-2, 5e-2)},
       doc=_CONV_DOC.format(n=1, dims="L"))
 
@@ -631,6 +631,7 @@ defop("conv_transpose2d(Tensor input, Tensor weight, Tensor? bias=None, int[] st
       derivative=_conv_derivative(_conv_transpose2d_input_derivative, _conv_transpose2d_weight_derivative),
       dtypes="float", meta=_conv_transpose_meta, normalize=_conv_transpose_normalize,
       composite=_conv_transpose2d, reference=_conv_transpose_reference, samples=_conv_transpose_samples,
+      autocast="lower",
       method=False, tolerances={"float16": (2e-2, 2e-2), "bfloat16": (5e-2, 5e-2)},
       doc="the gradient of conv2d with respect to its input ('deconvolution'); weight is "
           "(in_channels, out_channels / groups, kH, kW)")
@@ -1129,11 +1130,11 @@ def _log_softmax_derivative(grad, dim, result):
 defop("softmax(Tensor input, dim dim, dtype? dtype=None)", "nn", kind="composite",
       derivative=_softmax_derivative,
       promotion=rules.float_or_requested, dtypes="float", meta=lambda x, dim, dtype=None: shape(x),
-      composite=_softmax, reference=_softmax_reference, samples=_softmax_samples,
+      composite=_softmax, reference=_softmax_reference, samples=_softmax_samples, autocast=FLOAT32_ON_CUDA,
       doc="exp(x) / sum(exp(x)) along dim, shifted by the max for stability; dtype= casts the input first")
 defop("log_softmax(Tensor input, dim dim, dtype? dtype=None)", "nn", kind="composite",
       derivative=_log_softmax_derivative, promotion=rules.float_or_requested, dtypes="float", meta=lambda x, dim, dtype=None: shape(x),
-      composite=_log_softmax, reference=_log_softmax_reference, samples=_softmax_samples,
+      composite=_log_softmax, reference=_log_softmax_reference, samples=_softmax_samples, autocast=FLOAT32_ON_CUDA,
       doc="log(softmax(x)) computed as x - max - log(sum(exp(x - max)))")
 
 
@@ -1322,7 +1323,7 @@ _activation("silu(Tensor input)", lambda x: F.mul(x, F.sigmoid(x)), lambda x: x 
 _activation("mish(Tensor input)", lambda x: F.mul(x, F.tanh(F.softplus(x))),
             lambda x: x * np.tanh(_softplus_reference(x)), doc="x * tanh(softplus(x))")
 _activation("softplus(Tensor input, float beta=1.0, float threshold=20.0)", _softplus, _softplus_reference,
-            samples=_with_attrs(((2.0,), {}), ((0.5, 5.0), {})),
+            samples=_with_attrs(((2.0,), {}), ((0.5, 5.0), {})), autocast=FLOAT32_ON_CUDA,
             doc="log(1 + exp(beta * x)) / beta, the identity where beta * x > threshold")
 _activation("hardtanh(Tensor input, float min_val=-1.0, float max_val=1.0)", _hardtanh,
             lambda x, min_val=-1.0, max_val=1.0: np.clip(np.asarray(x, np.float64), min_val, max_val),

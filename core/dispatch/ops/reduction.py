@@ -8,7 +8,7 @@ import numpy as np
 from .. import rules
 from ..dtypes import get_default_dtype
 from ..meta import reduced, require, shape
-from ..schema import Sample, defop
+from ..schema import FLOAT32_ON_CUDA, Sample, defop
 from . import F
 
 
@@ -129,11 +129,11 @@ def _accumulate_samples(make, dtype):
 
 defop("sum(Tensor input, dim[]? dim=None, bool keepdim=False, *, dtype? dtype=None)", "reduction",
       promotion=rules.accumulate, meta=_reduce_meta("sum"), reference=_np_reduce(np.sum),
-      derivative=_sum_derivative, samples=_accumulate_samples,
+      derivative=_sum_derivative, samples=_accumulate_samples, autocast=FLOAT32_ON_CUDA,
       doc="bool and integer inputs sum in int64")
 defop("prod(Tensor input, dim? dim=None, bool keepdim=False, *, dtype? dtype=None)", "reduction",
       promotion=rules.accumulate, meta=_reduce_meta("prod"), reference=_np_reduce(np.prod),
-      derivative=_prod_derivative, samples=_accumulate_samples)
+      derivative=_prod_derivative, samples=_accumulate_samples, autocast="float32")
 defop("amax(Tensor input, dim[]? dim=None, bool keepdim=False)", "reduction", promotion=rules.same,
       meta=_reduce_meta("amax", needs_elements=True), reference=_np_reduce(np.max), doc="NaN propagates",
       derivative=_extremum_derivative)
@@ -165,10 +165,10 @@ def _scan_meta(x, dim, dtype=None):
 
 defop("cumsum(Tensor input, dim dim, *, dtype? dtype=None)", "reduction", promotion=rules.accumulate,
       meta=_scan_meta, reference=lambda x, dim, dtype=None: np.cumsum(x, axis=dim) if x.ndim else x.copy(),
-      derivative=_cumsum_derivative, samples=_accumulate_samples)
+      derivative=_cumsum_derivative, samples=_accumulate_samples, autocast=FLOAT32_ON_CUDA)
 defop("cumprod(Tensor input, dim dim, *, dtype? dtype=None)", "reduction", promotion=rules.accumulate,
       meta=_scan_meta, reference=lambda x, dim, dtype=None: np.cumprod(x, axis=dim) if x.ndim else x.copy(),
-      derivative=_cumprod_derivative, samples=_accumulate_samples)
+      derivative=_cumprod_derivative, samples=_accumulate_samples, autocast=FLOAT32_ON_CUDA)
 
 
 # -- composites -------------------------------------------------------------------------------
@@ -248,7 +248,7 @@ def _logsumexp_derivative(grad, input, dim, keepdim, result):
 
 defop("logsumexp(Tensor input, dim[]? dim, bool keepdim=False)", "reduction", kind="composite",
       promotion=rules.to_float, meta=_reduce_meta("logsumexp", needs_elements=True), composite=_logsumexp,
-      reference=_logsumexp_reference, derivative=_logsumexp_derivative,
+      reference=_logsumexp_reference, derivative=_logsumexp_derivative, autocast=FLOAT32_ON_CUDA,
       doc="log(sum(exp(input))) without overflow")
 
 
@@ -372,4 +372,5 @@ def _norm_meta(x, p="fro", dim=None, keepdim=False, dtype=None):
 defop("norm(Tensor input, Any p='fro', dim[]? dim=None, bool keepdim=False, *, dtype? dtype=None)",
       "reduction", kind="composite", promotion=rules.float_or_requested, dtypes="float", meta=_norm_meta,
       normalize=_norm_check, composite=_norm, reference=_norm_reference, derivative=_norm_derivative,
+      autocast=FLOAT32_ON_CUDA,
       doc="vector p-norm over dim (all elements by default); 'fro' is the 2-norm")

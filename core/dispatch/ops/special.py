@@ -16,7 +16,7 @@ import numpy as np
 from .. import rules
 from ..dtypes import float32, get_default_dtype
 from ..meta import elementwise as broadcast_meta
-from ..schema import Sample, defop
+from ..schema import FLOAT32_ON_CUDA, Sample, defop
 from . import F
 
 #: Arguments are shifted up to at least this before the asymptotic series is used; with the terms
@@ -252,6 +252,7 @@ def _erfinv_samples(make, dtype):
 
 defop("erfinv(Tensor input)", "elementwise", kind="composite", meta=broadcast_meta("erfinv"),
       composite=_in_float(_erfinv), reference=_erfinv_reference, samples=_erfinv_samples, inplace=True,
+      autocast=FLOAT32_ON_CUDA,
       promotion=rules.to_float, domain={"input": {"low": -0.99, "high": 0.99}},
       grad_domain={"input": {"low": -0.9, "high": 0.9}}, tolerances={"float64": (1e-9, 1e-9)},
       derivative=lambda grad, result: F.mul(grad, F.mul(F.exp(F.mul(result, result)), _SQRT_PI_OVER_2)),

@@ -429,7 +429,7 @@ def _cat_meta(tensors, dim=0):
 
 
 defop("cat(Tensor[] tensors, dim dim=0)", "view", samples=_cat_samples,
-      promotion=rules.same, meta=_cat_meta, method=False,
+      promotion=rules.same, meta=_cat_meta, method=False, autocast="promote",
       derivative=_cat_derivative,
       reference=lambda tensors, dim=0: np.concatenate(tensors, axis=dim),
       doc="joins tensors along an existing dim (promoting dtypes)")
@@ -449,7 +449,7 @@ def _stack_meta(tensors, dim=0):
 
 
 defop("stack(Tensor[] tensors, int dim=0)", "view", samples=_stack_samples,
-      kind="composite", promotion=rules.same, meta=_stack_meta,
+      kind="composite", promotion=rules.same, meta=_stack_meta, autocast="promote",
       composite=_stack, method=False, reference=lambda tensors, dim=0: np.stack(tensors, axis=dim),
       doc="joins same-shaped tensors along a new dim")
 

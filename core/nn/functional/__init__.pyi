@@ -72,14 +72,14 @@ def binary_cross_entropy(
     reduction: _str = 'mean',
 ) -> _Tensor: ...
 def binary_cross_entropy_with_logits(
-    input: Any,
-    target: Any,
-    weight: Any = None,
+    input: _Tensor | _Number,
+    target: _Tensor | _Number,
+    weight: _Tensor | _Number | None = None,
     size_average: Any = None,
     reduce: Any = None,
     reduction: _str = 'mean',
-    pos_weight: Any = None,
-) -> Any: ...
+    pos_weight: _Tensor | _Number | None = None,
+) -> _Tensor: ...
 def conv1d(
     input: _Tensor | _Number,
     weight: _Tensor | _Number,
@@ -135,6 +135,13 @@ def cross_entropy_indices_backward(
     label_smoothing: _float = 0.0,
     reduction: _str = 'mean',
 ) -> _Tensor: ...
+def cross_entropy_probabilities(
+    input: _Tensor | _Number,
+    target: _Tensor | _Number,
+    weight: _Tensor | _Number | None = None,
+    label_smoothing: _float = 0.0,
+    reduction: _str = 'mean',
+) -> _Tensor: ...
 def dropout(
     input: _Tensor | _Number,
     p: _float = 0.5,
@@ -164,12 +171,12 @@ def group_norm(
 ) -> _Tensor: ...
 def hardtanh(input: _Tensor | _Number, min_val: _float = -1.0, max_val: _float = 1.0) -> _Tensor: ...
 def huber_loss(
-    input: Any,
-    target: Any,
+    input: _Tensor | _Number,
+    target: _Tensor | _Number,
     reduction: _str = 'mean',
     delta: _float = 1.0,
     weight: Any = None,
-) -> Any: ...
+) -> _Tensor: ...
 def interpolate(
     input: Any,
     size: Any = None,
@@ -180,21 +187,21 @@ def interpolate(
     antialias: _bool = False,
 ) -> Any: ...
 def kl_div(
-    input: Any,
-    target: Any,
+    input: _Tensor | _Number,
+    target: _Tensor | _Number,
     size_average: Any = None,
     reduce: Any = None,
     reduction: _str = 'mean',
     log_target: _bool = False,
-) -> Any: ...
+) -> _Tensor: ...
 def l1_loss(
-    input: Any,
-    target: Any,
+    input: _Tensor | _Number,
+    target: _Tensor | _Number,
     size_average: Any = None,
     reduce: Any = None,
     reduction: _str = 'mean',
     weight: Any = None,
-) -> Any: ...
+) -> _Tensor: ...
 def layer_norm(
     input: _Tensor | _Number,
     normalized_shape: _int | Sequence[_int],
@@ -229,13 +236,13 @@ def max_pool2d_backward(
 ) -> _Tensor: ...
 def mish(input: _Tensor | _Number) -> _Tensor: ...
 def mse_loss(
-    input: Any,
-    target: Any,
+    input: _Tensor | _Number,
+    target: _Tensor | _Number,
     size_average: Any = None,
     reduce: Any = None,
     reduction: _str = 'mean',
     weight: Any = None,
-) -> Any: ...
+) -> _Tensor: ...
 def native_batch_norm(
     input: _Tensor | _Number,
     weight: _Tensor | _Number | None,
@@ -273,25 +280,25 @@ def pad(
 ) -> _Tensor: ...
 def relu(input: _Tensor | _Number) -> _Tensor: ...
 def scaled_dot_product_attention(
-    query: Any,
-    key: Any,
-    value: Any,
-    attn_mask: Any = None,
+    query: _Tensor | _Number,
+    key: _Tensor | _Number,
+    value: _Tensor | _Number,
+    attn_mask: _Tensor | None = None,
     dropout_p: _float = 0.0,
     is_causal: _bool = False,
     scale: _float | None = None,
     enable_gqa: _bool = False,
-) -> Any: ...
+) -> _Tensor: ...
 def sigmoid(input: _Tensor | _Number) -> _Tensor: ...
 def silu(input: _Tensor | _Number) -> _Tensor: ...
 def smooth_l1_loss(
-    input: Any,
-    target: Any,
+    input: _Tensor | _Number,
+    target: _Tensor | _Number,
     size_average: Any = None,
     reduce: Any = None,
     reduction: _str = 'mean',
     beta: _float = 1.0,
-) -> Any: ...
+) -> _Tensor: ...
 def softmax(input: _Tensor | _Number, dim: _int, dtype: _dtype | None = None) -> _Tensor: ...
 def softplus(input: _Tensor | _Number, beta: _float = 1.0, threshold: _float = 20.0) -> _Tensor: ...
 def tanh(input: _Tensor | _Number) -> _Tensor: ...

@@ -1,17 +1,14 @@
 """Loss functions with PyTorch's signatures, reductions, validation and messages.
 
-Cross-entropy over class indices, nll_loss and binary_cross_entropy are single ops of the schema
-(one graph node each, fused kernels where a backend has them; see ``ember.dispatch.ops.losses``);
-the others are a handful of Ember ops, which autograd differentiates as they stand.
-PyTorch's deprecated ``size_average``/``reduce`` arguments keep their positions and meaning, so
-that positional calls written for PyTorch mean the same here.
+Each loss is an op of the schema (``ember.dispatch.ops.losses`` and ``pointwise_losses``), so that
+autocast sees it and backends may fuse it; these functions add what PyTorch does in Python around its
+aten ops. PyTorch's deprecated ``size_average``/``reduce`` arguments keep their positions and meaning,
+so that positional calls written for PyTorch mean the same here.
 """
 from __future__ import annotations
 
 import warnings
 
-from ...dispatch.errors import DtypeError
-from ...dispatch.meta import broadcast_shapes
 from ...dispatch.ops import F
 
 __all__ = ["cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
@@ -57,18 +54,19 @@ def _reduce(losses, reduction: str):
 
 def _warn_if_broadcast(name: str, input, target) -> None:
     """PyTorch's regression losses broadcast a differently shaped target, with a warning, since that is
-    almost always a bug ((N, 1) against (N,) gives an (N, N) loss); shapes that cannot broadcast are an error."""
+    almost always a bug ((N, 1) against (N,) gives an (N, N) loss); the loss op refuses shapes that cannot
+    broadcast."""
     if tuple(target.shape) == tuple(input.shape):
         return
     warnings.warn(f"{name}: Using a target size ({target.size()}) that is different to the input size "
                   f"({input.size()}). This will likely lead to incorrect results due to broadcasting. "
                   f"Please ensure they have the same size.", stacklevel=3)
-    broadcast_shapes(name, tuple(input.shape), tuple(target.shape))
 
 
 def _elementwise_weight(losses, weight, reduction: str, input, mean_by_weight: bool):
     """PyTorch's optional per-element weights of mse_loss, l1_loss (whose mean divides by the weights' sum)
-    and huber_loss (whose mean divides by the element count)."""
+    and huber_loss (whose mean divides by the element count), applied to the unreduced loss op, as PyTorch
+    does in Python."""
     if tuple(weight.shape) != tuple(input.shape):
         raise ValueError(f"Weights and input must have the same size: weight {weight.size()}, input {input.size()}")
     losses = F.mul(losses, weight)
@@ -91,45 +89,12 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index: i
     reduction = _reduction(size_average, reduce, reduction)
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"cross_entropy: label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
-    if tuple(target.shape) == tuple(input.shape):
-        return _cross_entropy_probabilities(input, target, weight, ignore_index, reduction, label_smoothing)
-    return F.cross_entropy_indices(input, target, weight, ignore_index, label_smoothing, reduction)
-
-
-def _class_dim(input) -> int:
-    return 1 if input.ndim >= 2 else 0
-
-
-def _cross_entropy_probabilities(input, target, weight, ignore_index, reduction, label_smoothing):
-    """-sum(target * log_softmax(input)) over the class dim; the mean divides by the number of positions
-    (N * d1 * ...), not by weights."""
-    if not target.dtype.is_floating_point:
-        raise DtypeError(f"cross_entropy: Expected floating point type for target with class probabilities, got "
-                         f"{target.dtype.name} (a target of the input's shape {tuple(input.shape)} holds class "
-                         f"probabilities)")
+    if tuple(target.shape) != tuple(input.shape):
+        return F.cross_entropy_indices(input, target, weight, ignore_index, label_smoothing, reduction)
     if ignore_index >= 0:
         raise ValueError(f"cross_entropy: ignore_index is not supported for floating point target "
                          f"(got ignore_index={ignore_index})")
-    if input.ndim == 0:
-        raise ValueError("cross_entropy: expected an input with a class dimension: (C,), (N, C) or (N, C, d1, ...), "
-                         "got a 0-d input")
-    cdim = _class_dim(input)
-    classes = input.shape[cdim]
-    if label_smoothing > 0:
-        target = F.add(F.mul(target, 1 - label_smoothing), label_smoothing / classes)
-    terms = F.mul(F.log_softmax(input, cdim), target)
-    if weight is not None:
-        if tuple(weight.shape) != (classes,):
-            raise ValueError(f"cross_entropy: weight tensor should be defined for all {classes} classes, got a "
-                             f"weight of shape {tuple(weight.shape)}")
-        terms = F.mul(terms, F.reshape(weight, (classes,) + (1,) * (input.ndim - cdim - 1)))
-    if reduction == "none":
-        return F.neg(F.sum(terms, cdim))
-    total = F.neg(F.sum(terms))
-    if reduction == "sum":
-        return total
-    positions = input.numel() // classes if classes else 0
-    return F.div(total, positions) if positions else F.mul(total, float("nan"))
+    return F.cross_entropy_probabilities(input, target, weight, label_smoothing, reduction)
 
 
 def nll_loss(input, target, weight=None, size_average=None, ignore_index: int = -100, reduce=None,
@@ -158,13 +123,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     reduction = _reduction(size_average, reduce, reduction)
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Target size ({target.size()}) must be the same as input size ({input.size()})")
-    log_sigmoid = F.logsigmoid(input)
-    if pos_weight is not None:
-        log_sigmoid = F.mul(log_sigmoid, F.add(F.mul(F.sub(pos_weight, 1), target), 1))
-    losses = F.sub(F.mul(F.sub(1, target), input), log_sigmoid)
-    if weight is not None:
-        losses = F.mul(losses, weight)
-    return _reduce(losses, reduction)
+    return F.binary_cross_entropy_with_logits(input, target, weight, pos_weight, reduction)
 
 
 def kl_div(input, target, size_average=None, reduce=None, reduction: str = "mean", log_target: bool = False):
@@ -181,20 +140,10 @@ def kl_div(input, target, size_average=None, reduce=None, reduction: str = "mean
                           "'batchmean' divides only by the batch size, and aligns with the KL div math definition. "
                           "'mean' will be changed to behave the same as 'batchmean' in the next major release.",
                           stacklevel=2)
-    if log_target:
-        losses = F.mul(F.exp(target), F.sub(target, input))
-    else:
-        losses = F.sub(_xlogx(target), F.mul(target, input))
-    if reduction == "batchmean":
-        total = F.sum(losses)
-        return F.div(total, input.shape[0]) if input.ndim else total
-    return _reduce(losses, reduction)
-
-
-def _xlogx(t):
-    """t * log(t), defined as 0 where t is 0 (log is taken of 1 there, so no NaN leaks into gradients)."""
-    zero = F.eq(t, 0)
-    return F.where(zero, 0, F.mul(t, F.log(F.where(zero, 1, t))))
+    if reduction != "batchmean":
+        return F.kl_div(input, target, reduction, log_target=log_target)
+    total = F.kl_div(input, target, "sum", log_target=log_target)
+    return F.div(total, input.shape[0]) if input.ndim else total
 
 
 # -- regression ---------------------------------------------------------------------------------------------
@@ -203,45 +152,32 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction: str = "me
     """(input - target) ** 2; a differently shaped target broadcasts, with PyTorch's warning."""
     reduction = _reduction(size_average, reduce, reduction)
     _warn_if_broadcast("mse_loss", input, target)
-    difference = F.sub(input, target)
-    losses = F.mul(difference, difference)
     if weight is not None:
-        return _elementwise_weight(losses, weight, reduction, input, mean_by_weight=True)
-    return _reduce(losses, reduction)
+        return _elementwise_weight(F.mse_loss(input, target, "none"), weight, reduction, input, mean_by_weight=True)
+    return F.mse_loss(input, target, reduction)
 
 
 def l1_loss(input, target, size_average=None, reduce=None, reduction: str = "mean", weight=None):
     """|input - target|; the gradient at equality is 0, as in PyTorch."""
     reduction = _reduction(size_average, reduce, reduction)
     _warn_if_broadcast("l1_loss", input, target)
-    losses = F.abs(F.sub(input, target))
     if weight is not None:
-        return _elementwise_weight(losses, weight, reduction, input, mean_by_weight=True)
-    return _reduce(losses, reduction)
+        return _elementwise_weight(F.l1_loss(input, target, "none"), weight, reduction, input, mean_by_weight=True)
+    return F.l1_loss(input, target, reduction)
 
 
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction: str = "mean", beta: float = 1.0):
     """0.5 * d ** 2 / beta where |d| < beta, else |d| - 0.5 * beta (d = input - target); beta=0 is l1_loss."""
     reduction = _reduction(size_average, reduce, reduction)
-    if beta < 0:
-        raise ValueError(f"smooth_l1_loss does not support negative values for beta (got beta={beta}).")
     _warn_if_broadcast("smooth_l1_loss", input, target)
-    distance = F.abs(F.sub(input, target))
-    if beta == 0:
-        return _reduce(distance, reduction)
-    quadratic = F.div(F.mul(F.mul(distance, distance), 0.5), beta)
-    return _reduce(F.where(F.lt(distance, beta), quadratic, F.sub(distance, 0.5 * beta)), reduction)
+    return F.smooth_l1_loss(input, target, reduction, beta)
 
 
 def huber_loss(input, target, reduction: str = "mean", delta: float = 1.0, weight=None):
     """0.5 * d ** 2 where |d| < delta, else delta * (|d| - 0.5 * delta): smooth_l1_loss times delta."""
     reduction = _reduction(None, None, reduction)
-    if delta <= 0:
-        raise ValueError(f"huber_loss does not support non-positive values for delta (got delta={delta}).")
     _warn_if_broadcast("huber_loss", input, target)
-    distance = F.abs(F.sub(input, target))
-    quadratic = F.mul(F.mul(distance, distance), 0.5)
-    losses = F.where(F.lt(distance, delta), quadratic, F.mul(F.sub(distance, 0.5 * delta), delta))
     if weight is not None:
-        return _elementwise_weight(losses, weight, reduction, input, mean_by_weight=False)
-    return _reduce(losses, reduction)
+        return _elementwise_weight(F.huber_loss(input, target, "none", delta), weight, reduction, input,
+                                   mean_by_weight=False)
+    return F.huber_loss(input, target, reduction, delta)

@@ -1,8 +1,8 @@
 """``nn.MultiheadAttention``, with PyTorch's parameters, initialisation, mask conventions and outputs.
 
-The heads are computed together: one projection, a reshape to ``(N, heads, L, head_dim)`` and the shared
-``attention`` routine of ``nn.functional`` (the one behind ``scaled_dot_product_attention``). Internally the
-layout is batch-major, so ``batch_first`` inputs need no transposes at all.
+The heads are computed together: one projection, a reshape to ``(N, heads, L, head_dim)`` and the
+``scaled_dot_product_attention`` op, or its ``attention`` routine where the weights are asked for. Internally
+the layout is batch-major, so ``batch_first`` inputs need no transposes at all.
 """
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from ...dispatch.errors import ShapeError
 from ...dispatch.ops import F as ops
 from .. import functional as F
 from .. import init
-from ..functional.attention import attention, causal_mask
+from ...dispatch.ops.attention import attention, causal_mask
 from ..parameter import Parameter
 from .linear import Linear
 from .module import Module
@@ -123,7 +123,10 @@ class MultiheadAttention(Module):
             k, v = ops.cat([k, zeros], 2), ops.cat([v, zeros], 2)
             mask = _allow_last_key(mask)
         dropout_p = self.dropout if self.training else 0.0
-        heads, weights = attention(q, k, v, mask, dropout_p, causal=causal)
+        if need_weights:
+            heads, weights = attention(q, k, v, mask, dropout_p, causal=causal)
+        else:  # as PyTorch: the scaled_dot_product_attention op, which autocast runs in low precision
+            heads = ops.scaled_dot_product_attention(q, k, v, mask, dropout_p, causal)
         output = self.out_proj(heads.transpose(1, 2).reshape(batch, length, self.embed_dim))
         if not batched:
             output = output.squeeze(0)

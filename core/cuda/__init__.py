@@ -6,14 +6,15 @@ cannot run. As in PyTorch, the seeding functions are silently ignored when CUDA 
 """
 from __future__ import annotations
 
-from .dispatch import registry
-from .dispatch.errors import DeviceError
+from ..dispatch import registry
+from ..dispatch.errors import DeviceError
 
 _TYPE = "cuda"
 
 __all__ = ["is_available", "device_count", "current_device", "set_device", "synchronize", "memory_allocated",
            "max_memory_allocated", "memory_reserved", "reset_peak_memory_stats", "empty_cache", "manual_seed",
-           "manual_seed_all", "seed_all", "get_rng_state", "set_rng_state", "unavailable_reason", "is_bf16_supported"]
+           "manual_seed_all", "seed_all", "get_rng_state", "set_rng_state", "unavailable_reason", "is_bf16_supported",
+           "amp"]
 
 
 def _provider():
@@ -42,7 +43,7 @@ def is_bf16_supported(including_emulation: bool = True) -> bool:
     """Whether the current cuda device takes bfloat16 tensors (False where CUDA is unavailable)."""
     if not is_available():
         return False
-    from .dispatch.dtypes import bfloat16
+    from ..dispatch.dtypes import bfloat16
     backend = _provider()
     return bfloat16 in backend.supported_dtypes(backend.default_index())
 
@@ -129,8 +130,8 @@ def seed_all() -> int:
 
 def get_rng_state(device=None):
     """The default generator's state on ``device`` as a uint8 tensor (on the CPU), for checkpoints."""
-    from .creation import tensor
-    from .dispatch.dtypes import uint8
+    from ..creation import tensor
+    from ..dispatch.dtypes import uint8
     index = _index(device)
     return tensor(list(_backend().default_generator(index).get_state()), dtype=uint8)
 
@@ -142,6 +143,8 @@ def set_rng_state(state, device=None) -> None:
 
 
 # ember.cuda.FloatTensor, ember.cuda.LongTensor, ...: PyTorch's legacy cuda type names (see legacy_types).
-from .legacy_types import CUDA_TYPES as _CUDA_TYPES  # noqa: E402
+from ..legacy_types import CUDA_TYPES as _CUDA_TYPES  # noqa: E402
 
 globals().update(_CUDA_TYPES)
+
+from . import amp  # noqa: E402  (ember.cuda.amp: torch.cuda.amp's spellings)

@@ -1,0 +1,262 @@
+"""Pointwise losses: one loss per element of the (broadcast) input and target, then reduced.
+
+mse_loss, l1_loss, smooth_l1_loss, huber_loss, binary_cross_entropy_with_logits and kl_div, with the
+signatures of PyTorch's aten ops: reduction is 'none', 'mean' or 'sum'. What PyTorch does in Python
+stays in ``ember.nn.functional`` (the deprecated size_average/reduce, kl_div's 'batchmean', per-element
+``weight=`` of the regression losses, the broadcast warning).
+
+They are ops so that autocast sees them: PyTorch runs every one in float32 under autocast. Each is a
+composite of a handful of Ember ops, which autograd differentiates as they stand; float16 and bfloat16
+inputs compute in float32 and round once, as PyTorch's kernels accumulate.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import rules
+from ..dtypes import int64
+from ..errors import DtypeError, describe
+from ..meta import broadcast_shapes, shape
+from ..schema import Sample, defop
+from . import F
+from .losses import _check_reduction, _refuse_weight_grad, _widened, check_weights
+
+
+def _reduced(losses, reduction: str):
+    if reduction == "none":
+        return losses
+    return F.sum(losses) if reduction == "sum" else F.mean(losses)
+
+
+def _reference_reduced(losses, reduction: str):
+    if reduction == "none":
+        return losses
+    return np.sum(losses) if reduction == "sum" else np.mean(losses)
+
+
+def _pair_meta(op_name: str):
+    """Input and target broadcast together; the loss has their shape, or is a scalar once reduced."""
+    def meta(input, target, reduction="mean", *options):
+        out = broadcast_shapes(op_name, shape(input), shape(target))
+        return out if reduction == "none" else ()
+    return meta
+
+
+def _reduction_normalize(op, values) -> None:
+    _check_reduction(op.name, values[op.param_index["reduction"]])
+
+
+def _pair_samples(*options: dict):
+    """Shapes, layouts and reductions every pointwise loss is checked on, then each of ``options``."""
+    def samples(make, dtype):
+        yield Sample((make((4, 5)), make((4, 5))), {"reduction": "none"}, note="none")
+        yield Sample((make((3, 1)), make((4,))), {"reduction": "sum"}, note="target broadcast against the input")
+        yield Sample((make((2, 3, 4), noncontiguous=True), make((2, 3, 4))), {"reduction": "none"},
+                     note="non-contiguous")
+        yield Sample((make(()), make(())), {"reduction": "none"}, note="0-d")
+        yield Sample((make((0, 3)), make((0, 3))), {"reduction": "sum"}, note="empty")
+        if dtype.is_floating_point:  # l1_loss takes integers, but not their mean
+            yield Sample((make((4, 5)), make((4, 5))), note="mean")
+            yield Sample((make((0, 3)), make((0, 3))), note="empty: nan mean")
+        for option in options:
+            yield Sample((make((3, 4)), make((3, 4))), option, note=", ".join(f"{k}={v}" for k, v in option.items()))
+    return samples
+
+
+def _pointwise_loss(signature: str, composite, reference, samples, doc: str, **fields) -> None:
+    name = signature.partition("(")[0]
+    fields.setdefault("normalize", _reduction_normalize)
+    fields.setdefault("meta", _pair_meta(name))
+    fields.setdefault("promotion", rules.same)
+    fields.setdefault("dtypes", "float")
+    defop(signature, "nn", kind="composite", composite=_widened(composite), reference=reference, samples=samples,
+          method=False, autocast="float32", doc=doc, **fields)
+
+
+# -- mse_loss and l1_loss -----------------------------------------------------------------------------------
+
+def _mse_loss(input, target, reduction="mean"):
+    difference = F.sub(input, target)
+    return _reduced(F.mul(difference, difference), reduction)
+
+
+def _l1_loss(input, target, reduction="mean"):
+    """|input - target|; the slope at equality is 0, as in PyTorch."""
+    return _reduced(F.abs(F.sub(input, target)), reduction)
+
+
+def _l1_promotion(rt, op, values):
+    """PyTorch's l1_loss is sub, abs and sum, so integer inputs work unless averaged, and their sum is int64."""
+    if rt.is_floating_point or values[op.param_index["reduction"]] == "none":
+        return rt, rt
+    return rt, int64
+
+
+def _l1_normalize(op, values) -> None:
+    input, target, reduction = values
+    _check_reduction(op.name, reduction)
+    floating = any(isinstance(v, float) or (hasattr(v, "_data") and v.dtype.is_floating_point) for v in (input, target))
+    if reduction == "mean" and not floating:
+        raise DtypeError(f"{op.name}: reduction='mean' needs floating point inputs, got {describe(input)} and "
+                         f"{describe(target)}; use reduction='sum' or 'none', or convert them with .float()")
+
+
+_pointwise_loss("mse_loss(Tensor input, Tensor target, str reduction='mean')", _mse_loss,
+                lambda x, t, reduction="mean": _reference_reduced((x - t) ** 2, reduction), _pair_samples(),
+                doc="(input - target) ** 2, reduced")
+_pointwise_loss("l1_loss(Tensor input, Tensor target, str reduction='mean')", _l1_loss,
+                lambda x, t, reduction="mean": _reference_reduced(np.abs(x - t), reduction), _pair_samples(),
+                promotion=_l1_promotion, dtypes="numeric", normalize=_l1_normalize,
+                doc="|input - target|, reduced; integer inputs are accepted with reduction 'none' or 'sum'")
+
+
+# -- smooth_l1_loss and huber_loss -------------------------------------------------------------------------
+
+def _smooth_l1_loss(input, target, reduction="mean", beta=1.0):
+    """0.5 * d ** 2 / beta where |d| < beta, else |d| - 0.5 * beta (d = input - target); beta=0 is l1_loss."""
+    distance = F.abs(F.sub(input, target))
+    if beta == 0:
+        return _reduced(distance, reduction)
+    quadratic = F.div(F.mul(F.mul(distance, distance), 0.5), beta)
+    return _reduced(F.where(F.lt(distance, beta), quadratic, F.sub(distance, 0.5 * beta)), reduction)
+
+
+def _huber_loss(input, target, reduction="mean", delta=1.0):
+    """0.5 * d ** 2 where |d| < delta, else delta * (|d| - 0.5 * delta): smooth_l1_loss times delta."""
+    distance = F.abs(F.sub(input, target))
+    quadratic = F.mul(F.mul(distance, distance), 0.5)
+    return _reduced(F.where(F.lt(distance, delta), quadratic, F.mul(F.sub(distance, 0.5 * delta), delta)), reduction)
+
+
+def _threshold_normalize(threshold: str, allowed, wording: str):
+    def normalize(op, values) -> None:
+        _check_reduction(op.name, values[2])
+        if not allowed(values[3]):
+            raise ValueError(f"{op.name} does not support {wording} values for {threshold} (got {threshold}="
+                             f"{values[3]}).")
+    return normalize
+
+
+def _huber_reference(x, t, reduction="mean", delta=1.0):
+    d = np.abs(x - t)
+    return _reference_reduced(np.where(d < delta, 0.5 * d * d, delta * (d - 0.5 * delta)), reduction)
+
+
+def _smooth_l1_reference(x, t, reduction="mean", beta=1.0):
+    if beta == 0:
+        return _reference_reduced(np.abs(x - t), reduction)
+    return _reference_reduced(_huber_reference(x, t, "none", beta) / beta, reduction)
+
+
+_pointwise_loss("smooth_l1_loss(Tensor input, Tensor target, str reduction='mean', float beta=1.0)", _smooth_l1_loss,
+                _smooth_l1_reference, _pair_samples({"beta": 0.5}, {"beta": 0.0}, {"beta": 4.0, "reduction": "sum"}),
+                normalize=_threshold_normalize("beta", lambda beta: beta >= 0, "negative"),
+                doc="0.5 * d ** 2 / beta where |d| < beta, else |d| - 0.5 * beta, for d = input - target; "
+                    "beta=0 is l1_loss")
+_pointwise_loss("huber_loss(Tensor input, Tensor target, str reduction='mean', float delta=1.0)", _huber_loss,
+                _huber_reference, _pair_samples({"delta": 0.5}, {"delta": 4.0, "reduction": "sum"}),
+                normalize=_threshold_normalize("delta", lambda delta: delta > 0, "non-positive"),
+                doc="0.5 * d ** 2 where |d| < delta, else delta * (|d| - 0.5 * delta), for d = input - target")
+
+
+# -- kl_div --------------------------------------------------------------------------------------------------
+
+def _xlogx(t):
+    """t * log(t), defined as 0 where t is 0 (log is taken of 1 there, so no NaN leaks into gradients)."""
+    zero = F.eq(t, 0)
+    return F.where(zero, 0, F.mul(t, F.log(F.where(zero, 1, t))))
+
+
+def _kl_div(input, target, reduction="mean", log_target=False):
+    """target * (log(target) - input), input holding log-probabilities (and target too when log_target)."""
+    if log_target:
+        losses = F.mul(F.exp(target), F.sub(target, input))
+    else:
+        losses = F.sub(_xlogx(target), F.mul(target, input))
+    return _reduced(losses, reduction)
+
+
+def _kl_div_reference(x, t, reduction="mean", log_target=False):
+    if log_target:
+        return _reference_reduced(np.exp(t) * (t - x), reduction)
+    zero = t == 0
+    return _reference_reduced(np.where(zero, 0.0, t * np.log(np.where(zero, 1, t))) - t * x, reduction)
+
+
+def _kl_div_samples(make, dtype):
+    def probs(shape_):
+        return make(shape_, low=0.05, high=1)
+    yield Sample((make((4, 5)), probs((4, 5))), {"reduction": "none"}, note="none")
+    yield Sample((make((4, 5)), probs((4, 5))), note="mean")
+    yield Sample((make((3, 1)), probs((4,))), {"reduction": "sum"}, note="target broadcast against the input")
+    yield Sample((make((2, 3, 4), noncontiguous=True), make((2, 3, 4), low=-4, high=0)),
+                 {"reduction": "none", "log_target": True}, note="log_target, non-contiguous")
+    yield Sample((make((0, 3)), probs((0, 3))), {"reduction": "sum"}, note="empty")
+    if dtype.is_floating_point:  # floor makes exact zeros
+        zeros = F.floor(make((3, 4), low=0, high=2))
+        yield Sample((make((3, 4)), F.mul(probs((3, 4)), zeros)), {"reduction": "none"}, gradcheck=False,
+                     note="zero targets contribute 0 (t log t is not differentiable from below at 0)")
+
+
+_pointwise_loss("kl_div(Tensor input, Tensor target, str reduction='mean', *, bool log_target=False)", _kl_div,
+                _kl_div_reference, _kl_div_samples,
+                doc="pointwise KL divergence target * (log(target) - input) of log-probabilities input (and target "
+                    "when log_target); a zero target contributes 0")
+
+
+# -- binary_cross_entropy_with_logits ------------------------------------------------------------------------
+
+def _bce_with_logits(input, target, weight=None, pos_weight=None, reduction="mean"):
+    """(1 - t) * x - (1 + (pos_weight - 1) * t) * logsigmoid(x): binary cross-entropy of sigmoid(x) without
+    ever forming the sigmoid, so finite for every logit."""
+    log_sigmoid = F.logsigmoid(input)
+    if pos_weight is not None:
+        log_sigmoid = F.mul(log_sigmoid, F.add(F.mul(F.sub(pos_weight, 1), target), 1))
+    losses = F.sub(F.mul(F.sub(1, target), input), log_sigmoid)
+    if weight is not None:
+        losses = F.mul(losses, weight)
+    return _reduced(losses, reduction)
+
+
+def _bce_with_logits_normalize(op, values) -> None:
+    _, _, weight, pos_weight, reduction = values
+    _check_reduction(op.name, reduction)
+    _refuse_weight_grad(op.name, weight)
+    _refuse_weight_grad(op.name, pos_weight, "pos_weight")
+
+
+def _bce_with_logits_meta(x, target, weight=None, pos_weight=None, reduction="mean"):
+    check_weights("binary_cross_entropy_with_logits", x, target, weight=weight, pos_weight=pos_weight)
+    return shape(x) if reduction == "none" else ()
+
+
+def _bce_with_logits_reference(x, t, weight=None, pos_weight=None, reduction="mean"):
+    log_sigmoid = -np.logaddexp(0, -x)
+    if pos_weight is not None:
+        log_sigmoid = log_sigmoid * (1 + (pos_weight - 1) * t)
+    losses = (1 - t) * x - log_sigmoid
+    return _reference_reduced(losses if weight is None else losses * weight, reduction)
+
+
+def _bce_with_logits_samples(make, dtype):
+    def probs(shape_):
+        return make(shape_, low=0, high=1)
+
+    def weights(shape_, low=0.1, high=2.0):
+        return make(shape_, low=low, high=high)
+    yield Sample((make((4, 5)), probs((4, 5))), note="mean")
+    yield Sample((make((3, 4)), probs((3, 4)), weights((3, 4)), weights((4,), 0.5, 3.0), "none"),
+                 note="weight and pos_weight")
+    yield Sample((make((2, 3, 4), noncontiguous=True), probs((2, 3, 4)), None, weights((4,), 0.5, 3.0), "sum"),
+                 note="pos_weight per class, sum")
+    yield Sample((make((3, 4)), probs((3, 4)), weights((3, 1))), {"reduction": "none"}, note="broadcast weight")
+    yield Sample((make((6,), low=-100, high=100), probs((6,))), {"reduction": "none"}, note="large logits")
+    yield Sample((make((0, 3)), probs((0, 3))), {"reduction": "sum"}, note="empty")
+
+
+_pointwise_loss("binary_cross_entropy_with_logits(Tensor input, Tensor target, Tensor? weight=None, "
+                "Tensor? pos_weight=None, str reduction='mean')", _bce_with_logits, _bce_with_logits_reference,
+                _bce_with_logits_samples, meta=_bce_with_logits_meta, normalize=_bce_with_logits_normalize,
+                nondifferentiable_inputs=("weight", "pos_weight"),
+                doc="binary cross-entropy of sigmoid(input) against target, computed from the logits (stable for "
+                    "every logit); pos_weight weighs the positive term, broadcast along the last dim")
