@@ -14,7 +14,7 @@ import ember
 from ember.amp.grad_scaler import GradScaler
 from ember.dispatch import DispatchMode, dispatcher, registry
 
-DEVICES = [d for d in ("cpu", "opencl") if registry.available().get(d) == "available"]
+DEVICES = [d for d in ("cpu", "opencl", "cuda") if registry.available().get(d) == "available"]
 INF, NAN = math.inf, math.nan
 
 
