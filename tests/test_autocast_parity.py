@@ -126,4 +126,4 @@ def test_training_losses_track_torch(name):
     assert ours_dtype == theirs_dtype == "float32"  # cross_entropy runs in float32 under autocast
     ours_losses, theirs_losses = np.array(ours_losses), np.array(theirs_losses)
     assert theirs_losses[-10:].mean() < theirs_losses[:10].mean()  # the run does learn
-    np.testing.assert_allclose(ours_losses, theirs_losses, rtol=0.05, atol=0.02)
+    np.testing.assert_allclose(ours_losses, theirs_losses, rtol=2e-2, atol=5e-3)  # observed: at most 0.004 apart
