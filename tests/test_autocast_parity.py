@@ -109,7 +109,7 @@ def _train(model, lib, inputs, targets, autocast) -> tuple[list[float], str]:
             loss = lib.nn.functional.cross_entropy(model(x), y)
         loss.backward()
         optimizer.step()
-        losses.append(float(loss))
+        losses.append(loss.item())
     return losses, _dtype_name(loss)
 
 
