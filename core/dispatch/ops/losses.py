@@ -35,8 +35,23 @@ from ..meta import broadcast_shapes, require, shape
 from ..promotion import result_type_of
 from ..schema import Sample, defop
 from . import F
+from .nn import _log_softmax_reference
 
 REDUCTIONS = ("none", "mean", "sum")
+
+
+def reduced(losses, reduction: str):
+    """Per-element losses reduced as ``reduction`` ('none', 'sum' or 'mean') says, without weights."""
+    if reduction == "none":
+        return losses
+    return F.sum(losses) if reduction == "sum" else F.mean(losses)
+
+
+def reference_reduced(losses, reduction: str):
+    """``reduced`` for the NumPy references."""
+    if reduction == "none":
+        return losses
+    return np.sum(losses) if reduction == "sum" else np.mean(losses)
 
 
 # -- checks shared by the losses ------------------------------------------------------------------------
@@ -294,9 +309,7 @@ def _reference_scale(grad_output, counted, weights, reduction):
 
 def _reference_log_softmax(x, cdim: int):
     """log_softmax of the logits ``x`` along ``cdim``, with the classes moved last."""
-    logits = np.moveaxis(np.asarray(x, np.float64), cdim, -1)
-    shifted = logits - np.max(logits, axis=-1, keepdims=True)
-    return shifted - np.log(np.sum(np.exp(shifted), axis=-1, keepdims=True))
+    return _log_softmax_reference(np.moveaxis(np.asarray(x, np.float64), cdim, -1), -1)
 
 
 def _reference_distribution(x, target, weight, ignore_index, label_smoothing):
@@ -556,9 +569,7 @@ def _bce(input, target, weight=None, reduction="mean"):
     losses = F.sub(F.mul(F.sub(target, 1), log_rest), F.mul(target, log_x))
     if weight is not None:
         losses = F.mul(losses, weight)
-    if reduction == "none":
-        return losses
-    return F.sum(losses) if reduction == "sum" else F.mean(losses)
+    return reduced(losses, reduction)
 
 
 def _bce_scale(grad, input, weight, reduction):
@@ -588,9 +599,7 @@ def _bce_reference(x, target, weight=None, reduction="mean"):
     losses = (target - 1) * np.maximum(np.log1p(-x), -100) - target * np.maximum(np.log(x), -100)
     if weight is not None:
         losses = losses * weight
-    if reduction == "none":
-        return losses
-    return np.sum(losses) if reduction == "sum" else np.mean(losses)
+    return reference_reduced(losses, reduction)
 
 
 def _bce_samples(make, dtype):

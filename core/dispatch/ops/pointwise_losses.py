@@ -19,19 +19,7 @@ from ..errors import DtypeError, describe
 from ..meta import broadcast_shapes, shape
 from ..schema import Sample, defop
 from . import F
-from .losses import _check_reduction, _refuse_weight_grad, _widened, check_weights
-
-
-def _reduced(losses, reduction: str):
-    if reduction == "none":
-        return losses
-    return F.sum(losses) if reduction == "sum" else F.mean(losses)
-
-
-def _reference_reduced(losses, reduction: str):
-    if reduction == "none":
-        return losses
-    return np.sum(losses) if reduction == "sum" else np.mean(losses)
+from .losses import _check_reduction, _refuse_weight_grad, _widened, check_weights, reduced, reference_reduced
 
 
 def _pair_meta(op_name: str):
@@ -77,12 +65,12 @@ def _pointwise_loss(signature: str, composite, reference, samples, doc: str, **f
 
 def _mse_loss(input, target, reduction="mean"):
     difference = F.sub(input, target)
-    return _reduced(F.mul(difference, difference), reduction)
+    return reduced(F.mul(difference, difference), reduction)
 
 
 def _l1_loss(input, target, reduction="mean"):
     """|input - target|; the slope at equality is 0, as in PyTorch."""
-    return _reduced(F.abs(F.sub(input, target)), reduction)
+    return reduced(F.abs(F.sub(input, target)), reduction)
 
 
 def _l1_promotion(rt, op, values):
@@ -102,10 +90,10 @@ def _l1_normalize(op, values) -> None:
 
 
 _pointwise_loss("mse_loss(Tensor input, Tensor target, str reduction='mean')", _mse_loss,
-                lambda x, t, reduction="mean": _reference_reduced((x - t) ** 2, reduction), _pair_samples(),
+                lambda x, t, reduction="mean": reference_reduced((x - t) ** 2, reduction), _pair_samples(),
                 doc="(input - target) ** 2, reduced")
 _pointwise_loss("l1_loss(Tensor input, Tensor target, str reduction='mean')", _l1_loss,
-                lambda x, t, reduction="mean": _reference_reduced(np.abs(x - t), reduction), _pair_samples(),
+                lambda x, t, reduction="mean": reference_reduced(np.abs(x - t), reduction), _pair_samples(),
                 promotion=_l1_promotion, dtypes="numeric", normalize=_l1_normalize,
                 doc="|input - target|, reduced; integer inputs are accepted with reduction 'none' or 'sum'")
 
@@ -116,16 +104,16 @@ def _smooth_l1_loss(input, target, reduction="mean", beta=1.0):
     """0.5 * d ** 2 / beta where |d| < beta, else |d| - 0.5 * beta (d = input - target); beta=0 is l1_loss."""
     distance = F.abs(F.sub(input, target))
     if beta == 0:
-        return _reduced(distance, reduction)
+        return reduced(distance, reduction)
     quadratic = F.div(F.mul(F.mul(distance, distance), 0.5), beta)
-    return _reduced(F.where(F.lt(distance, beta), quadratic, F.sub(distance, 0.5 * beta)), reduction)
+    return reduced(F.where(F.lt(distance, beta), quadratic, F.sub(distance, 0.5 * beta)), reduction)
 
 
 def _huber_loss(input, target, reduction="mean", delta=1.0):
     """0.5 * d ** 2 where |d| < delta, else delta * (|d| - 0.5 * delta): smooth_l1_loss times delta."""
     distance = F.abs(F.sub(input, target))
     quadratic = F.mul(F.mul(distance, distance), 0.5)
-    return _reduced(F.where(F.lt(distance, delta), quadratic, F.mul(F.sub(distance, 0.5 * delta), delta)), reduction)
+    return reduced(F.where(F.lt(distance, delta), quadratic, F.mul(F.sub(distance, 0.5 * delta), delta)), reduction)
 
 
 def _threshold_normalize(threshold: str, allowed, wording: str):
@@ -139,13 +127,13 @@ def _threshold_normalize(threshold: str, allowed, wording: str):
 
 def _huber_reference(x, t, reduction="mean", delta=1.0):
     d = np.abs(x - t)
-    return _reference_reduced(np.where(d < delta, 0.5 * d * d, delta * (d - 0.5 * delta)), reduction)
+    return reference_reduced(np.where(d < delta, 0.5 * d * d, delta * (d - 0.5 * delta)), reduction)
 
 
 def _smooth_l1_reference(x, t, reduction="mean", beta=1.0):
     if beta == 0:
-        return _reference_reduced(np.abs(x - t), reduction)
-    return _reference_reduced(_huber_reference(x, t, "none", beta) / beta, reduction)
+        return reference_reduced(np.abs(x - t), reduction)
+    return reference_reduced(_huber_reference(x, t, "none", beta) / beta, reduction)
 
 
 _pointwise_loss("smooth_l1_loss(Tensor input, Tensor target, str reduction='mean', float beta=1.0)", _smooth_l1_loss,
@@ -173,14 +161,14 @@ def _kl_div(input, target, reduction="mean", log_target=False):
         losses = F.mul(F.exp(target), F.sub(target, input))
     else:
         losses = F.sub(_xlogx(target), F.mul(target, input))
-    return _reduced(losses, reduction)
+    return reduced(losses, reduction)
 
 
 def _kl_div_reference(x, t, reduction="mean", log_target=False):
     if log_target:
-        return _reference_reduced(np.exp(t) * (t - x), reduction)
+        return reference_reduced(np.exp(t) * (t - x), reduction)
     zero = t == 0
-    return _reference_reduced(np.where(zero, 0.0, t * np.log(np.where(zero, 1, t))) - t * x, reduction)
+    return reference_reduced(np.where(zero, 0.0, t * np.log(np.where(zero, 1, t))) - t * x, reduction)
 
 
 def _kl_div_samples(make, dtype):
@@ -215,7 +203,7 @@ def _bce_with_logits(input, target, weight=None, pos_weight=None, reduction="mea
     losses = F.sub(F.mul(F.sub(1, target), input), log_sigmoid)
     if weight is not None:
         losses = F.mul(losses, weight)
-    return _reduced(losses, reduction)
+    return reduced(losses, reduction)
 
 
 def _bce_with_logits_normalize(op, values) -> None:
@@ -235,7 +223,7 @@ def _bce_with_logits_reference(x, t, weight=None, pos_weight=None, reduction="me
     if pos_weight is not None:
         log_sigmoid = log_sigmoid * (1 + (pos_weight - 1) * t)
     losses = (1 - t) * x - log_sigmoid
-    return _reference_reduced(losses if weight is None else losses * weight, reduction)
+    return reference_reduced(losses if weight is None else losses * weight, reduction)
 
 
 def _bce_with_logits_samples(make, dtype):

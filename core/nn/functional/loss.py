@@ -10,6 +10,7 @@ from __future__ import annotations
 import warnings
 
 from ...dispatch.ops import F
+from ...dispatch.ops.losses import reduced as _reduce
 
 __all__ = ["cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
            "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div"]
@@ -44,10 +45,6 @@ def _reduction(size_average, reduce, reduction: str, accepted=_REDUCTIONS) -> st
     return reduction
 
 
-def _reduce(losses, reduction: str):
-    if reduction == "none":
-        return losses
-    return F.sum(losses) if reduction == "sum" else F.mean(losses)
 
 
 # -- shape checks --------------------------------------------------------------------------------------
