@@ -41,8 +41,9 @@ class Timing:
 class Case:
     """One benchmark, written once and built for every contender.
 
-    ``build(sides)`` returns one zero-argument call per side (same inputs, same work) and a note
-    (empty unless something about the comparison needs saying, such as outputs that disagree).
+    ``build(sides)`` returns one zero-argument call per side (same inputs, same work), or None for a
+    side the case cannot run on (it is reported as n/a), and a note (empty unless something about
+    the comparison needs saying, such as outputs that disagree or why a side did not run).
     ``work`` is the amount of work in one call (FLOPs, batches) for cases reported as a rate;
     ``target`` is the issue-8 bound on the ratio Ember / reference, where one exists;
     ``settle_s``, where given, replaces the section's pause between turns (see ``Timing``).
@@ -121,7 +122,10 @@ def interleave(sides: Sequence, calls: Sequence[Call], timing: Timing) -> dict[s
 
     A side's ``running()`` context (its thread count) is entered around each of its rounds; when
     that switches PyTorch's thread count, one untimed call goes first, so the switch is not timed.
+    Sides whose call is None are left out.
     """
+    present = [(side, fn) for side, fn in zip(sides, calls) if fn is not None]
+    sides, calls = [side for side, _ in present], [fn for _, fn in present]
     sizes = []
     for side, fn in zip(sides, calls):
         time.sleep(timing.settle_s)

@@ -3,9 +3,10 @@
     python benchmarks/run.py [--quick] [--device cpu] [--only SECTIONS] [--cases KEYS]
                              [--processes N | --in-process] [--write benchmarks/results/cpu.md]
 
-Sections: per-op overhead, GEMM, one training step of an MLP, a CNN and a transformer encoder,
-DataLoader throughput, and peak RSS of the MLP loop (fresh subprocesses). By default (``--isolated``,
-the judged figures) every timed section runs in fresh processes that each import one framework only,
+Sections: per-op overhead, GEMM, one training step of an MLP, a CNN, a transformer encoder and a
+small GPT (eager, and Ember compiled), DataLoader throughput, peak RSS of the MLP loop, and the first
+call of ember.compile (fresh subprocesses). By default (``--isolated``, the judged figures) every
+timed section runs in fresh processes that each import one framework only,
 alternating Ember, PyTorch, Ember, PyTorch, ... (``--processes N`` per framework), and reports per
 case the median over processes, their spread and the ratio. ``--in-process`` times all sides in this
 one process with interleaved rounds: quicker, for looks, but it under-reports, since the frameworks'
@@ -27,6 +28,7 @@ import time
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
 import compilation  # noqa: E402
+import compile_time  # noqa: E402
 import gpu  # noqa: E402
 import isolated  # noqa: E402
 import machine  # noqa: E402
@@ -108,6 +110,7 @@ def run_device(line: Lineup, args, with_torch: bool, say) -> tuple[DevicePart, d
         if key == "compile":
             if line.device == "opencl":
                 part.tables.append(compilation.table(say))
+            part.tables.append(compile_time.table(line.device, progress=say))
             continue
         section = SECTIONS[key](line, args.quick)
         if section is not None and args.cases:

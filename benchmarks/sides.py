@@ -27,11 +27,13 @@ class Side:
     """One contender. ``framework`` is the module it runs on ('ember', 'torch' or 'numpy'), imported
     on first use of ``lib``: a separate-process run describes every side in every process but imports
     only its own framework. ``threads``: during this side's rounds, PyTorch's intra-op thread count,
-    or for Ember and NumPy the thread count of NumPy's BLAS (through threadpoolctl)."""
+    or for Ember and NumPy the thread count of NumPy's BLAS (through threadpoolctl). ``compiled``: the
+    side runs the framework's ``compile`` of the case's step (cases that have no compiled form skip it)."""
     label: str
     framework: str
     device: str = "cpu"
     threads: int | None = None
+    compiled: bool = False
 
     @cached_property
     def lib(self) -> ModuleType:

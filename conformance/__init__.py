@@ -22,8 +22,9 @@ Modules: ``plugin`` (pytest options, profiles and fixtures; loaded in every pyte
 op and dtype pairs), ``make`` (seeded sample tensors), ``samples`` (fixed and generated
 inputs), ``oracle`` (expected dtypes, shapes and reference values), ``compare``
 (tolerances), ``checks`` (one sample, checked), ``gradients`` (one sample as a differentiable
-function, and its CPU float64 reference), and the ``test_*`` modules (``test_gradients`` per op,
-``test_autograd`` for the engine on the device). The report command (``__main__``) runs them through
+function, and its CPU float64 reference), ``fused`` (one sample as the elementwise programs a backend's
+optional ``fuse_elementwise`` hook gets), and the ``test_*`` modules (``test_gradients`` per op,
+``test_autograd`` for the engine on the device, ``test_fusion`` for the hook). The report command (``__main__``) runs them through
 pytest with ``record`` (each test's outcome, by op and dtype), ``progress`` (the live display),
 ``matrix`` (the op × dtype statuses) and ``report`` (the terminal table and the Markdown report).
 """

@@ -32,6 +32,8 @@ from . import distributions  # noqa: E402
 from . import profiler  # noqa: E402  (ember.profiler: torch.profiler on dispatch modes)
 from . import amp, cpu  # noqa: E402  (ember.amp: autocast and GradScaler; ember.cpu: torch.cpu)
 from .amp import autocast  # noqa: E402
+from . import compiler, _dynamo  # noqa: E402  (ember.compiler: torch.compiler; ember._dynamo: torch._dynamo)
+from .compiler.api import compile  # noqa: E402,A001  (ember.compile: torch.compile)
 from .amp.state import *  # noqa: E402,F403  (is_autocast_enabled, get_autocast_dtype, ...: torch's names)
 
 half, float, double = float16, float32, float64

@@ -341,6 +341,8 @@ def _to_device(t: Tensor, dev: Device) -> Tensor:
     out = wrap(transfer(t._data, t._dtype, t._device, dev), t._dtype, dev)
     if t.requires_grad:
         links.recorder.record_transfer(t, out)
+    for hook in dispatcher.value_read_hooks:
+        hook(f"a device transfer ({t._device} to {dev})")
     return out
 
 

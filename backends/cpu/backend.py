@@ -10,6 +10,7 @@ import numpy as np
 
 from ember.dispatch import Backend
 
+from . import fusion
 from .dtypes import NUMPY_DTYPE
 from .kernels import KERNELS
 from .rng import CpuGenerator
@@ -55,6 +56,12 @@ class CpuBackend(Backend):
 
     def memory_stats(self, index):
         return {}
+
+    fuses_reductions = True
+
+    def fuse_elementwise(self, program, index):
+        """One numba loop per program (``fusion.py``), reductions included; None without numba."""
+        return fusion.fuse_elementwise(program, index)
 
 
 def _keep_freed_memory_for_reuse() -> None:

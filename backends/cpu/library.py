@@ -8,6 +8,7 @@ from scipy import special
 
 from ember.backends.arraykernels import ArrayLib
 from ember.dispatch.dtypes import bfloat16
+from ember.dispatch.fast_erf import erf_float32
 
 from .dtypes import LOW_PRECISION, NUMPY_DTYPE
 
@@ -59,6 +60,19 @@ def _quiet():
     return np.errstate(all="ignore")
 
 
+#: float32 arrays from this size on take ember.dispatch.fast_erf's NumPy passes: 3.8x faster than SciPy's erf
+#: on (64, 32, 192); below it, their ~30 ufunc calls cost more than SciPy's ~15 ns an element (measured: even
+#: at 6000 elements)
+FAST_ERF_MIN_SIZE = 8192
+
+
+def _erf(a, out=None):
+    """SciPy's erf ufunc, or the branch-free float32 form for large float32 arrays (within 7 ulp)."""
+    if a.dtype == np.float32 and a.size >= FAST_ERF_MIN_SIZE:
+        return erf_float32(a)
+    return special.erf(a, out=out)
+
+
 NUMPY = ArrayLib(
     name="numpy",
     xp=np,
@@ -66,7 +80,7 @@ NUMPY = ArrayLib(
     low_precision=LOW_PRECISION,
     widen_for_matmul=LOW_PRECISION,  # NumPy's BLAS has no half-precision GEMM
     array_out=...,
-    erf=special.erf,
+    erf=_erf,
     expit=special.expit,
     add_at=np.add.at,
     as_strided=_as_strided,

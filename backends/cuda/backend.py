@@ -11,7 +11,7 @@ import numpy as np
 
 from ember.dispatch import Backend, DeviceError
 
-from . import probe
+from . import fusion, probe
 from .timer import CudaTimer
 
 
@@ -124,6 +124,12 @@ class CudaBackend(Backend):
 
     def device_timer(self, index):
         return CudaTimer(self._cupy, self._index(index)) if self.unavailable_reason() is None else None
+
+    def fuse_elementwise(self, program, index):
+        """One ``cupy.ElementwiseKernel`` per program (``fusion.py``); None where CUDA cannot run here."""
+        if self.unavailable_reason() is not None:
+            return None
+        return fusion.fuse_elementwise(self._cupy, program, self._index(index))
 
     def memory_stats(self, index) -> dict[str, int]:
         return self._memory.stats(self._index(index))

@@ -6,6 +6,7 @@ import numpy as np
 from ember.dispatch import Backend, bfloat16, float16, float64
 from ember.dispatch.dtypes import ALL_DTYPES
 
+from . import fusion
 from .array import CLArray
 from .cltypes import EMBER_DTYPE, NUMPY_DTYPE
 from .kernels import KERNELS
@@ -85,6 +86,10 @@ class OpenCLBackend(Backend):
 
     def device_timer(self, index):
         return OpenCLTimer(runtime_of(index))
+
+    def fuse_elementwise(self, program, index):
+        """One generated OpenCL C kernel per program (``fusion.py``); None for dtypes the device lacks."""
+        return fusion.fuse_elementwise(program, index)
 
     def memory_stats(self, index):
         runtime = runtime_of(index)

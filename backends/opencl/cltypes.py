@@ -69,3 +69,13 @@ def arg_dtype(dtype: np.dtype) -> np.dtype:
     if dtype == np.float16:
         return np.dtype(np.float32)
     return dtype
+
+
+def sqrt_function(ctype: str, cpu: bool) -> str:
+    """The square root to call in a hot loop. On CPU devices the compiler's own builtin: PoCL's ``sqrt`` is
+    a call into its kernel library (built for another CPU target), which stops the work-group loop from
+    being vectorized (3.5x slower Adam steps); clang's builtin becomes one vector instruction, correctly
+    rounded as ``sqrt`` is (OpenCL allows ``sqrt`` 3 ulp). Other devices keep OpenCL's ``sqrt``."""
+    if cpu and ctype in ("float", "double"):
+        return "__builtin_sqrtf" if ctype == "float" else "__builtin_sqrt"
+    return "sqrt"

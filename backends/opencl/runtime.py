@@ -19,6 +19,18 @@ from ember.dispatch import BackendError
 
 _PROBE = "__kernel void ember_probe(__global int *out) { out[get_global_id(0)] = 1; }"
 _LOCAL_SIZE = 256
+# Kernels write their range check as EMBER_GUARD(i, n). A launch whose work-items all lie in range (the
+# global size equals the item count) runs a twin built with EMBER_EXACT_RANGE, where the check is gone:
+# on CPU devices (PoCL) the check turns the vectorized work-group loop into masked loads and stores,
+# 3-5x slower; on GPUs it costs little, and the twin is as fast.
+_GUARD = """
+#ifdef EMBER_EXACT_RANGE
+#define EMBER_GUARD(i, n)
+#else
+#define EMBER_GUARD(i, n) if ((i) >= (n)) return;
+#endif
+"""
+_EXACT = "-D EMBER_EXACT_RANGE"
 
 
 class ProgramCache:
@@ -27,17 +39,19 @@ class ProgramCache:
     def __init__(self, context, preamble: str) -> None:
         self.context = context
         self.preamble = preamble
-        self.kernels: dict[tuple[str, str], object] = {}
+        self.kernels: dict[tuple[str, str, str], object] = {}  # (source, name, build options) -> kernel
+        self._exact: dict[object, object] = {}  # kernel -> its twin without EMBER_GUARD checks
+        self._recipes: dict[object, tuple] = {}  # kernel -> (source, name, scalar dtypes) it was built from
         self.compiled = 0
         self.compile_seconds = 0.0
 
-    def kernel(self, source: str, name: str, scalar_dtypes: list | None = None):
-        key = (source, name)
+    def kernel(self, source: str, name: str, scalar_dtypes: list | None = None, options: str = ""):
+        key = (source, name, options)
         kernel = self.kernels.get(key)
         if kernel is None:
             import pyopencl as cl
             started = time.perf_counter()
-            program = cl.Program(self.context, self.preamble + source).build()
+            program = cl.Program(self.context, self.preamble + source).build(options=options)
             try:
                 kernel = getattr(program, name)
             except (AttributeError, cl.Error) as exc:  # "built" without the kernel: a compiler fault
@@ -50,7 +64,19 @@ class ProgramCache:
             self.compile_seconds += time.perf_counter() - started
             self.compiled += 1
             self.kernels[key] = kernel
+            self._recipes[kernel] = (source, name, scalar_dtypes)
+            if not options and "EMBER_GUARD" in source:
+                self.exact(kernel)  # built with it, so that no later size of launch compiles anything
         return kernel
+
+    def exact(self, kernel):
+        """``kernel``'s twin for launches with no work-item out of range (itself if it has no guard)."""
+        twin = self._exact.get(kernel)
+        if twin is None:
+            source, name, scalar_dtypes = self._recipes.get(kernel, ("", None, None))
+            twin = self.kernel(source, name, scalar_dtypes, _EXACT) if "EMBER_GUARD" in source else kernel
+            self._exact[kernel] = twin
+        return twin
 
 
 class DeviceRuntime:
@@ -72,12 +98,16 @@ class DeviceRuntime:
         self.max_group = min(device.max_work_group_size, _LOCAL_SIZE)
         self.local_bytes = device.local_mem_size
         self.is_cpu = bool(device.type & cl.device_type.CPU)
+        # the smallest work-group an exact launch uses: a few SIMD widths on a CPU, two warps/wavefronts on a
+        # GPU; sizes no such group divides are launched rounded up (the range check then costs little)
+        self.min_exact_group = 16 if self.is_cpu else 64
+        self._exact_groups: dict[int, int] = {}  # items -> work-group size of an exact launch, or 0
         pragmas = []
         if self.fp64:
             pragmas.append("#pragma OPENCL EXTENSION cl_khr_fp64 : enable")
         if self.fp16:
             pragmas.append("#pragma OPENCL EXTENSION cl_khr_fp16 : enable")
-        self.programs = ProgramCache(self.context, "\n".join(pragmas) + "\n")
+        self.programs = ProgramCache(self.context, "\n".join(pragmas) + _GUARD)
         self.peak_bytes = 0
 
     def describe(self) -> str:
@@ -92,12 +122,47 @@ class DeviceRuntime:
         return buffer
 
     def launch(self, kernel, items: int, *args, local: int | None = None) -> None:
-        """Enqueue ``kernel`` over ``items`` work-items (rounded up to whole work-groups); no wait."""
+        """Enqueue ``kernel`` over ``items`` work-items; no wait. Where a work-group size in the device's
+        range divides ``items`` the launch is exact (the kernel's EMBER_GUARD-free twin), else it is
+        rounded up to whole work-groups of ``local`` work-items (default: see ``_padded_group``)."""
         if items <= 0:
             return
-        group = local or self.max_group
+        if local is None:
+            group = self._exact_group(items)
+            if group:
+                self.programs.exact(kernel)(self.queue, (items,), (group,), *args)
+                return
+        group = local or self._padded_group(items)
         total = -(-items // group) * group
         kernel(self.queue, (total,), (group,), *args)
+
+    def launch_rows(self, kernel, inner: int, rows: int, *args) -> None:
+        """Enqueue ``kernel`` over a 2-d range: ``inner`` work-items along axis 0 (exact where a group size
+        divides it, as in ``launch``) times ``rows`` along axis 1, in work-groups of one row."""
+        if inner <= 0 or rows <= 0:
+            return
+        group = self._exact_group(inner)
+        if group:
+            self.programs.exact(kernel)(self.queue, (inner, rows), (group, 1), *args)
+        else:
+            group = self._padded_group(inner)
+            kernel(self.queue, (-(-inner // group) * group, rows), (group, 1), *args)
+
+    def _exact_group(self, items: int) -> int:
+        """The work-group size of an exact launch of ``items``: the largest power of two from
+        ``min_exact_group`` to ``max_group`` dividing them, or 0. (Powers of two only: PoCL compiles a
+        kernel once per group size.)"""
+        group = self._exact_groups.get(items)
+        if group is None:
+            group = 1 << (self.max_group.bit_length() - 1)
+            while group >= self.min_exact_group and items % group:
+                group //= 2
+            group = self._exact_groups[items] = group if group >= self.min_exact_group else 0
+        return group
+
+    def _padded_group(self, items: int) -> int:
+        """The work-group size of a rounded-up launch: ``max_group``, or the power of two covering fewer."""
+        return min(self.max_group, 1 << (items - 1).bit_length())
 
     def launch_groups(self, kernel, groups: int, group: int, *args) -> None:
         """Enqueue ``groups`` work-groups of ``group`` work-items each (one group per output)."""

@@ -46,7 +46,33 @@ def collapse(shape: tuple, strides: list[tuple]) -> tuple[tuple, list[tuple]]:
     return tuple(merged_shape), [tuple(m) for m in merged]
 
 
-def coordinates(ndim: int, linear: str = "g") -> str:
+def by_rows(runtime, dims: tuple) -> bool:
+    """Whether to launch over a 2-d range: the innermost dim along axis 0 and the rows of the others along
+    axis 1. Then only the row (the same for a whole work-group) is split into coordinates, where a 1-d
+    range splits every element's index with 64-bit divisions (16x slower on PoCL, and never free)."""
+    return len(dims) >= 2 and dims[-1] >= runtime.min_exact_group
+
+
+def index_space(ndim: int, rows: bool) -> str:
+    """C statements opening a kernel over ``n`` elements of dims d0..d{ndim-1}: the element's linear index
+    ``g`` and its coordinates i0.., returning for work-items past the end (see ``by_rows``)."""
+    if not rows:
+        return "\n    ".join(["const long g = get_global_id(0);", "EMBER_GUARD(g, n)", _split("g", ndim)])
+    inner = ndim - 1
+    return "\n    ".join([f"const long i{inner} = get_global_id(0);", f"EMBER_GUARD(i{inner}, d{inner})",
+                          f"const long row = get_global_id(1), g = row * d{inner} + i{inner};",
+                          _split("row", inner)])
+
+
+def launch(runtime, kernel, dims: tuple, size: int, args: list, rows: bool) -> None:
+    """Enqueue a kernel opened by ``index_space`` over ``size`` elements of ``dims``."""
+    if rows:
+        runtime.launch_rows(kernel, dims[-1], size // dims[-1], *args)
+    else:
+        runtime.launch(kernel, size, *args)
+
+
+def _split(linear: str, ndim: int) -> str:
     """C statements splitting ``linear`` into coordinates i0..i{ndim-1} over dims d0..d{ndim-1}."""
     if ndim == 0:
         return ""
@@ -72,7 +98,8 @@ def _broadcast_shape(arrays: list) -> tuple:
     return tuple(np.broadcast_shapes(*[a.shape for a in arrays]))
 
 
-def _source(expr: str, operands: list, out_dtype: np.dtype, ndim: int, helpers: str) -> tuple[str, list]:
+def _source(expr: str, operands: list, out_dtype: np.dtype, ndim: int, rows: bool,
+            helpers: str) -> tuple[str, list]:
     params, scalar_dtypes, loads = [], [], []
     for k, op in enumerate(operands):
         if isinstance(op, Scalar):
@@ -91,9 +118,7 @@ def _source(expr: str, operands: list, out_dtype: np.dtype, ndim: int, helpers: 
     source = helpers + f"""
 __kernel void ember_map({', '.join(params)})
 {{
-    const long g = get_global_id(0);
-    if (g >= n) return;
-    {coordinates(ndim)}
+    {index_space(ndim, rows)}
     {body}
     {store(out_dtype, 'out', position('out', ndim), expr)}
 }}
@@ -115,11 +140,12 @@ def run(runtime, expr: str, operands: list, out_dtype: np.dtype, out: CLArray | 
     collapsed, strides = collapse(shape, [broadcast_strides(a, shape) for a in arrays]
                                   + [broadcast_strides(out, shape)])
     ndim = len(collapsed)
-    key = (runtime.index, expr, helpers, out_dtype, ndim,
+    rows = by_rows(runtime, collapsed)
+    key = (runtime.index, expr, helpers, out_dtype, ndim, rows,
            tuple((op.dtype, isinstance(op, Scalar)) for op in operands))
     kernel = _KERNELS.get(key)
     if kernel is None:
-        source, scalar_dtypes = _source(expr, operands, out_dtype, ndim, helpers)
+        source, scalar_dtypes = _source(expr, operands, out_dtype, ndim, rows, helpers)
         kernel = _KERNELS[key] = runtime.programs.kernel(source, "ember_map", scalar_dtypes)
     args = []
     at = 0
@@ -131,5 +157,5 @@ def run(runtime, expr: str, operands: list, out_dtype: np.dtype, out: CLArray | 
         at += 1
     size = math.prod(shape)
     args += [out.buffer, out.offset, *strides[at], size, *collapsed]
-    runtime.launch(kernel, size, *args)
+    launch(runtime, kernel, collapsed, size, args, rows)
     return out

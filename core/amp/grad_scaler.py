@@ -17,6 +17,7 @@ from enum import Enum
 from typing import Any, Iterable
 
 from ..autograd.grad_mode import no_grad
+from ..compiler.state import runs_eagerly
 from ..dispatch import registry
 from ..dispatch.dtypes import float16, float32, int32
 from ..dispatch.ops import F
@@ -164,6 +165,7 @@ class GradScaler:
                 found_inf_per_device[device] = found_inf
         return found_inf_per_device
 
+    @runs_eagerly
     def unscale_(self, optimizer) -> None:
         """Divides ``optimizer``'s gradients by the scale factor, in place (for clipping or inspecting them
         before ``step``); at most once per optimizer per iteration. Reads nothing to the host."""
@@ -191,6 +193,7 @@ class GradScaler:
 
     # -- the step -----------------------------------------------------------------------------------
 
+    @runs_eagerly
     def step(self, optimizer, *args: Any, **kwargs: Any) -> Any:
         """Unscales the gradients (unless ``unscale_`` did already) and runs ``optimizer.step(*args, **kwargs)``
         unless a gradient holds an inf or nan. Returns what ``optimizer.step`` returned, or None if skipped."""
@@ -246,6 +249,7 @@ class GradScaler:
 
     # -- the update ---------------------------------------------------------------------------------
 
+    @runs_eagerly
     def update(self, new_scale: float | Tensor | None = None) -> None:
         """Ends the iteration: sets ``new_scale`` if given, else backs the scale off after an inf/nan (in any
         optimizer's gradients) and grows it after ``growth_interval`` clean iterations. On the device."""

@@ -1,9 +1,12 @@
 """The base class every backend subclasses: capabilities, storage, kernels, RNG, memory."""
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from .dtypes import ALL_DTYPES, bfloat16, dtype, float16
+
+if TYPE_CHECKING:
+    from .fusion import ElementwiseProgram
 
 
 class Backend:
@@ -98,6 +101,20 @@ class Backend:
     def device_timer(self, index: int | None) -> "DeviceTimer | None":
         """The timer of device ``index`` for ``ember.profiler``'s device time, or None where the
         backend cannot time its own work (the default: the profiler then reports host time only)."""
+        return None
+
+    #: Whether ``fuse_elementwise`` computes programs that end in a reduction (``program.reduction``); the
+    #: compiler offers such programs only where this is True.
+    fuses_reductions: bool = False
+
+    def fuse_elementwise(self, program: "ElementwiseProgram", index: int | None) -> Callable[..., tuple] | None:
+        """A kernel computing ``program`` (``ember.dispatch.fusion``) in one pass, or None where this backend
+        cannot (the default): the compiler then runs the steps op by op.
+
+        The kernel takes the program's input native arrays (any strides, shapes broadcasting to
+        ``program.shape``) and returns a tuple of fresh native arrays, one per output, each of shape
+        ``program.shape`` and dtype ``steps[j].out``. This hook is called once per program when a graph is
+        built (it may compile, and should cache by ``program.key()``); the kernel runs on every replay."""
         return None
 
 

@@ -47,8 +47,7 @@ def call(op: OpDef, args: tuple, kwargs: dict, modes_seeing_it: list | tuple = _
         plan = table.get(key)
         if plan is not None and not plan.validates_every_call:
             if plan.converts:  # attributes whose converted form differs from what was passed (dim=-1 -> 0)
-                for i, v in zip(op.attr_positions, plan.attrs):
-                    values[i] = v
+                _converted(op, plan, values)
             return plan.run(values)
     return _validate_and_plan(op, values, grad_wanted(op, values), key).run(values)
 
@@ -67,11 +66,41 @@ _KEY_AS_IS = frozenset({int, str, type(None), DType, Device})  # attribute value
 _NUMBER_KINDS = frozenset({int, float, bool})
 
 
+#: Called on every host read of tensor values and every device transfer, with what happened (a short
+#: phrase): work outside the op calls, which ``ember.compile``'s capture cannot replay.
+value_read_hooks: list = []
+
+
 def note_value_read() -> None:
     """Called where a tensor's values are read to the host (``item``, ``tolist``): a validation doing this
     is data-dependent, so its op is validated on every call (its plans are still cached)."""
     global _activity
     _activity += 1
+    if value_read_hooks and not _validating:
+        for hook in value_read_hooks:
+            hook("a read of tensor values to the host (item, tolist, bool, print, numpy)")
+
+
+def resolve(op: OpDef, args: tuple, kwargs: dict) -> tuple[CallPlan, list]:
+    """The plan a call of ``op`` would run with nothing recording, and its bound, converted values: what a
+    tracer needs to replay the call later without validating it again. Validation errors raise as usual."""
+    values = bind(op, args, kwargs)
+    with links.recorder.no_grad():
+        key = plan_key(op, values)
+        plan = table.get(key) if key is not None else None
+        if plan is None or plan.validates_every_call:
+            plan = _validate_and_plan(op, values, False, key)
+        elif plan.converts:
+            _converted(op, plan, values)
+    return plan, values
+
+
+def _converted(op: OpDef, plan: CallPlan, values: list) -> None:
+    """Put the plan's converted attribute values in place of those passed (unkeyed ones stay as passed)."""
+    keyed = op.keyed_attr_positions
+    for i, v in zip(op.attr_positions, plan.attrs):
+        if i in keyed:
+            values[i] = v
 
 
 def validates_every_call(op: OpDef) -> bool:
@@ -96,7 +125,7 @@ def plan_key(op: OpDef, values: list):
         if key is None:
             return None
     append = key.append
-    for i in op.attr_positions:
+    for i in op.keyed_attr_positions:
         v = values[i]
         c = v.__class__
         if c in _KEY_AS_IS:
@@ -176,9 +205,21 @@ def _operands_key(op: OpDef, values: list, Tensor):
 
 # -- validation ------------------------------------------------------------------------------
 
+_validating = 0  # > 0 while a call is validated: its reads of values are checks, not the program's
+
+
 def _validate_and_plan(op: OpDef, values: list, grad: bool, key) -> CallPlan:
     """Check the call, convert its attributes in ``values``, and return its plan (cached under ``key``).
     ``grad``: grad mode is on and an operand requires grad."""
+    global _validating
+    _validating += 1
+    try:
+        return _checked_plan(op, values, grad, key)
+    finally:
+        _validating -= 1
+
+
+def _checked_plan(op: OpDef, values: list, grad: bool, key) -> CallPlan:
     before = _activity
     originals = [values[i] for i in op.tensor_positions]
     passed = [values[i] for i in op.attr_positions]
@@ -206,7 +247,8 @@ def _validate_and_plan(op: OpDef, values: list, grad: bool, key) -> CallPlan:
     plan = table.get(key) if cacheable else None
     if plan is None:
         plan = make_plan(op, values, dev, backend, compute, out, grad, grad and op.differentiable)
-        plan.converts = any(values[i] is not v for i, v in zip(op.attr_positions, passed))
+        plan.converts = any(values[i] is not v for i, v in zip(op.attr_positions, passed)
+                            if i in op.keyed_attr_positions)
         plan.validates_every_call = op in _reads_values
         if cacheable:
             store(key, plan)
@@ -396,5 +438,5 @@ def _check_dtypes(op: OpDef, compute: DType | None, out, tensors, backend, dev: 
                              f"{', '.join(x.name for x in sorted(supported, key=lambda x: x._rank))}")
 
 
-__all__ = ["call", "run", "simple_elementwise", "validates_every_call", "bind", "plan_key", "make_plan", "transfer", "wrap_dim", "note_value_read", "ShapeError",
+__all__ = ["call", "run", "resolve", "value_read_hooks", "simple_elementwise", "validates_every_call", "bind", "plan_key", "make_plan", "transfer", "wrap_dim", "note_value_read", "ShapeError",
            "BackendError"]

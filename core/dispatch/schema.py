@@ -4,7 +4,8 @@ An OpDef carries the signature (parsed from a PyTorch-style string), the categor
 whether it is a primitive (every backend implements it) or a composite (defined
 in Ember ops, overridable by a backend), the promotion rule, the meta function
 that infers output shapes, the NumPy reference and sample hints used by the
-conformance suite, and a slot for the derivative that autograd fills.
+conformance suite, a slot for the derivative that autograd fills, and for elementwise ops the scalar
+formula that fusion renders into kernels.
 """
 from __future__ import annotations
 
@@ -94,11 +95,21 @@ class OpDef:
     # AUTOCAST_LISTS, since PyTorch's CPU and CUDA lists differ (exp runs in float32 under CUDA autocast
     # only); None: the op runs in the dtypes it is called with
     autocast: str | dict | None = None
+    # names of attributes whose values no check looks at and no plan depends on (an optimizer step's count
+    # and learning rate): calls differing only in them share one cached plan instead of being validated anew
+    unkeyed: tuple = ()
+    # the value of one element as a formula of ``ember.dispatch.fusion``'s language, or a callable taking the
+    # attribute values by keyword and returning one (None: not fusible); None: the op is never fused
+    scalar: str | Callable[..., str | None] | None = None
 
     def __post_init__(self) -> None:
         self.param_index = {p.name: i for i, p in enumerate(self.params)}
         self.tensor_positions = tuple(i for i, p in enumerate(self.params) if p.is_tensor)
         self.attr_positions = tuple(i for i, p in enumerate(self.params) if not p.is_tensor)
+        unknown = set(self.unkeyed) - {self.params[i].name for i in self.attr_positions}
+        if unknown:
+            raise ValueError(f"{self.name}: unkeyed names no attribute: {sorted(unknown)}")
+        self.keyed_attr_positions = tuple(i for i in self.attr_positions if self.params[i].name not in self.unkeyed)
         self.single_tensor = [p.type for p in self.params if p.is_tensor] in (["Tensor"], ["Index"])
         self.sole_tensor = self.tensor_positions[0] if self.single_tensor else None  # its position
         self.positional_count = sum(not p.kw_only for p in self.params)

@@ -27,6 +27,7 @@ from itertools import chain
 from typing import Any, Callable, Iterable, Iterator
 
 from ..autograd import enable_grad, set_grad_enabled
+from ..compiler.state import runs_eagerly
 from ..tensor import Tensor
 
 
@@ -41,11 +42,14 @@ required = _RequiredParameter()
 
 
 def _marks_called(step):
-    """Wrap ``step`` to record on the optimizer that it ran (PyTorch warns when a scheduler steps first)."""
+    """Wrap ``step`` to record on the optimizer that it ran (PyTorch warns when a scheduler steps first).
+    Inside code ``ember.compile`` captured, the step runs as itself on every call: its Python state (the step
+    count behind Adam's bias correction, rebound moment tensors) changes each time."""
     @functools.wraps(step)
     def marked_step(self, *args, **kwargs):
         self._opt_called = True
         return step(self, *args, **kwargs)
+    marked_step = runs_eagerly(marked_step)
     marked_step._marks_called = True
     return marked_step
 

@@ -33,7 +33,7 @@ def _pad_kernel(runtime, dtype, mode: str, rank: int):
 __kernel void ember_pad({p.text()})
 {{
     const long g = get_global_id(0);
-    if (g >= total) return;
+    EMBER_GUARD(g, total)
     {split("g", dims, coords, "r")}
     bool inside = true;
     {shifts}

@@ -11,7 +11,7 @@ import numpy as np
 from ember.dispatch.ops.optim import adam_scalars
 
 from ..array import CLArray, empty
-from ..cltypes import arg_dtype, compute_ctype, load, store
+from ..cltypes import arg_dtype, compute_ctype, load, sqrt_function, store
 from ._codegen import Params, cached
 from .views import clone
 
@@ -23,6 +23,7 @@ _SCALARS = ("sign", "decay", "shrink", "beta1", "beta2", "step_size", "eps_hat")
 def _adam_kernel(runtime, dtype: np.dtype):
     def build():
         c = compute_ctype(dtype)
+        sqrt = sqrt_function(c, runtime.is_cpu)
         p = Params()
         for name in _INPUTS:
             p.buffer(name, dtype).longs(f"{name}_o")
@@ -36,14 +37,14 @@ def _adam_kernel(runtime, dtype: np.dtype):
 __kernel void ember_adam({p.text()})
 {{
     const long g = get_global_id(0);
-    if (g >= total) return;
+    EMBER_GUARD(g, total)
     const {c} x = {load(dtype, "param", "param_o + g")};
     const {c} d = sign * {load(dtype, "grad", "grad_o + g")} + decay * x;
     const {c} m = beta1 * {load(dtype, "m0", "m0_o + g")} + (1 - beta1) * d;
     const {c} v = beta2 * {load(dtype, "v0", "v0_o + g")} + (1 - beta2) * d * d;
     {store(dtype, "m1", "g", "m")}
     {store(dtype, "v1", "g", "v")}
-    {store(dtype, "p1", "g", "shrink * x - step_size * m / (sqrt(v) + eps_hat)")}
+    {store(dtype, "p1", "g", f"shrink * x - step_size * m / ({sqrt}(v) + eps_hat)")}
 }}
 """
         return source, "ember_adam", p.dtypes

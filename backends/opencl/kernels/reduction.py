@@ -10,6 +10,9 @@ from ..cltypes import STORAGE_CTYPE, compute_ctype, load, store
 from ._codegen import group_size
 
 SERIAL_BELOW = 64  # reductions this short, over many outputs, run one work-item per output
+# On a CPU device every reduction with this many outputs per compute unit runs one work-item per output:
+# neighbouring outputs' loops vectorize across work-items, where a tree form pays a barrier per level.
+CPU_SERIAL_OUTPUTS = 16
 _ACCUMULATOR_DTYPES = {"float": np.float32, "double": np.float64, "uchar": np.uint8, "char": np.int8,
                        "short": np.int16, "int": np.int32, "long": np.int64}
 _FLOAT_EXTREMA = {"float": ("-INFINITY", "INFINITY"), "double": ("-INFINITY", "INFINITY")}
@@ -46,12 +49,15 @@ def _better(kind: str, floating: bool) -> str:
 
 
 def _offsets(prefix: str, ndim: int, linear: str, base: str) -> str:
-    """C statements: {base} += the strided offset of ``linear`` over dims {prefix}d*/{prefix}s*."""
+    """C statements: {base} += the strided offset of ``linear`` over dims {prefix}d*/{prefix}s*.
+    The outermost dim takes what is left of ``linear`` with no remainder (``linear`` lies in range),
+    so a single dim is one multiply, which keeps the loops over it vectorizable."""
     if ndim == 0:
         return ""
     lines = [f"long {prefix}q = {linear};"]
-    for d in range(ndim - 1, -1, -1):
+    for d in range(ndim - 1, 0, -1):
         lines.append(f"{base} += ({prefix}q % {prefix}d{d}) * {prefix}s{d}; {prefix}q /= {prefix}d{d};")
+    lines.append(f"{base} += {prefix}q * {prefix}s0;")
     return "\n    ".join(lines)
 
 
@@ -121,7 +127,7 @@ def _reduce_kernel(runtime, kind: str, arg: bool, in_dtype: np.dtype, acc: str, 
         barrier(CLK_LOCAL_MEM_FENCE);
     }}
     if (lid == 0) {{ {store(out_dtype, "out", "o", "scratch[0]")} }}"""
-    where = ("const long o = get_global_id(0);\n    if (o >= outputs) return;\n    const int lid = 0, group = 1;"
+    where = ("const long o = get_global_id(0);\n    EMBER_GUARD(o, outputs)\n    const int lid = 0, group = 1;"
              if serial else "const long o = get_group_id(0);\n    const int lid = get_local_id(0), group = get_local_size(0);")
     source = defines + f"""
 __kernel void ember_reduce({', '.join(params)})
@@ -156,7 +162,8 @@ def reduce(a: CLArray, dims, keepdim: bool, kind: str, out_dtype: np.dtype | Non
     if outputs == 0:
         return out
     acc = compute_ctype(a.dtype)
-    serial = count <= SERIAL_BELOW and outputs >= runtime.max_group
+    serial = (count <= SERIAL_BELOW and outputs >= runtime.max_group) or \
+        (runtime.is_cpu and outputs >= CPU_SERIAL_OUTPUTS * runtime.device.max_compute_units)
     kernel = _reduce_kernel(runtime, kind, arg, a.dtype, acc, out_dtype, len(kept_dims), len(reduced_dims), serial)
     args = [a.buffer, a.offset]
     for d in kept_dims:

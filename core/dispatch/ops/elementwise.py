@@ -64,57 +64,59 @@ def _zero_grad(grad):
     return F.zeros_like(grad)
 
 
-_unary("neg", np.negative, dtypes="numeric", doc="-input", derivative=lambda grad: F.neg(grad))
-_unary("abs", np.abs, dtypes="numeric", derivative=lambda grad, input: F.mul(grad, F.sign(input)),
+_unary("neg", np.negative, dtypes="numeric", doc="-input", scalar="-input", derivative=lambda grad: F.neg(grad))
+_unary("abs", np.abs, dtypes="numeric", scalar="abs(input)", derivative=lambda grad, input: F.mul(grad, F.sign(input)),
        doc="abs'(0) = 0, as in PyTorch")
-_unary("sign", np.sign, dtypes="numeric", doc="-1, 0 or 1 by the sign of each element", derivative=_zero_grad)
-_unary("exp", np.exp, promotion=rules.to_float, derivative=lambda grad, result: F.mul(grad, result),
+_unary("sign", np.sign, dtypes="numeric", doc="-1, 0 or 1 by the sign of each element", derivative=_zero_grad,
+       scalar="where(input > 0, 1, where(input < 0, -1, input * 0))")  # input * 0: NaN stays NaN
+_unary("exp", np.exp, promotion=rules.to_float, scalar="exp(input)", derivative=lambda grad, result: F.mul(grad, result),
        autocast=FLOAT32_ON_CUDA)
-_unary("expm1", np.expm1, promotion=rules.to_float, autocast=FLOAT32_ON_CUDA,
+_unary("expm1", np.expm1, promotion=rules.to_float, scalar="expm1(input)", autocast=FLOAT32_ON_CUDA,
        derivative=lambda grad, result: F.mul(grad, F.add(result, 1)))
 _POSITIVE = {"input": {"low": 0.1, "high": 5.0}}  # grad_domain of functions real only for positive inputs
-_unary("log", np.log, promotion=rules.to_float, autocast=FLOAT32_ON_CUDA, derivative=lambda grad, input: F.div(grad, input),
+_unary("log", np.log, promotion=rules.to_float, scalar="log(input)", autocast=FLOAT32_ON_CUDA, derivative=lambda grad, input: F.div(grad, input),
        grad_domain=_POSITIVE)
-_unary("log1p", np.log1p, promotion=rules.to_float, autocast=FLOAT32_ON_CUDA,
+_unary("log1p", np.log1p, promotion=rules.to_float, scalar="log1p(input)", autocast=FLOAT32_ON_CUDA,
        grad_domain={"input": {"low": -0.9, "high": 5.0}},
        derivative=lambda grad, input: F.div(grad, F.add(input, 1)))
-_unary("sqrt", np.sqrt, promotion=rules.to_float, grad_domain=_POSITIVE,
+_unary("sqrt", np.sqrt, promotion=rules.to_float, scalar="sqrt(input)", grad_domain=_POSITIVE,
        derivative=lambda grad, result: F.div(grad, F.mul(result, 2)))
-_unary("sin", np.sin, promotion=rules.to_float, derivative=lambda grad, input: F.mul(grad, F.cos(input)))
-_unary("cos", np.cos, promotion=rules.to_float,
+_unary("sin", np.sin, promotion=rules.to_float, scalar="sin(input)", derivative=lambda grad, input: F.mul(grad, F.cos(input)))
+_unary("cos", np.cos, promotion=rules.to_float, scalar="cos(input)",
        derivative=lambda grad, input: F.neg(F.mul(grad, F.sin(input))))
-_unary("tan", np.tan, promotion=rules.to_float, autocast=FLOAT32_ON_CUDA,
+_unary("tan", np.tan, promotion=rules.to_float, scalar="tan(input)", autocast=FLOAT32_ON_CUDA,
        derivative=lambda grad, result: F.mul(grad, F.add(F.mul(result, result), 1)))
-_unary("tanh", np.tanh, promotion=rules.to_float,
+_unary("tanh", np.tanh, promotion=rules.to_float, scalar="tanh(input)",
        derivative=lambda grad, result: F.mul(grad, F.sub(1, F.mul(result, result))))
-_unary("erf", _erf, promotion=rules.to_float,
+_unary("erf", _erf, promotion=rules.to_float, scalar="erf(input)",
        derivative=lambda grad, input: F.mul(grad, F.mul(F.exp(F.neg(F.mul(input, input))), _TWO_OVER_SQRT_PI)))
-_unary("floor", np.floor, dtypes="numeric", doc="integers pass through unchanged", derivative=_zero_grad)
-_unary("ceil", np.ceil, dtypes="numeric", doc="integers pass through unchanged", derivative=_zero_grad)
+_unary("floor", np.floor, dtypes="numeric", scalar="floor(input)", doc="integers pass through unchanged", derivative=_zero_grad)
+_unary("ceil", np.ceil, dtypes="numeric", scalar="ceil(input)", doc="integers pass through unchanged", derivative=_zero_grad)
 defop("round(Tensor input, *, int decimals=0)", "elementwise", promotion=rules.same, dtypes="numeric",
       meta=broadcast_meta("round"), reference=lambda x, decimals=0: np.round(x, decimals), inplace=True,
       samples=_round_samples,
       derivative=_zero_grad, doc="rounds half to even, like PyTorch")
-_unary("logical_not", np.logical_not, promotion=rules.to_bool, differentiable=False)
-_unary("isnan", np.isnan, promotion=rules.to_bool, differentiable=False, inplace=False)
+_unary("logical_not", np.logical_not, promotion=rules.to_bool, scalar="input == 0", differentiable=False)
+_unary("isnan", np.isnan, promotion=rules.to_bool, scalar="input != input", differentiable=False, inplace=False)
 
 # -- unary composites -----------------------------------------------------------------------
 _LN2 = math.log(2.0)
-_unary("log2", np.log2, promotion=rules.to_float, kind="composite", grad_domain=_POSITIVE, autocast=FLOAT32_ON_CUDA,
+_unary("log2", np.log2, promotion=rules.to_float, kind="composite", scalar=f"log(input) / {_LN2!r}", grad_domain=_POSITIVE, autocast=FLOAT32_ON_CUDA,
        composite=lambda x: F.div(F.log(x), _LN2))
-_unary("reciprocal", np.reciprocal, promotion=rules.to_float, kind="composite", autocast=FLOAT32_ON_CUDA,
+_unary("reciprocal", np.reciprocal, promotion=rules.to_float, kind="composite", scalar="1 / input", autocast=FLOAT32_ON_CUDA,
        composite=lambda x: F.div(1, x),
        derivative=lambda grad, result: F.neg(F.mul(grad, F.mul(result, result))))
-_unary("rsqrt", lambda x: 1 / np.sqrt(x), promotion=rules.to_float, kind="composite", autocast=FLOAT32_ON_CUDA,
+_unary("rsqrt", lambda x: 1 / np.sqrt(x), promotion=rules.to_float, kind="composite", scalar="rsqrt(input)", autocast=FLOAT32_ON_CUDA,
        composite=lambda x: F.reciprocal(F.sqrt(x)), grad_domain=_POSITIVE)
-_unary("sigmoid", lambda x: 1 / (1 + np.exp(-x)), promotion=rules.to_float, kind="composite",
+_unary("sigmoid", lambda x: 1 / (1 + np.exp(-x)), promotion=rules.to_float, kind="composite", scalar="sigmoid(input)",
        composite=lambda x: F.reciprocal(F.add(F.exp(F.neg(_as_float(x))), 1)), doc="1 / (1 + exp(-input))",
        derivative=lambda grad, result: F.mul(grad, F.mul(result, F.sub(1, result))))
 _unary("isinf", np.isinf, promotion=rules.to_bool, dtypes="numeric", kind="composite", inplace=False,
-       differentiable=False, composite=lambda x: F.eq(F.abs(x), math.inf))
+       differentiable=False, composite=lambda x: F.eq(F.abs(x), math.inf),
+       scalar="input == input and input - input != 0")  # x - x is 0 when finite, NaN when infinite
 _unary("isfinite", np.isfinite, promotion=rules.to_bool, dtypes="numeric", kind="composite", inplace=False,
        differentiable=False,
-       composite=lambda x: F.logical_not(F.logical_or(F.isnan(x), F.isinf(x))))
+       composite=lambda x: F.logical_not(F.logical_or(F.isnan(x), F.isinf(x))), scalar="input - input == 0")
 
 # -- binary primitives ----------------------------------------------------------------------
 def _scaled(a, b, alpha):
@@ -129,11 +131,13 @@ def _scaled(a, b, alpha):
 
 _binary("add", lambda a, b, alpha=1: a + _scaled(a, b, alpha), extra=", *, Scalar alpha=1", inplace=True,
         samples=_alpha_samples,
+        scalar=lambda alpha: "input + other" if alpha == 1 else "input + alpha * other",
         doc="input + alpha * other", derivative=lambda grad, alpha: (grad, grad if alpha == 1 else F.mul(grad, alpha)))
 _binary("sub", lambda a, b, alpha=1: a - _scaled(a, b, alpha), extra=", *, Scalar alpha=1", dtypes="numeric",
         inplace=True, samples=_alpha_samples, doc="input - alpha * other",
+        scalar=lambda alpha: "input - other" if alpha == 1 else "input - alpha * other",
         derivative=lambda grad, alpha: (grad, F.neg(grad) if alpha == 1 else F.mul(grad, -alpha)))
-_binary("mul", np.multiply, inplace=True,
+_binary("mul", np.multiply, inplace=True, scalar="input * other",
         derivative={"input": lambda grad, other: F.mul(grad, other), "other": lambda grad, input: F.mul(grad, input)})
 
 
@@ -196,6 +200,7 @@ def _extremum_derivative(pick):
 
 _binary("div", _div_reference, promotion=_div_promotion, extra=", *, str? rounding_mode=None",
         normalize=_check_rounding_mode, inplace=True, samples=_div_samples,
+        scalar=lambda rounding_mode: "input / other" if rounding_mode is None else None,  # floor/trunc: op by op
         derivative={"input": _div_input_derivative, "other": _div_other_derivative},
         doc="true division; rounding_mode 'trunc' or 'floor' keeps integer dtypes")
 _NONZERO_DIVISOR = {"other": {"nonzero": True}}  # sample hint: integer division by zero raises
@@ -204,19 +209,21 @@ _binary("floor_divide", np.floor_divide, dtypes="numeric", inplace=True, differe
 _binary("remainder", np.remainder, dtypes="numeric", inplace=True, doc="Python's modulo: the sign of other",
         domain=_NONZERO_DIVISOR,
         derivative=lambda grad, input, other: (grad, F.neg(F.mul(grad, F.floor_divide(input, other)))))
-_binary("pow", np.power, dtypes="numeric", inplace=True, derivative=_pow_derivative, autocast=FLOAT32_ON_CUDA,
+_binary("pow", np.power, dtypes="numeric", inplace=True, scalar="pow(input, other)", derivative=_pow_derivative, autocast=FLOAT32_ON_CUDA,
         domain={"other": {"low": 0, "high": 4}},  # integers to negative powers raise
         grad_domain=_POSITIVE)  # a negative base has no real non-integer power
-_binary("maximum", np.maximum, doc="elementwise max; NaN propagates",
+_binary("maximum", np.maximum, doc="elementwise max; NaN propagates", scalar="max(input, other)",
         derivative=_extremum_derivative(lambda a, b: F.gt(a, b)))
-_binary("minimum", np.minimum, doc="elementwise min; NaN propagates",
+_binary("minimum", np.minimum, doc="elementwise min; NaN propagates", scalar="min(input, other)",
         derivative=_extremum_derivative(lambda a, b: F.lt(a, b)))
-for _name, _ref in [("eq", np.equal), ("ne", np.not_equal), ("lt", np.less), ("le", np.less_equal),
-                    ("gt", np.greater), ("ge", np.greater_equal)]:
-    _binary(_name, _ref, promotion=rules.to_bool, differentiable=False, inplace=True)
-for _name, _ref in [("logical_and", np.logical_and), ("logical_or", np.logical_or),
-                    ("logical_xor", np.logical_xor)]:
-    _binary(_name, _ref, promotion=rules.to_bool, differentiable=False, inplace=True)
+for _name, _ref, _symbol in [("eq", np.equal, "=="), ("ne", np.not_equal, "!="), ("lt", np.less, "<"),
+                             ("le", np.less_equal, "<="), ("gt", np.greater, ">"), ("ge", np.greater_equal, ">=")]:
+    _binary(_name, _ref, promotion=rules.to_bool, differentiable=False, inplace=True,
+            scalar=f"input {_symbol} other")
+for _name, _ref, _formula in [("logical_and", np.logical_and, "input != 0 and other != 0"),
+                              ("logical_or", np.logical_or, "input != 0 or other != 0"),
+                              ("logical_xor", np.logical_xor, "(input != 0) != (other != 0)")]:
+    _binary(_name, _ref, promotion=rules.to_bool, differentiable=False, inplace=True, scalar=_formula)
 
 
 # -- selection and interpolation --------------------------------------------------------------
@@ -234,7 +241,7 @@ def _where_derivative(grad, condition):
 
 defop("where(Index condition, Tensor input, Tensor other)", "elementwise", promotion=rules.same,
       meta=_where_meta, reference=np.where, method=False, derivative=_where_derivative,
-      domain={"condition": {"dtype": "bool"}},
+      domain={"condition": {"dtype": "bool"}}, scalar="where(condition, input, other)",
       doc="input where condition is true, else other")
 
 
@@ -285,6 +292,7 @@ defop("clamp(Tensor input, Tensor? min=None, Tensor? max=None)", "elementwise", 
 defop("lerp(Tensor input, Tensor end, Tensor weight)", "elementwise", kind="composite",
       promotion=rules.same, dtypes="float", meta=broadcast_meta("lerp"),
       composite=lambda x, end, w: F.add(x, F.mul(w, F.sub(end, x))),
-      reference=lambda x, end, w: x + w * (end - x), inplace=True, doc="input + weight * (end - input)")
+      reference=lambda x, end, w: x + w * (end - x), inplace=True, doc="input + weight * (end - input)",
+      scalar="input + weight * (end - input)")
 
 __all__ = ["shape"]

@@ -18,6 +18,7 @@ from ..errors import DtypeError, ShapeError, describe
 from ..meta import broadcast_shapes, numel, require, shape
 from ..schema import Sample, defop
 from . import F
+from .value_checks import MISSING, CheckedValues
 
 
 def _is_tensor(value) -> bool:
@@ -57,16 +58,24 @@ def _check_range(op_name: str, index, dim: int, size: int, negative_ok: bool) ->
 
     Uses Ember reductions so it runs on any backend; this is the one data-dependent check.
     """
-    note_value_read()
+    note_value_read()  # also when remembered: the dispatcher must not cache this validation
     if index.numel() == 0:
         return 0
+    key = (size, negative_ok)
+    low = _checked_indices.recall(index, key)
+    if low is not MISSING:
+        return low
     low, high = F.amin(index).item(), F.amax(index).item()
     bad = high if high >= size else (low if low < (-size if negative_ok else 0) else None)
     if bad is not None:
         accepted = f"{-size}..{size - 1}" if negative_ok else f"0..{size - 1}"
         raise IndexError(f"{op_name}: index {bad} is out of bounds for dim {dim} with size {size} "
                          f"(expected {accepted if size else 'no index: the dim is empty'})")
+    _checked_indices.remember(index, key, low)
     return low
+
+
+_checked_indices = CheckedValues()  # indices found in range, with their smallest value
 
 
 def _wrapped(index, size: int):

@@ -22,7 +22,6 @@ the safe form). The backward ops carry no policy: autograd calls them with the f
 from __future__ import annotations
 
 import functools
-import weakref
 
 import numpy as np
 
@@ -36,6 +35,7 @@ from ..promotion import result_type_of
 from ..schema import Sample, defop
 from . import F
 from .nn import _log_softmax_reference
+from .value_checks import MISSING, CheckedValues
 
 REDUCTIONS = ("none", "mean", "sum")
 
@@ -97,27 +97,7 @@ def _check_class_shapes(op_name: str, x, target, weight) -> int:
     return classes
 
 
-class _CheckedTargets:
-    """The last target tensor found in range, so that the backward of the same loss need not read it again.
-
-    The backward op receives the very tensor that the forward checked (graph nodes keep their inputs
-    as themselves), and that tensor still holds the checked values while its storage and its version
-    counter are unchanged: every in-place write moves the counter, which views share.
-    """
-
-    def __init__(self) -> None:
-        self.entry = None  # (weak reference, storage, version, (classes, ignore_index)), set in one assignment
-
-    def holds(self, target, key) -> bool:
-        entry = self.entry
-        return (entry is not None and entry[0]() is target and entry[1] is target._data
-                and entry[2] == target._version[0] and entry[3] == key)
-
-    def remember(self, target, key) -> None:
-        self.entry = (weakref.ref(target), target._data, target._version[0], key)
-
-
-_checked_targets = _CheckedTargets()
+_checked_targets = CheckedValues()  # targets found in range: the backward of the same loss skips the read
 
 
 def _check_targets(op_name: str, target, classes: int, ignore_index: int) -> None:
@@ -128,7 +108,7 @@ def _check_targets(op_name: str, target, classes: int, ignore_index: int) -> Non
     """
     note_value_read()  # also when remembered: the dispatcher must not cache this validation
     key = (classes, ignore_index)
-    if target.numel() == 0 or _checked_targets.holds(target, key):
+    if target.numel() == 0 or _checked_targets.recall(target, key) is not MISSING:
         return
     low, high = F.amin(target).item(), F.amax(target).item()
     if not (0 <= low and high < classes):

@@ -1255,6 +1255,21 @@ def _softplus(x, beta=1.0, threshold=20.0):
     return F.where(F.gt(scaled, threshold), x, F.div(soft, beta))
 
 
+def _gelu_formula(approximate):
+    if approximate == "tanh":
+        return f"input * 0.5 * (tanh((input + input * input * input * 0.044715) * {_SQRT_2_OVER_PI!r}) + 1)"
+    return f"input * 0.5 * (erf(input * {1 / math.sqrt(2.0)!r}) + 1)"
+
+
+def _softplus_formula(beta, threshold):
+    """max(z, 0) + log1p(exp(-|z|)) for z = beta * x, with the log1p term masked off above a non-negative
+    threshold (where it is tiny and the result is z / beta), as the CPU kernel computes it."""
+    soft = "max(input * beta, 0) + log1p(exp(-abs(input * beta)))"
+    if threshold < 0:
+        return f"where(input * beta > threshold, input, ({soft}) / beta)"
+    return "(max(input * beta, 0) + log1p(exp(-abs(input * beta))) * (input * beta <= threshold)) / beta"
+
+
 def _softplus_reference(x, beta=1.0, threshold=20.0):
     x = np.asarray(x, np.float64)
     with np.errstate(over="ignore"):
@@ -1286,6 +1301,7 @@ def _sigmoid_reference(x):
 
 _activation("relu(Tensor input)", lambda x: F.where(F.le(x, 0), 0, x), lambda x: np.maximum(x, 0),
             dtypes="numeric", method=True, inplace=True, doc="max(x, 0); NaN stays NaN; relu'(0) = 0",
+            scalar="max(input, 0)",
             derivative=lambda grad, result: F.threshold_backward(grad, result, 0.0))
 
 
@@ -1306,24 +1322,27 @@ defop("threshold_backward(Tensor grad_output, Tensor input, float threshold)", "
       promotion=rules.same, dtypes="float", meta=_threshold_backward_meta,
       composite=lambda grad_output, input, threshold: F.mul(grad_output, F.gt(input, threshold)),
       reference=lambda grad_output, x, threshold: np.where(np.asarray(x) > threshold, grad_output, 0.0),
-      samples=_threshold_backward_samples, method=False,
+      samples=_threshold_backward_samples, method=False, scalar="grad_output * (input > threshold)",
       doc="grad_output where input > threshold, else 0: relu's gradient (threshold 0, input its result) in one "
           "op instead of a comparison, a cast and a product")
 _activation("leaky_relu(Tensor input, float negative_slope=0.01)", _leaky_relu,
             lambda x, negative_slope=0.01: np.where(x > 0, x, x * negative_slope),
-            samples=_with_attrs(((0.2,), {}), ((), {"negative_slope": -1.5})), doc="x if x > 0 else x * slope")
+            samples=_with_attrs(((0.2,), {}), ((), {"negative_slope": -1.5})), doc="x if x > 0 else x * slope",
+            scalar="where(input > 0, input, input * negative_slope)")
 _activation("elu(Tensor input, float alpha=1.0)", _elu,
             lambda x, alpha=1.0: np.where(x > 0, x, alpha * np.expm1(np.minimum(x, 0))),
-            samples=_with_attrs(((0.5,), {}), ((), {"alpha": 2.0})), doc="x if x > 0 else alpha * (exp(x) - 1)")
+            samples=_with_attrs(((0.5,), {}), ((), {"alpha": 2.0})), doc="x if x > 0 else alpha * (exp(x) - 1)",
+            scalar="max(input, 0) + expm1(min(input, 0)) * alpha")
 _activation("gelu(Tensor input, *, str approximate='none')", _gelu, _gelu_reference, normalize=_gelu_check,
-            samples=_with_attrs(((), {"approximate": "tanh"})),
+            samples=_with_attrs(((), {"approximate": "tanh"})), scalar=_gelu_formula,
             doc="x * Phi(x) with the normal CDF via erf, or its tanh approximation")
 _activation("silu(Tensor input)", lambda x: F.mul(x, F.sigmoid(x)), lambda x: x * _sigmoid_reference(x),
-            doc="x * sigmoid(x) (swish)")
+            doc="x * sigmoid(x) (swish)", scalar="input / (1 + exp(-input))")
 _activation("mish(Tensor input)", lambda x: F.mul(x, F.tanh(F.softplus(x))),
-            lambda x: x * np.tanh(_softplus_reference(x)), doc="x * tanh(softplus(x))")
+            lambda x: x * np.tanh(_softplus_reference(x)), doc="x * tanh(softplus(x))",
+            scalar="input * tanh(max(input, 0) + log1p(exp(-abs(input))) * (input <= 20))")
 _activation("softplus(Tensor input, float beta=1.0, float threshold=20.0)", _softplus, _softplus_reference,
-            samples=_with_attrs(((2.0,), {}), ((0.5, 5.0), {})), autocast=FLOAT32_ON_CUDA,
+            samples=_with_attrs(((2.0,), {}), ((0.5, 5.0), {})), autocast=FLOAT32_ON_CUDA, scalar=_softplus_formula,
             doc="log(1 + exp(beta * x)) / beta, the identity where beta * x > threshold")
 _activation("hardtanh(Tensor input, float min_val=-1.0, float max_val=1.0)", _hardtanh,
             lambda x, min_val=-1.0, max_val=1.0: np.clip(np.asarray(x, np.float64), min_val, max_val),
@@ -1331,4 +1350,4 @@ _activation("hardtanh(Tensor input, float min_val=-1.0, float max_val=1.0)", _ha
             doc="x clamped to [min_val, max_val]")
 _activation("logsigmoid(Tensor input)", _logsigmoid,
             lambda x: -_softplus_reference(-np.asarray(x, np.float64), 1.0, np.inf),
-            doc="log(sigmoid(x)), stable for large |x|")
+            doc="log(sigmoid(x)), stable for large |x|", scalar="min(input, 0) - log1p(exp(-abs(input)))")

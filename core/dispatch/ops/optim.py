@@ -83,6 +83,7 @@ defop("adam_step(Tensor param, Tensor grad, Tensor exp_avg, Tensor exp_avg_sq, i
       "nn", kind="composite", promotion=_adam_promotion, dtypes="float", meta=_adam_meta, composite=_adam_step,
       reference=_adam_reference, samples=_adam_samples, method=False, differentiable=False,
       outputs=("param", "exp_avg", "exp_avg_sq"), domain={"exp_avg_sq": {"low": 0.0}},
+      unkeyed=("step", "lr", "beta1", "beta2", "eps", "weight_decay"),  # change every step; checks ignore them
       tolerances={"float16": (2e-2, 2e-2), "bfloat16": (5e-2, 5e-2)},
       doc="one Adam (or, with decoupled_weight_decay, AdamW) step of one parameter: the new parameter, "
           "exp_avg and exp_avg_sq; step counts from 1")

@@ -20,9 +20,10 @@ def _write_back(input, out, inplace: bool):
 
 def dropout(input, p: float = 0.5, training: bool = True, inplace: bool = False):
     """Zeroes each element with probability p and scales the survivors by 1 / (1 - p), so that the
-    expected value is unchanged and evaluation needs no rescaling. The identity when not training."""
+    expected value is unchanged and evaluation needs no rescaling. The identity when not training, and
+    (as PyTorch's CPU path) for p = 0: no numbers are drawn."""
     _check_p(p)
-    if not training:
+    if not training or p == 0:
         return input
     return _write_back(input, F.dropout(input, p, True), inplace)
 

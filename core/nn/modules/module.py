@@ -8,6 +8,7 @@ from collections import OrderedDict, namedtuple
 from typing import Any, Callable, Iterator
 
 from ...autograd.grad_mode import no_grad
+from ...compiler.state import module_overrides as _compiled_modules
 from ...dispatch.device import device as Device
 from ...dispatch.dtypes import as_dtype, bfloat16, float16, float32, float64
 from ...tensor import Tensor
@@ -43,6 +44,10 @@ class Module:
 
     # -- calling -----------------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
+        if _compiled_modules:  # a compiled function whose capture broke runs this module compiled
+            compiled = _compiled_modules.get(id(self))
+            if compiled is not None and not compiled.running:
+                return compiled(*args, **kwargs)
         if not (self._forward_pre_hooks or self._forward_hooks or self._backward_hooks):
             return self.forward(*args, **kwargs)
         for hook in list(self._forward_pre_hooks.values()):

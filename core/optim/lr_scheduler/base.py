@@ -10,6 +10,7 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
+from ...compiler.state import runs_eagerly
 from ..optimizer import Optimizer
 
 _EPOCH_DEPRECATION = ("The epoch parameter in `scheduler.step()` is deprecated, as in PyTorch: call "
@@ -33,6 +34,12 @@ class LRScheduler:
     already advanced), and may add ``_closed_form_lr()``. Building a scheduler takes its
     first step (``last_epoch`` -1 -> 0), as in PyTorch.
     """
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Every ``step`` runs as itself inside code ``ember.compile`` captured: it changes Python state."""
+        super().__init_subclass__(**kwargs)
+        if "step" in cls.__dict__:
+            cls.step = runs_eagerly(cls.__dict__["step"])
 
     def __init__(self, optimizer: Optimizer, last_epoch: int = -1) -> None:
         if not isinstance(optimizer, Optimizer):
@@ -65,6 +72,7 @@ class LRScheduler:
         """The lrs the last ``step()`` set, one per param group."""
         return self._last_lr
 
+    @runs_eagerly
     def step(self, epoch: int | None = None) -> None:
         """Advance one epoch (or jump to ``epoch``, deprecated) and write the new lrs into the optimizer."""
         if self._step_count == 1 and not getattr(self.optimizer, "_opt_called", False):

@@ -1,0 +1,86 @@
+"""The CUDA backend's ``fuse_elementwise``: one ``cupy.ElementwiseKernel`` per elementwise program.
+
+``ember.dispatch.fusion.render_c`` (CUDA dialect) writes the program's per-element ``__device__`` function;
+the kernel's operation loads each input element, calls it, and stores each output. CuPy's elementwise
+machinery does the rest: it broadcasts the inputs (any strides) to the preallocated outputs, merges
+contiguous dims, compiles per device with NVRTC, and caches the binary on disk (``~/.cupy/kernel_cache``);
+in the process kernels are cached by ``program.key()``.
+
+float16 is CuPy's ``float16`` in memory and ``float`` in the element function (converted on load and
+store), so a fused chain rounds to half once per output instead of once per op. Declined (None, so the
+compiler runs the steps op by op): bfloat16 (CuPy has no C++ type for it) and programs the renderer cannot
+express (integer ``pow``). This module never imports CuPy: the backend passes in the module it loaded.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from ember.dispatch import bfloat16, float16
+from ember.dispatch.fusion import CUDA, ElementwiseProgram, UnsupportedProgram, render_c, value_dtype
+
+# CUDART_INF and CUDART_NAN, which the CUDA dialect spells infinities and NaNs with, from CuPy's own copy of
+# the header (NVRTC sees no CUDA toolkit headers of its own)
+_PREAMBLE = "#include <cupy/math_constants.h>\n"
+_ELEMENT = "ember_element"
+_OPTIONS = ("--std=c++17",)  # the renderer writes float constants as hexadecimal literals (C++17)
+
+_fused: dict[tuple, "FusedKernel | None"] = {}  # (device index, program key) -> kernel, or None: declined
+
+
+def fuse_elementwise(cupy, program: ElementwiseProgram, index: int) -> Callable[..., tuple] | None:
+    """A callable running ``program`` as one kernel on ``cuda:index``, or None for a program it cannot run."""
+    key = (index, program.key())
+    if key not in _fused:
+        _fused[key] = _build(cupy, program, index)
+    return _fused[key]
+
+
+def _build(cupy, program: ElementwiseProgram, index: int) -> "FusedKernel | None":
+    if bfloat16 in program.dtypes():
+        return None
+    try:
+        element = render_c(program, CUDA, _ELEMENT)
+    except UnsupportedProgram:
+        return None
+    out_dtypes = [np.dtype(program.steps[j].out.name) for j in program.outputs]
+    kernel = cupy.ElementwiseKernel(
+        ", ".join(f"{dt.name} a{k}" for k, (_, dt) in enumerate(program.inputs)),
+        ", ".join(f"{dt.name} o{i}" for i, dt in enumerate(out_dtypes)),
+        operation(program),
+        f"ember_fused_{program.digest()}",
+        preamble=_PREAMBLE + element,
+        options=_OPTIONS)
+    return FusedKernel(cupy, kernel, index, tuple(program.shape), out_dtypes)
+
+
+def operation(program: ElementwiseProgram) -> str:
+    """The kernel's per-element code over CuPy's element variables ``a{k}`` (inputs) and ``o{i}`` (outputs):
+    half inputs widen to float before the call, half outputs narrow after it."""
+    loads = [f"(float){f'a{k}'}" if dt is float16 else f"a{k}" for k, (_, dt) in enumerate(program.inputs)]
+    lines, pointers, stores = [], [], []
+    for i, j in enumerate(program.outputs):
+        out = program.steps[j].out
+        lines.append(f"{CUDA.types[value_dtype(out).name]} y{i};")
+        pointers.append(f"&y{i}")
+        stores.append(f"o{i} = float16(y{i});" if out is float16 else f"o{i} = y{i};")
+    lines.append(f"{_ELEMENT}({', '.join(loads + pointers)});")
+    return "\n".join(lines + stores)
+
+
+class FusedKernel:
+    """``kernel(*inputs)``: the program's outputs as new contiguous CuPy arrays, computed by one launch."""
+
+    def __init__(self, cupy, kernel, index: int, shape: tuple, out_dtypes: list) -> None:
+        self.cupy, self.kernel, self.index, self.shape, self.out_dtypes = cupy, kernel, index, shape, out_dtypes
+
+    def __call__(self, *arrays) -> tuple:
+        cupy = self.cupy
+        with cupy.cuda.Device(self.index):
+            outs = tuple(cupy.empty(self.shape, dt) for dt in self.out_dtypes)
+            self.kernel(*arrays, *outs)  # broadcasts the inputs to the outputs' shape; nothing to do when empty
+        return outs
+
+
+__all__ = ["FusedKernel", "fuse_elementwise", "operation"]

@@ -1,0 +1,160 @@
+"""Choosing the CPU's layer_norm, softmax and log_softmax kernels: the shared NumPy kernels vs numba row loops.
+
+The layer norm loop is the CPU backend's (backends/cpu/row_loops.py, chosen: faster); the softmax and
+log-softmax loops live here, as the contenders that lost (numba's scalar exp against NumPy's vectorized one).
+
+Shapes are the benchmark workloads': layer norm over (16·64, 128) for the encoder and (64·32, 48) for the
+GPT (with weight and bias), softmax and log-softmax over the last dim of (16·4, 64, 64) and (64·3, 32, 32)
+attention scores. All float32. Both sides are called as the CPU backend calls its kernels (NumPy arrays
+in, a new array out). Each (kernel, shape, side) reports the median and the spread (min to max) of the
+per-call time over rounds; the numba side also its first call in a fresh process with an empty numba
+cache (compiling) and with the cache that process left (loading).
+
+    python benchmarks/row_kernels_choice.py [--rounds 15] [--calls 20]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+CASES = [("layer_norm", (1024, 128)), ("layer_norm", (2048, 48)), ("softmax", (64, 64, 64)),
+         ("softmax", (192, 32, 32)), ("log_softmax", (64, 64, 64)), ("log_softmax", (192, 32, 32))]
+
+
+def kernels():
+    """(NumPy kernels, numba kernels) by op name; the numba ones {} without numba."""
+    from ember.backends.arraykernels import build_kernels
+    from ember.backends.cpu import row_kernels
+    from ember.backends.cpu.library import NUMPY
+    numpy_kernels = build_kernels(NUMPY)
+    rows = row_kernels.build(numpy_kernels)
+    if rows:
+        rows.update(softmax=over_last_dim(numpy_kernels, "softmax"),
+                    log_softmax=over_last_dim(numpy_kernels, "log_softmax"))
+    return numpy_kernels, rows
+
+
+def over_last_dim(numpy_kernels: dict, name: str):
+    """A softmax contender called as the backend would call it: float32 rows over the last dim."""
+    from ember.backends.cpu.row_kernels import _rows
+    loop = _softmax_loops()[name]
+
+    def kernel(a, dim, dtype=None):
+        if a.size == 0 or a.ndim == 0 or dim % a.ndim != a.ndim - 1:
+            return numpy_kernels[name](a, dim, dtype)
+        rows = _rows(a, a.shape[-1])
+        out = np.empty_like(rows)
+        loop(rows, out)
+        return out.reshape(a.shape).astype(a.dtype, copy=False)
+    return kernel
+
+
+def _softmax_loops() -> dict:
+    import math
+
+    from numba import njit
+
+    @njit(error_model="numpy", fastmath={"reassoc"})
+    def softmax(x, out):
+        """``out[r] = exp(x[r] - max) / sum(exp(x[r] - max))``."""
+        rows, n = x.shape
+        for r in range(rows):
+            top = x[r, 0]
+            for j in range(1, n):
+                v = x[r, j]
+                if v > top or v != v:
+                    top = v
+            total = 0.0
+            for j in range(n):
+                e = np.exp(x[r, j] - top)
+                out[r, j] = e
+                total += e
+            scale = out.dtype.type(total)
+            for j in range(n):
+                out[r, j] = out[r, j] / scale
+
+    @njit(error_model="numpy", fastmath={"reassoc"})
+    def log_softmax(x, out):
+        """``out[r] = (x[r] - max) - log(sum(exp(x[r] - max)))``, rounded in that order as NumPy's kernel does."""
+        rows, n = x.shape
+        for r in range(rows):
+            top = x[r, 0]
+            for j in range(1, n):
+                v = x[r, j]
+                if v > top or v != v:
+                    top = v
+            total = 0.0
+            for j in range(n):
+                total += np.exp(x[r, j] - top)
+            lse = x.dtype.type(math.log(total))
+            for j in range(n):
+                out[r, j] = (x[r, j] - top) - lse
+
+    return {"softmax": softmax, "log_softmax": log_softmax}
+
+
+def call_of(table: dict, name: str, shape: tuple, rng):
+    x = rng.standard_normal(shape).astype(np.float32)
+    if name == "layer_norm":
+        w, b = (rng.standard_normal(shape[-1:]).astype(np.float32) for _ in range(2))
+        return lambda: table[name](x, shape[-1:], w, b, 1e-5)
+    return lambda: table[name](x, len(shape) - 1, None)
+
+
+def per_call_ms(call, rounds: int, calls: int) -> list[float]:
+    call()
+    times = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        for _ in range(calls):
+            call()
+        times.append((time.perf_counter() - start) / calls * 1e3)
+    return times
+
+
+def first_call_ms(cache: str) -> str:
+    """A fresh process's first layer norm calls (both shapes), with NUMBA_CACHE_DIR=cache."""
+    script = ("import time, numpy as np, sys; sys.path.insert(0, %r); import row_kernels_choice as b; "
+              "rng = np.random.default_rng(0); _, rows = b.kernels(); start = time.perf_counter(); "
+              "[b.call_of(rows, n, s, rng)() for n, s in b.CASES if n == 'layer_norm']; "
+              "print((time.perf_counter() - start) * 1e3)"
+              % os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, NUMBA_CACHE_DIR=cache)
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
+    return f"{float(done.stdout):.0f} ms"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--calls", type=int, default=20)
+    args = parser.parse_args()
+    numpy_kernels, rows = kernels()
+    if not rows:
+        sys.exit("numba is not installed: nothing to compare")
+    rng = np.random.default_rng(0)
+    print(f"{'kernel':<12} {'shape':<14} {'NumPy ms (min-max)':<24} {'numba ms (min-max)':<24} speed-up")
+    for name, shape in CASES:
+        sides = [per_call_ms(call_of(table, name, shape, rng), args.rounds, args.calls)
+                 for table in (numpy_kernels, rows)]
+        medians = [statistics.median(t) for t in sides]
+        cells = [f"{m:.3f} ({min(t):.3f}-{max(t):.3f})" for m, t in zip(medians, sides)]
+        print(f"{name:<12} {str(shape):<14} {cells[0]:<24} {cells[1]:<24} {medians[0] / medians[1]:.1f}x")
+    cache = tempfile.mkdtemp(prefix="ember-numba-")
+    try:
+        print(f"first layer_norm calls in a fresh process: compiling {first_call_ms(cache)}, "
+              f"loading from numba's cache {first_call_ms(cache)}")
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
