@@ -27,7 +27,7 @@ from typing import Callable
 
 import numpy as np
 
-from ember.dispatch.fusion import ElementwiseProgram, UnsupportedProgram, lower, render_python
+from ember.dispatch.fusion import ElementwiseProgram, UnsupportedProgram, lower, render_python, value_dtype
 
 from .dtypes import LOW_PRECISION, NUMPY_DTYPE
 
@@ -36,10 +36,11 @@ from .dtypes import LOW_PRECISION, NUMPY_DTYPE
 PARALLEL = os.environ.get("EMBER_FUSION_PARALLEL", "0") == "1"
 #: Functions NumPy computes with SIMD loops (about 0.4 ns an element for float32) where numba calls scalar
 #: libm (7-16 ns): a program calling one runs slower fused than op by op, so the hook declines it (measured
-#: in benchmarks/fusion_choice.py: GELU's tanh form took 10x longer fused). exp and log (2-3 ns in numba)
-#: and erf stay fusible: float32 erf renders as ember.dispatch.fast_erf's branch-free form, which numba
-#: vectorizes (GELU's exact form on (64, 32, 192): 3.1 ms with libm's erf, 0.22 ms with it), and float64's
-#: libm erf is still faster than SciPy's.
+#: in benchmarks/fusion_choice.py: GELU's tanh form took 10x longer fused). exp, log (2-3 ns in numba)
+#: and erf stay fusible: float32 erf and exp render as ember.dispatch.fast_erf's and fast_exp's
+#: branch-free forms, which numba vectorizes (GELU's exact form on (64, 32, 192): 3.1 ms with libm's erf,
+#: 0.22 ms with it; float32 exp: 0.3-0.8 ns an element against libm's 2.3-2.8), and float64's libm erf is
+#: still faster than SciPy's.
 SLOWER_FUSED = frozenset({"tanh", "sin", "cos", "tan", "expm1", "log1p"})
 
 _kernels: dict[str, Callable[..., tuple] | None] = {}  # program.key() -> runner (None: declined)
@@ -116,23 +117,38 @@ def kernel_source(program: ElementwiseProgram, parallel: bool = False) -> str:
 
 def _reducing_loops(program: ElementwiseProgram, loads: list[str], parallel: bool) -> list[str]:
     """``kernel(a0, ..., y0, n0, n1, ...)``: y0 has the reduced shape with kept dims (n* are the program's
-    dims); the kept dims are looped outside, the reduced ones inside."""
+    dims); the kept dims are looped outside, the reduced ones inside. Along the innermost reduced dim the
+    element values are first written to a buffer, then combined in order: the first loop has no
+    dependence between iterations, so it vectorizes (float32 exp and erf with it), where the in-order
+    accumulation would keep the whole loop scalar (sum(exp(x - max)) over (64, 3, 32, 32): 0.83 ms in
+    one loop with the vectorizable exp, 0.60 with libm's, 0.21 in two)."""
     ndim, dims = len(program.shape), program.reduction[1]
     kept = [d for d in range(ndim) if d not in dims]
     extents = [f"n{d}" for d in range(ndim)]
+    last = dims[-1]
+    value_type = value_dtype(program.steps[program.outputs[0]].out)
+    allocate = f"values = np.empty(n{last}, np.{'bool_' if value_type.name == 'bool' else value_type.name})"
     lines = [f"def kernel({', '.join([f'a{k}' for k in range(len(program.inputs))] + ['y0'] + extents)}):",
              f"    count = {' * '.join(f'n{d}' for d in dims)}"]
+    if not (parallel and kept):
+        lines.append(f"    {allocate}")
     depth = 1
     for position, d in enumerate(kept):
         loop = "prange" if parallel and position == 0 else "range"
         lines.append(f"{'    ' * depth}for i{d} in {loop}(n{d}):")
         depth += 1
+        if parallel and position == 0:
+            lines.append(f"{'    ' * depth}{allocate}")  # one buffer per thread's iteration
     outer = "    " * depth
     lines.append(f"{outer}acc = element_init()")
-    for d in dims:
+    for d in dims[:-1]:
         lines.append(f"{'    ' * depth}for i{d} in range(n{d}):")
         depth += 1
-    lines.append(f"{'    ' * depth}acc = element_combine(acc, element({', '.join(loads)})[0])")
+    inner = "    " * depth
+    lines += [f"{inner}for i{last} in range(n{last}):",
+              f"{inner}    values[i{last}] = element({', '.join(loads)})[0]",
+              f"{inner}for i{last} in range(n{last}):",
+              f"{inner}    acc = element_combine(acc, values[i{last}])"]
     here = ", ".join("0" if d in dims else f"i{d}" for d in range(ndim))
     lines.append(f"{outer}y0[{here}] = element_finish(acc, count)")
     return lines

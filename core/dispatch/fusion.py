@@ -46,6 +46,7 @@ import numpy as np
 from .dtypes import bfloat16, bool_, dtype as DType, float16, float32, float64, int64
 from .errors import DtypeError, EmberError, ShapeError
 from .fast_erf import python_source as erf_float32_source
+from .fast_exp import python_source as exp_float32_source
 from .schema import OPS, OpDef
 
 #: The functions a formula may call, by arity.
@@ -416,6 +417,9 @@ def _reduction_parts(program: ElementwiseProgram, accumulator: DType | None):
 
 # -- the Python renderer ----------------------------------------------------------------------------------
 
+#: Functions whose float32 calls (half types' too) the Python renderer writes as Ember's own branch-free
+#: forms, which numba vectorizes (libm's scalar erff and expf stop that): name -> source of ``def f(x)``.
+_FAST_FLOAT32 = {"erf": erf_float32_source, "exp": exp_float32_source}
 _PY_FUNCTIONS = {"exp": "np.exp", "log": "np.log", "log1p": "np.log1p", "expm1": "np.expm1", "sqrt": "np.sqrt",
                  "tanh": "np.tanh", "erf": "math.erf", "abs": "np.abs", "sin": "np.sin", "cos": "np.cos",
                  "tan": "np.tan", "floor": "np.floor", "ceil": "np.ceil", "pow": "np.power", "max": "np.maximum",
@@ -460,25 +464,30 @@ def _py_const(value, dt: DType) -> str:
     return f"{_py_type(dt)}({text})"
 
 
+def _fast_float32(ins: Instr) -> bool:
+    return ins.kind == "call" and ins.args[0] in _FAST_FLOAT32 and ins.dtype is float32
+
+
 def render_python(program: ElementwiseProgram, name: str = "element") -> str:
     """Python source of ``def name(x0, x1, ...)``: one element of each input (float32 values for half
     inputs) in, a tuple of the output values (float32 for half outputs) out. It uses ``np`` (NumPy) and
     ``math`` only, and keeps NumPy scalar types throughout, so it runs as plain Python on NumPy scalars and
     compiles with numba (use ``error_model="numpy"``: division by zero gives inf, as in NumPy).
 
-    A float32 ``erf`` (half types' too) calls ``name_erf``, defined first: ``ember.dispatch.fast_erf``'s
-    branch-free form, which numba vectorizes (libm's scalar erf, kept for float64, stops that).
+    A float32 ``erf`` or ``exp`` (half types' too) calls ``name_erf`` or ``name_exp``, defined first:
+    ``ember.dispatch.fast_erf``'s and ``fast_exp``'s branch-free forms, which numba vectorizes (libm's
+    scalar erf and exp, kept for float64, stop that).
 
     With a reduction, also ``name_init()``, ``name_combine(acc, v)`` and ``name_finish(acc, count)`` (see
     the module docstring; ``v`` is the element function's output)."""
     instrs, outputs = lower(program)
-    uses_fast_erf = any(ins.kind == "call" and ins.args[0] == "erf" and ins.dtype is float32 for ins in instrs)
-    lines = [erf_float32_source(f"{name}_erf"), ""] if uses_fast_erf else []
+    fast = sorted({ins.args[0] for ins in instrs if _fast_float32(ins)})
+    lines = [line for function in fast for line in (_FAST_FLOAT32[function](f"{name}_{function}"), "")]
     lines.append(f"def {name}({', '.join(f'x{k}' for k in range(len(program.inputs)))}):")
     def call(ins: Instr) -> str:
         a = ins.args
-        if a[0] == "erf" and ins.dtype is float32:
-            return f"{name}_erf({a[1]})"
+        if _fast_float32(ins):
+            return f"{name}_{a[0]}({a[1]})"
         return f"{_py_type(ins.dtype)}({_PY_FUNCTIONS[a[0]]}({', '.join(a[1:])}))"
     for ins, text in _expressions(instrs, _PY_FORMS, _py_type, _py_const, call):
         lines.append(f"    {ins.var} = {text}")

@@ -31,6 +31,7 @@ from ..dtypes import float32, int64
 from ..meta import require, shape
 from ..schema import FLOAT32_ON_CUDA, Sample, defop
 from . import F
+from .value_checks import MISSING, CheckedValues
 
 _HALF_TOLERANCES = {"float16": (2e-2, 2e-2), "bfloat16": (5e-2, 5e-2)}
 
@@ -148,11 +149,15 @@ def _embedding_normalize(op, values):
         if not -num <= padding_idx < num:
             raise ValueError(f"embedding: padding_idx must be within num_embeddings ({num}), got {padding_idx}")
         values[2] = padding_idx % num
-    if x.numel():
+    if x.numel() and _checked_indices.recall(x, num) is MISSING:
         low, high = F.amin(x).item(), F.amax(x).item()
         if low < 0 or high >= num:
             raise IndexError(f"embedding: index {low if low < 0 else high} is out of range for "
                              f"{num} embeddings")
+        _checked_indices.remember(x, num)
+
+
+_checked_indices = CheckedValues()  # index tensors found in range, by table size: not read again while unchanged
 
 
 def _embedding_weight_derivative(grad, input, weight, padding_idx, scale_grad_by_freq):
