@@ -8,6 +8,9 @@ the backward program when autograd reaches it.
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
+from typing import Iterator
+
 from ..autograd.graph import _FREED, Node, edge_of
 from ..dispatch import links
 
@@ -88,4 +91,14 @@ def boundary(t):
     alias.grad_fn = _Boundary(t)
     alias._output_nr = 0
     return alias
-__all__ = ["CompiledBackward", "attach", "boundary"]
+@contextmanager
+def boundaries_cut() -> Iterator[None]:
+    """While a region's backward is captured: gradients stop at the region's edge."""
+    _Boundary.cutting = True
+    try:
+        yield
+    finally:
+        _Boundary.cutting = False
+
+
+__all__ = ["CompiledBackward", "attach", "boundary", "boundaries_cut"]

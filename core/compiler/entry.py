@@ -12,7 +12,7 @@ import time
 
 from ..dispatch import links
 from .capture import Tracer, arg_paths, at_path
-from .differentiable import _Boundary, attach, boundary
+from .differentiable import attach, boundaries_cut, boundary
 from .graph import Graph, Input, OpaqueCall, OpNode, Value, leaves, rebuild
 from .program import Program
 
@@ -80,6 +80,7 @@ class PlainEntry:
         self.graph = graph
         self.inputs = _Inputs(graph.inputs, graph.steps)
         self.result_values = _distinct([v for v in leaves(graph.result) if isinstance(v, Value)])
+        self.returns_inputs = _returns_inputs(graph, self.result_values)
         self.program = Program(graph.steps, self.inputs.values, self.result_values, self.inputs.objects, fusion)
         self.programs = [self.program]
 
@@ -88,16 +89,14 @@ class PlainEntry:
         outputs = self.program.run(*natives, tensors=self.inputs.tensors(args, kwargs) if self.program.checks else None)
         self.inputs.bump_versions(args, kwargs)
         by_slot = {v.slot: n for v, n in zip(self.result_values, outputs)}
-        given = self.inputs.tensors(args, kwargs) if len(by_slot) < len(self.result_values) or _returns_inputs(self) else {}
+        given = self.inputs.tensors(args, kwargs) if self.returns_inputs else {}
         return _results(self.graph.result, by_slot, given)[0]
 
 
-def _returns_inputs(entry) -> bool:
-    flag = getattr(entry, "_returns_inputs", None)
-    if flag is None:
-        slots = {i.value.slot for i in entry.graph.inputs}
-        flag = entry._returns_inputs = any(v.slot in slots for v in entry.result_values)
-    return flag
+def _returns_inputs(graph: Graph, results: list[Value]) -> bool:
+    """Whether the result holds an input itself (returned as the caller's tensor, not a new one)."""
+    slots = {i.value.slot for i in graph.inputs}
+    return any(v.slot in slots for v in results)
 
 
 class DifferentiableEntry:
@@ -110,6 +109,7 @@ class DifferentiableEntry:
         self.graph = graph
         self.inputs = _Inputs(graph.inputs, forward_steps)
         self.result_values = _distinct([v for v in leaves(graph.result) if isinstance(v, Value)])
+        self.returns_inputs = _returns_inputs(graph, self.result_values)
         produced = {v.slot for s in backward_steps for v in _made(s)} | {v.slot for v in grad_outputs}
         saved = _distinct([v for s in backward_steps for v in s.operands() if v.slot not in produced])
         saved += [g for g in grads if g is not None and g.slot not in produced and g not in saved]
@@ -130,7 +130,7 @@ class DifferentiableEntry:
         count = len(self.result_values)
         by_slot = {v.slot: n for v, n in zip(self.result_values, outputs[:count])}
         result, made = _results(self.graph.result, by_slot, self.inputs.tensors(args, kwargs)
-                                if _returns_inputs(self) else {})
+                                if self.returns_inputs else {})
         leaf_tensors = [i.where if i.kind == "object" else at_path((args, kwargs), i.where) for i in self.leaf_inputs]
         attach([made[v.slot] for v in self.differentiable_values], leaf_tensors, self.backward,
                tuple(outputs[count:]), self.grad_positions)
@@ -192,12 +192,11 @@ def _capture_backward(tracer: Tracer, differentiable: list[Value], fullgraph: bo
     leaf_inputs = [i for i in graph.inputs if tracer.tensor_of(i.value).requires_grad]
     leaf_tensors = [tracer.tensor_of(i.value) for i in leaf_inputs]
     ran_backward, result = graph.ran_backward, graph.result
-    _Boundary.cutting = True
     try:
-        grads = tracer.run(lambda: autograd_grad(outputs, leaf_tensors, seeds, retain_graph=True, allow_unused=True),
-                           (), {}, is_program=False)
+        with boundaries_cut():
+            grads = tracer.run(lambda: autograd_grad(outputs, leaf_tensors, seeds, retain_graph=True,
+                                                     allow_unused=True), (), {}, is_program=False)
     finally:
-        _Boundary.cutting = False
         graph.ran_backward, graph.result = ran_backward, result
     if graph.breaks:
         return None
