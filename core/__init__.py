@@ -25,6 +25,7 @@ from . import cuda  # noqa: E402  (ember.cuda: torch.cuda's functions, through t
 from . import autograd  # noqa: E402  (installs recording into the dispatcher)
 from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled  # noqa: E402
 from . import utils  # noqa: E402
+from .interop.dlpack import from_dlpack  # noqa: E402  (torch.from_dlpack)
 from .serialization import load, save  # noqa: E402  (binds ember.serialization too)
 from . import optim  # noqa: E402
 from . import nn  # noqa: E402
@@ -34,6 +35,8 @@ from . import amp, cpu  # noqa: E402  (ember.amp: autocast and GradScaler; ember
 from .amp import autocast  # noqa: E402
 from . import compiler, _dynamo  # noqa: E402  (ember.compiler: torch.compiler; ember._dynamo: torch._dynamo)
 from .compiler.api import compile  # noqa: E402,A001  (ember.compile: torch.compile)
+from . import onnx  # noqa: E402  (ember.onnx: torch.onnx; the onnx package is needed only to export)
+from . import distributed  # noqa: E402  (ember.distributed: torch.distributed; MPI starts only on init)
 from .amp.state import *  # noqa: E402,F403  (is_autocast_enabled, get_autocast_dtype, ...: torch's names)
 
 half, float, double = float16, float32, float64

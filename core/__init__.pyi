@@ -4,7 +4,7 @@ from builtins import bool as _bool, dict as _dict, float as _float, int as _int,
 from collections.abc import Sequence
 from ember.legacy_types import LegacyTensorType as _LegacyTensorType
 from ember.random import _DefaultGenerator
-from ember.tensor import _AdamStepResult, _NativeBatchNormResult, _Number, _SortResult, _TopkResult
+from ember.tensor import _AdamStepResult, _LstmLayerResult, _NativeBatchNormResult, _Number, _RnnLayerResult, _SortResult, _TopkResult
 from numpy import ndarray as _ndarray
 from typing import Any, Callable
 
@@ -18,12 +18,15 @@ from . import cpu as cpu
 from . import creation as creation
 from . import cuda as cuda
 from . import dispatch as dispatch
+from . import distributed as distributed
 from . import distributions as distributions
 from . import functions as functions
 from . import indexing as indexing
+from . import interop as interop
 from . import legacy_types as legacy_types
 from . import methods as methods
 from . import nn as nn
+from . import onnx as onnx
 from . import optim as optim
 from . import profiler as profiler
 from . import program_methods as program_methods
@@ -382,6 +385,7 @@ def flatten(input: Tensor | _Number, start_dim: _int = 0, end_dim: _int = -1) ->
 def flip(input: Tensor | _Number, dims: _int | Sequence[_int]) -> Tensor: ...
 def floor(input: Tensor | _Number) -> Tensor: ...
 def floor_divide(input: Tensor | _Number, other: Tensor | _Number) -> Tensor: ...
+def from_dlpack(ext_tensor: Any, *, device: Any = None, copy: _bool | None = None) -> Tensor: ...
 def from_numpy(array: _ndarray) -> Tensor: ...
 def full(
     size: _int | Sequence[_int],
@@ -517,6 +521,18 @@ def logsumexp(
     dim: _int | Sequence[_int] | None,
     keepdim: _bool = False,
 ) -> Tensor: ...
+def lstm_layer(
+    input: Tensor | _Number,
+    hx: Tensor | _Number,
+    cx: Tensor | _Number,
+    w_ih: Tensor | _Number,
+    w_hh: Tensor | _Number,
+    b_ih: Tensor | _Number | None = None,
+    b_hh: Tensor | _Number | None = None,
+    w_hr: Tensor | _Number | None = None,
+    *,
+    reverse: _bool = False,
+) -> _LstmLayerResult: ...
 def lt(input: Tensor | _Number, other: Tensor | _Number) -> Tensor: ...
 def manual_seed(seed: _int) -> Any: ...
 def masked_fill(input: Tensor | _Number, mask: Tensor, value: Tensor | _Number) -> Tensor: ...
@@ -769,6 +785,17 @@ def remainder(input: Tensor | _Number, other: Tensor | _Number) -> Tensor: ...
 def repeat(input: Tensor | _Number, repeats: _int | Sequence[_int]) -> Tensor: ...
 def reshape(input: Tensor | _Number, shape: _int | Sequence[_int]) -> Tensor: ...
 def result_type(a: Any, b: Any) -> dtype: ...
+def rnn_layer(
+    input: Tensor | _Number,
+    hx: Tensor | _Number,
+    w_ih: Tensor | _Number,
+    w_hh: Tensor | _Number,
+    b_ih: Tensor | _Number | None = None,
+    b_hh: Tensor | _Number | None = None,
+    *,
+    mode: _str = 'RNN_TANH',
+    reverse: _bool = False,
+) -> _RnnLayerResult: ...
 def roll(
     input: Tensor | _Number,
     shifts: _int | Sequence[_int],

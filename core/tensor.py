@@ -147,6 +147,22 @@ class Tensor:
         dispatcher.note_value_read()
         return self._backend().to_numpy(self._data)
 
+    def __array__(self, dtype=None, copy: bool | None = None):
+        """NumPy's array protocol: ``np.asarray(t)`` shares a cpu tensor's memory (``ember.interop``)."""
+        from .interop.array_protocol import to_array
+        return to_array(self, dtype, copy)
+
+    def __dlpack__(self, *, stream: Any = -1, max_version: tuple[int, int] | None = None,
+                   dl_device: tuple[int, int] | None = None, copy: bool | None = None):
+        """A DLPack capsule sharing this tensor's memory (``ember.interop.dlpack``)."""
+        from .interop.dlpack import to_capsule
+        return to_capsule(self, stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
+
+    def __dlpack_device__(self) -> tuple[Any, int]:
+        """Where this tensor's memory is, as DLPack's (device type, index)."""
+        from .interop.dlpack import dlpack_device
+        return dlpack_device(self)
+
     def _host(self):
         """A NumPy copy of the values from any device; for printing, item and tolist."""
         dispatcher.note_value_read()

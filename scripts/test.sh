@@ -3,7 +3,7 @@
 # available here skip, and say why) and for the template plugin in examples/, then the project tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh dev,bench,examples,opencl,tensorboard
+scripts/setup.sh dev,bench,examples,opencl,tensorboard,onnx,distributed
 scripts/ensure_opencl.sh
 export EMBER_HYPOTHESIS_PROFILE="${EMBER_HYPOTHESIS_PROFILE:-quick}"
 .venv/bin/python -m ember.backends

@@ -91,6 +91,13 @@ class CudaBackend(Backend):
     def storage_id(self, native) -> int:
         return id(native.data.mem)  # every view of one allocation shares its memory object
 
+    def from_dlpack(self, producer, copy=None):
+        """The optional DLPack import hook (``ember.from_dlpack``): a CuPy array sharing ``producer``'s device
+        memory. CuPy hands the producer its current stream, as DLPack asks of a consumer."""
+        if copy is None:
+            return self._cupy.from_dlpack(producer)
+        return self._cupy.from_dlpack(producer, copy=copy)
+
     def to_index(self, native, index):
         index = self._index(index)
         if native.device.id == index:

@@ -67,9 +67,32 @@ def _run_hooks(hooks, grad):
     return grad
 
 
+_final_callbacks: list[list] = []  # one list per running backward pass, innermost last
+
+
+def queue_callback(callback) -> None:
+    """Run ``callback()`` once the backward pass now running has finished (PyTorch's
+    ``Variable._execution_engine.queue_callback``): DDP waits for its all-reduces there."""
+    if not _final_callbacks:
+        raise RuntimeError("Final callbacks can only be installed during backward pass.")
+    _final_callbacks[-1].append(callback)
+
+
 def run_backward(roots, grad_roots, retain_graph: bool, create_graph: bool, capture=None):
-    """Propagate ``grad_roots`` from ``roots`` (tensors). With ``capture`` (a dict edge -> None),
-    gradients arriving at those edges are stored there instead of being accumulated into ``.grad``."""
+    """Propagate ``grad_roots`` from ``roots`` (tensors), then run the callbacks queued meanwhile."""
+    callbacks: list = []
+    _final_callbacks.append(callbacks)
+    try:
+        _propagate(roots, grad_roots, retain_graph, create_graph, capture)
+        while callbacks:  # a callback may queue another
+            callbacks.pop(0)()
+    finally:
+        _final_callbacks.pop()
+
+
+def _propagate(roots, grad_roots, retain_graph: bool, create_graph: bool, capture=None):
+    """With ``capture`` (a dict edge -> None), gradients arriving at those edges are stored there
+    instead of being accumulated into ``.grad``."""
     buffers: dict = {}
     root_nodes = []
     for tensor, grad in zip(roots, grad_roots):
@@ -192,3 +215,5 @@ def _accumulate(node: AccumulateGrad, grad, create_graph: bool, handed: set) -> 
         leaf.grad = grad
     else:
         leaf.grad = F.add(leaf.grad, grad)
+    for hook in node.post_hooks:
+        hook(leaf)

@@ -56,12 +56,13 @@ class AccumulateGrad(Node):
     made once per leaf rather than once per forward pass, and no reference cycle keeps either alive. A
     gradient arriving after the leaf is gone has nowhere to go and is dropped (its hooks still run)."""
 
-    __slots__ = ("_variable", "hooks")
+    __slots__ = ("_variable", "hooks", "post_hooks")
 
     def __init__(self, variable) -> None:
         super().__init__((), 1, "leaf")
         self._variable = weakref.ref(variable)
         self.hooks = []
+        self.post_hooks = []  # hook(leaf) after ``leaf.grad`` is updated (register_post_accumulate_grad_hook)
 
     @property
     def variable(self):

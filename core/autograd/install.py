@@ -55,6 +55,17 @@ def _register_hook(self, hook):
     return _RemovableHandle(self.grad_fn.pre_hooks[self._output_nr], hook)
 
 
+def _register_post_accumulate_grad_hook(self, hook):
+    """``hook(tensor)`` runs after the gradient has been accumulated into this leaf's ``.grad``."""
+    if self.grad_fn is not None:
+        raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+    if not self.requires_grad:
+        raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+    hooks = graph.accumulator(self).post_hooks
+    hooks.append(hook)
+    return _RemovableHandle(hooks, hook)
+
+
 def _retain_grad(self) -> None:
     """Keep ``.grad`` for this non-leaf tensor too."""
     if self.grad_fn is None:
@@ -93,6 +104,7 @@ def install() -> None:
     links.register_recorder(AutogradRecorder())
     Tensor.backward = _backward
     Tensor.register_hook = _register_hook
+    Tensor.register_post_accumulate_grad_hook = _register_post_accumulate_grad_hook
     Tensor.retain_grad = _retain_grad
     Tensor.data = property(_get_data, _set_data)
     Tensor.retains_grad = property(lambda self: any(

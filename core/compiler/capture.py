@@ -90,7 +90,7 @@ class Tracer(DispatchMode):
                 plan, values = dispatcher.resolve(op, args, kwargs)
             except Exception:  # noqa: BLE001  the call itself raises the error, as it would uncompiled
                 plan = values = None
-            if plan is None or _decomposes(op, plan, args, kwargs):
+            if plan is None or self.decomposes(op, plan, args, kwargs):
                 self.depth -= 1  # its inner calls come back to the tracer
                 try:
                     return func(*args, **kwargs)
@@ -109,6 +109,10 @@ class Tracer(DispatchMode):
             outputs = tuple(self.new_value(t) for t in (result if isinstance(result, tuple) else (result,)))
         self.graph.steps.append(OpNode(plan, template, outputs, checked))
         return result
+
+    def decomposes(self, op, plan, args: tuple, kwargs: dict) -> bool:
+        """Whether this call's inner calls are recorded rather than the call (see ``_decomposes``)."""
+        return _decomposes(op, plan, args, kwargs)
 
     def backward_node(self, node):
         self.graph.ran_backward = True

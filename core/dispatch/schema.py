@@ -101,6 +101,11 @@ class OpDef:
     # the value of one element as a formula of ``ember.dispatch.fusion``'s language, or a callable taking the
     # attribute values by keyword and returning one (None: not fusible); None: the op is never fused
     scalar: str | Callable[..., str | None] | None = None
+    # how ``ember.onnx.export`` writes this op in ONNX: the ONNX operator's name where the op has no attributes
+    # and maps onto it input for input ("Exp"), or a function ``lower(g, **bound)`` that emits nodes through the
+    # exporter's graph builder ``g`` (``ember.onnx.builder``) and returns the output names; None: not exportable
+    # (a composite is then exported through the ops it is made of)
+    onnx: str | Callable[..., Any] | None = None
 
     def __post_init__(self) -> None:
         self.param_index = {p.name: i for i, p in enumerate(self.params)}

@@ -38,6 +38,6 @@ def _populate() -> None:
 
 from . import elementwise, reduction, views, creation, random, sampling, linalg, indexing, nn, layers, losses, optim, special  # noqa: E402,F401,E501
 from . import closeness, repetition, amp  # noqa: E402,F401
-from . import pointwise_losses, attention  # noqa: E402,F401
+from . import pointwise_losses, attention, recurrent  # noqa: E402,F401
 
 _populate()

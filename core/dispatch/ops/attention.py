@@ -178,11 +178,71 @@ def _samples(make, dtype):
                  note="bool mask broadcast over heads, one query row fully masked")
 
 
+# -- ONNX ------------------------------------------------------------------------------------------------------
+
+def _onnx_repeat_heads(g, x, heads: int) -> str:
+    """``_repeat_heads`` in ONNX: each head of ``x`` repeated in place up to ``heads`` (Expand, then Reshape)."""
+    sizes = list(g.shape_of(x))
+    groups = heads // int(g.static(sizes[-3], "key heads"))
+    if groups == 1:
+        return x
+    expanded = g.op("Expand", g.unsqueeze(x, [len(sizes) - 2]), g.ints(sizes[:-2] + [groups] + sizes[-2:]))
+    return g.op("Reshape", expanded, g.ints(sizes[:-3] + [heads] + sizes[-2:]))
+
+
+def _onnx_causal_mask(g, length, source_length) -> str:
+    """The bool (L, S) mask of query i seeing keys 0..i: Trilu of ones shaped by the (maybe dynamic) lengths."""
+    ones = g.op("Expand", g.const(1, "int64"), g.ints([length, source_length]))
+    return g.cast(g.op("Trilu", ones, upper=0), "bool")
+
+
+def _onnx_dead_rows(g, mask) -> str:
+    """The query rows whose every key is masked (bool: no True; float: all -inf), as ``_live_mask`` finds them."""
+    if g.dtype_of(mask) is bool_:
+        masked = g.op("Not", mask)
+    else:
+        masked = g.op("Equal", mask, g.const(-np.inf, g.compute))
+    rank = len(g.shape_of(mask))
+    return g.cast(g.reduce("ReduceMin", g.cast(masked, "int32"), [rank - 1], True), "bool")
+
+
+def _onnx(g, query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa):
+    """MatMul, Softmax, MatMul as the composite computes them; fully-masked rows give zeros, as in PyTorch."""
+    if dropout_p > 0:
+        g.fail(f"dropout_p={dropout_p} drops attention weights at random (even in evaluation for the functional "
+               f"form); pass dropout_p=0 when exporting")
+    key_sizes = g.shape_of(key)
+    if enable_gqa:
+        heads = int(g.static(g.shape_of(query)[-3], "query heads"))
+        key, value = _onnx_repeat_heads(g, key, heads), _onnx_repeat_heads(g, value, heads)
+    if scale is None:
+        scale = 1.0 / math.sqrt(g.static(g.shape_of(query)[-1], "embedding size"))
+    rank = len(key_sizes)
+    key_t = g.op("Transpose", key, perm=list(range(rank - 2)) + [rank - 1, rank - 2])
+    scores = g.op("MatMul", g.op("Mul", query, g.const(scale, g.compute)), key_t)
+    dead = None
+    if is_causal:
+        attn_mask = _onnx_causal_mask(g, g.shape_of(query)[-2], key_sizes[-2])
+    elif attn_mask is not None:
+        dead = _onnx_dead_rows(g, attn_mask)
+    if attn_mask is not None and (is_causal or g.dtype_of(attn_mask) is bool_):
+        live = attn_mask if dead is None else g.op("Or", attn_mask, dead)
+        scores = g.op("Where", live, scores, g.const(-np.inf, g.compute))
+    elif attn_mask is not None:
+        mask = attn_mask if g.dtype_of(attn_mask) is g.compute else g.cast(attn_mask, g.compute)
+        scores = g.op("Add", scores, g.op("Where", dead, g.const(0, g.compute), mask))
+    weights = g.op("Softmax", scores, axis=-1)
+    if dead is not None:
+        weights = g.op("Where", dead, g.const(0, g.compute), weights)
+    return g.op("MatMul", weights, value)
+
+
 defop("scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Index? attn_mask=None, "
       "float dropout_p=0.0, bool is_causal=False, *, float? scale=None, bool enable_gqa=False)", "nn",
       kind="composite", promotion=_promotion, dtypes="float", meta=_meta, normalize=_normalize,
       composite=_widened(_scaled_dot_product_attention), reference=_reference, samples=_samples, method=False,
       tolerances={"float16": (2e-2, 2e-2), "bfloat16": (5e-2, 5e-2)}, autocast="lower",
+      onnx=_onnx,
       doc="softmax(query @ key^T * scale + attn_mask) @ value over the last two dims; a bool attn_mask marks with "
           "True the positions that take part, a float one is added; is_causal lets query i see keys 0..i; "
           "dropout_p drops attention weights; enable_gqa repeats key and value heads to the query's; fully-masked "

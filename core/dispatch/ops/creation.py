@@ -6,7 +6,7 @@ import math
 import numpy as np
 
 from .. import rules
-from ..dtypes import get_default_dtype
+from ..dtypes import float64, get_default_dtype, int64
 from ..errors import ShapeError
 from ..schema import Sample, defop
 from . import F
@@ -65,6 +65,27 @@ def _size_meta(size, *rest):
     return size
 
 
+# -- ONNX lowerings: sizes and bounds through g.ints / g.scalar, so that a mask built from a sequence
+# length follows that length in the exported model -----------------------------------------------------
+
+def _arange_onnx(g, start, end, step, dtype=None, device=None):
+    """ONNX Range in int64 when every bound is an integer (exact count, any length), else in float64 (the
+    count Python's arithmetic gives), cast to the result dtype."""
+    integral = all(not isinstance(v, float) for v in (start, end, step))
+    compute = int64 if integral else float64
+    values = g.op("Range", g.scalar(start, compute), g.scalar(end, compute), g.scalar(step, compute))
+    return values if g.out_dtypes[0] is compute else g.cast(values, g.out_dtypes[0])
+
+
+def _full_onnx(g, size, fill_value, dtype=None, device=None):
+    return g.op("Expand", g.scalar(fill_value, g.out_dtypes[0]), g.ints(size))
+
+
+def _empty_onnx(g, size, dtype=None, device=None):
+    """Uninitialised memory has no ONNX form; zeros are one of its valid contents."""
+    return _full_onnx(g, size, 0)
+
+
 def _arange_normalize(op, values):
     start, end, step = values[0], values[1], values[2]
     if end is None:
@@ -79,16 +100,16 @@ def _arange_normalize(op, values):
 
 defop(f"arange(Scalar start, Scalar? end=None, Scalar step=1, {_TAIL})", "creation", promotion=rules.creation,
       meta=lambda start, end, step, *rest: (max(0, math.ceil((end - start) / step)),),
-      normalize=_arange_normalize, method=False, samples=_arange_samples,
+      normalize=_arange_normalize, method=False, samples=_arange_samples, onnx=_arange_onnx,
       reference=lambda start, end=None, step=1, dtype=None, device=None:
       np.arange(0, start, step) if end is None else np.arange(start, end, step),
       doc="start, start + step, ... up to but excluding end; integer arguments give int64")
 defop(f"full(int[] size, Scalar fill_value, {_TAIL})", "creation", promotion=rules.creation, meta=_size_meta,
-      samples=_full_samples,
+      samples=_full_samples, onnx=_full_onnx,
       method=False, reference=lambda size, value, dtype=None, device=None: np.full(size, value),
       doc="the dtype follows fill_value when not given: full((2,), 3) is int64")
 defop(f"empty(int[] size, {_TAIL})", "creation", promotion=rules.creation, meta=_size_meta, method=False,
-      samples=_sized_samples,
+      samples=_sized_samples, onnx=_empty_onnx,
       doc="uninitialised memory")
 
 defop(f"zeros(int[] size, {_TAIL})", "creation", kind="composite", promotion=rules.creation, meta=_size_meta,

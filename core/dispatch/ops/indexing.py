@@ -13,11 +13,12 @@ import numpy as np
 
 from .. import rules
 from ..dispatcher import note_value_read, wrap_dim
-from ..dtypes import bool_, int64
+from ..dtypes import bool_, int32, int64
 from ..errors import DtypeError, ShapeError, describe
 from ..meta import broadcast_shapes, numel, require, shape
 from ..schema import Sample, defop
 from . import F
+from .onnx_support import INT64_MIN, as_ordered, index_as_int64, rank, size_of, where
 from .value_checks import MISSING, CheckedValues
 
 
@@ -99,7 +100,16 @@ def _argwhere_samples(make, dtype):
     yield Sample((make((5,), noncontiguous=True),))
 
 
+def _argwhere_onnx(g, input):
+    """NonZero gives one row per dim; argwhere wants one row per element. A 0-d input has no dims: n x 0."""
+    if not rank(g, input):
+        found = g.op("Transpose", g.op("NonZero", g.op("Reshape", input, g.ints([1]))), perm=[1, 0])
+        return g.op("Slice", found, g.ints([0]), g.ints([0]), g.ints([1]))
+    return g.op("Transpose", g.op("NonZero", input), perm=[1, 0])
+
+
 defop("argwhere(Tensor input)", "indexing", promotion=rules.to_int64, meta=lambda x: (None, len(shape(x))),
+      onnx=_argwhere_onnx,
       reference=np.argwhere, samples=_argwhere_samples, differentiable=False,
       doc="(n, ndim) int64 coordinates of the nonzero elements in row-major order; n depends on the data")
 
@@ -220,7 +230,35 @@ def _index_put_self_derivative(grad, indices, accumulate):
     return F.index_put_(F.clone(grad), indices, F.zeros((), dtype=grad.dtype, device=grad.device))
 
 
-defop("index(Tensor input, Index?[] indices)", "indexing", promotion=rules.passthrough,
+def _index_onnx(g, input, indices):
+    """One index tensor: Gather along its dim. Several: GatherND over the indexed dims moved to the front,
+    with the index tensors broadcast and stacked; adjacent ones put the broadcast dims back in their place,
+    as NumPy does."""
+    dims = [d for d, index in enumerate(indices) if index is not None]
+    if not dims:
+        return g.op("Identity", input)
+    if len(dims) == 1:
+        return g.op("Gather", input, index_as_int64(g, indices[dims[0]]), axis=dims[0])
+    ndim = rank(g, input)
+    columns = [index_as_int64(g, indices[d]) for d in dims]
+    zero = g.const(0, int64)
+    common = None  # zeros of the broadcast shape, so that every index tensor is expanded to it
+    for column in columns:
+        zeros = g.op("Mul", column, zero)
+        common = zeros if common is None else g.op("Add", common, zeros)
+    stacked = g.op("Concat", *(g.unsqueeze(g.op("Add", c, common), [-1]) for c in columns), axis=-1)
+    rest = [d for d in range(ndim) if d not in dims]
+    front = g.op("Transpose", input, perm=dims + rest) if dims + rest != list(range(ndim)) else input
+    out = g.op("GatherND", front, stacked)
+    adjacent = dims == list(range(dims[0], dims[-1] + 1))
+    if not adjacent or dims[0] == 0:
+        return out
+    batch = max(rank(g, indices[d]) for d in dims)
+    order = list(range(batch, batch + dims[0])) + list(range(batch)) + list(range(batch + dims[0], batch + len(rest)))
+    return g.op("Transpose", out, perm=order)
+
+
+defop("index(Tensor input, Index?[] indices)", "indexing", promotion=rules.passthrough, onnx=_index_onnx,
       derivative={"input": _scattered_back},
       meta=lambda x, indices: _advanced_shape("index", shape(x), indices), normalize=_normalize_indices,
       reference=_index_reference, samples=_index_samples, method=False,
@@ -352,7 +390,38 @@ def _src_derivative(grad, dim, index, src):
     return F.pad(picked, pads)
 
 
-defop("gather(Tensor input, dim dim, Index index)", "indexing", promotion=rules.passthrough,
+def _as_1d(g, name, scalar: bool):
+    """A 0-d operand as shape (1,), which gather and scatter treat it as (PyTorch's rule)."""
+    return g.op("Reshape", name, g.ints([1])) if scalar else name
+
+
+def _gather_onnx(g, input, dim, index):
+    scalar_index = not rank(g, index)
+    out = g.op("GatherElements", _as_1d(g, input, not rank(g, input)),
+               _as_1d(g, index_as_int64(g, index), scalar_index), axis=dim)
+    return g.op("Reshape", out, g.ints([])) if scalar_index else out
+
+
+def _fitted_src(g, src, index):
+    """scatter's src cut (or a number expanded) to index's shape: ONNX updates match the indices."""
+    wanted = g.op("Shape", index)
+    if not rank(g, src):
+        return g.op("Expand", src, wanted)
+    axes = list(range(rank(g, src)))
+    return g.op("Slice", src, g.ints([0] * len(axes)), wanted, g.ints(axes))
+
+
+def _scatter_onnx(reduction):
+    def lower(g, input, dim, index, src):
+        scalar = not rank(g, input)  # then index and src are 0-d too
+        updates = _fitted_src(g, src, index)
+        index, input, updates = (_as_1d(g, x, scalar) for x in (index_as_int64(g, index), input, updates))
+        out = g.op("ScatterElements", input, index, updates, axis=dim, reduction=reduction)
+        return g.op("Reshape", out, g.ints([])) if scalar else out
+    return lower
+
+
+defop("gather(Tensor input, dim dim, Index index)", "indexing", promotion=rules.passthrough, onnx=_gather_onnx,
       derivative={"input": _gathered_back},
       meta=_gather_meta, normalize=_along_dim_normalize, reference=_gather_reference,
       samples=_gather_samples,
@@ -405,6 +474,7 @@ def _scatter_samples(distinct):
 
 def _declare_scatter(name, accumulate, doc, autocast=None):
     defop(f"{name}(Tensor input, dim dim, Index index, Tensor src)", "indexing", promotion=_in_input_dtype,
+          onnx=_scatter_onnx("add" if accumulate else "none"),
           meta=_scatter_meta(name), normalize=_along_dim_normalize,
           derivative={"input": (lambda grad: grad) if accumulate else
                       (lambda grad, dim, index: F.scatter(grad, dim, index, 0)), "src": _src_derivative},
@@ -471,7 +541,26 @@ def _index_add_samples(make, dtype):
     yield Sample((make(()), 0, make((), dtype=int64, low=0, high=1), make(())), note="0-d")
 
 
+def _index_add_onnx(g, input, dim, index, source, alpha=1):
+    """ScatterND with reduction add (repeated indices accumulate) over dim moved to the front. Bools add
+    as int32: a sum above zero is true."""
+    dtype, scalar = g.compute, not rank(g, input)
+    x, source = (as_ordered(g, _as_1d(g, t, scalar), dtype) for t in (input, source))
+    if alpha != 1:
+        scale = alpha if dtype.is_floating_point else int(alpha)
+        source = g.op("Mul", source, g.const(scale, int32 if dtype is bool_ else dtype))
+    order = [dim] + [d for d in range(max(rank(g, input), 1)) if d != dim]
+    inverse = [order.index(d) for d in range(len(order))]
+    positions = g.unsqueeze(g.op("Reshape", index_as_int64(g, index), g.ints([-1])), [1])
+    added = g.op("ScatterND", g.op("Transpose", x, perm=order), positions, g.op("Transpose", source, perm=order),
+                 reduction="add")
+    out = g.op("Transpose", added, perm=inverse)
+    out = g.cast(out, dtype) if dtype is bool_ else out
+    return g.op("Reshape", out, g.ints([])) if scalar else out
+
+
 defop("index_add(Tensor input, dim dim, Index index, Tensor source, *, Scalar alpha=1)", "indexing",
+      onnx=_index_add_onnx,
       kind="composite", promotion=_in_input_dtype, meta=lambda x, dim, index, source, alpha=1: shape(x),
       normalize=_index_add_normalize, composite=_index_add, reference=_index_add_reference,
       samples=_index_add_samples, inplace=True,
@@ -491,6 +580,13 @@ def _index_select_normalize(op, values):
     values[2] = _checked_index("index_select", index, dim, _size(shape(x), dim))
 
 
+def _index_select_onnx(g, input, dim, index):
+    positions = g.op("Reshape", index_as_int64(g, index), g.ints([-1]))
+    scalar = not rank(g, input)
+    out = g.op("Gather", _as_1d(g, input, scalar), positions, axis=dim)
+    return g.op("Reshape", out, g.ints([])) if scalar else out
+
+
 def _index_select(x, dim, index):
     if x.ndim == 0:
         return F.reshape(F.index(F.reshape(x, (1,)), [F.reshape(index, (1,))]), ())
@@ -507,7 +603,7 @@ def _index_select_samples(make, dtype):
 defop("index_select(Tensor input, dim dim, Index index)", "indexing", kind="composite",
       promotion=rules.passthrough,
       meta=lambda x, dim, index: _with_size(shape(x), dim, numel(shape(index))),
-      normalize=_index_select_normalize, composite=_index_select,
+      normalize=_index_select_normalize, composite=_index_select, onnx=_index_select_onnx,
       reference=lambda x, dim, index: np.take(x, np.reshape(index, -1), axis=dim) if x.ndim else x.copy(),
       samples=_index_select_samples, doc="the entries of index (a 0-d or 1-D integer tensor) along dim")
 
@@ -517,6 +613,10 @@ def _masked_fill_normalize(op, values):
     value = values[2]
     if _is_tensor(value) and shape(value):
         raise ShapeError(f"masked_fill: value must be a number or a 0-d tensor, got {describe(value)}")
+
+
+def _masked_fill_onnx(g, input, mask, value):
+    return where(g, mask, value, input, g.compute)
 
 
 def _masked_fill(x, mask, value):
@@ -538,6 +638,7 @@ def _masked_fill_samples(make, dtype):
 defop("masked_fill(Tensor input, Index mask, Tensor value)", "indexing", kind="composite",
       promotion=_in_input_dtype, meta=lambda x, mask, value: broadcast_shapes("masked_fill", shape(x), shape(mask)),
       normalize=_masked_fill_normalize, composite=_masked_fill, inplace=True, samples=_masked_fill_samples,
+      onnx=_masked_fill_onnx,
       reference=lambda x, mask, value: np.where(mask, np.asarray(value).astype(x.dtype), x),
       doc="value (a number or 0-d tensor, cast to input's dtype) where the bool mask is true")
 
@@ -582,6 +683,15 @@ def _flip_normalize(op, values):
     values[1] = dims
 
 
+def _flip_onnx(g, input, dims):
+    """Slice with step -1 from the last element to before the first."""
+    if not dims or not rank(g, input):
+        return g.op("Identity", input)
+    count = len(dims)
+    return g.op("Slice", input, g.ints([-1] * count), g.ints([INT64_MIN] * count), g.ints(list(dims)),
+                g.ints([-1] * count))
+
+
 def _flip(x, dims):
     if x.ndim == 0 or not dims:
         return F.clone(x)
@@ -599,7 +709,7 @@ def _flip_samples(make, dtype):
 
 
 defop("flip(Tensor input, int[] dims)", "indexing", kind="composite", promotion=rules.passthrough,
-      meta=lambda x, dims: shape(x), normalize=_flip_normalize, composite=_flip,
+      meta=lambda x, dims: shape(x), normalize=_flip_normalize, composite=_flip, onnx=_flip_onnx,
       reference=lambda x, dims: np.flip(x, tuple(dims)).copy() if x.ndim else x.copy(), samples=_flip_samples,
       doc="a copy with the order of the elements reversed along dims")
 
@@ -665,8 +775,12 @@ def _triangle(name, keep):
         yield Sample((make((3, 3)), 2))
         yield Sample((make((0, 3)), 0), note="empty")
 
+    def lower(g, input, diagonal=0):
+        return g.op("Trilu", input, g.scalar(diagonal), upper=int(name == "triu"))
+
     reference = getattr(np, name)
     defop(f"{name}(Tensor input, int diagonal=0)", "indexing", kind="composite", promotion=rules.passthrough,
+          onnx=lower,
           meta=meta, composite=composite, reference=lambda x, diagonal=0: reference(x, diagonal), inplace=True,
           samples=samples, doc=f"the {'lower' if name == 'tril' else 'upper'} triangle of the last two dims "
                                f"(from diagonal), zeros elsewhere")
@@ -767,7 +881,33 @@ def _sort_derivative(grads, input, dim, results):
     return F.scatter(F.zeros_like(input, dtype=grads[0].dtype), dim, results[1], grads[0])
 
 
+def _top_k(g, input, k, dim, largest):
+    """TopK, sorted: ties keep the lower index first and NaN counts as the largest value, as Ember's stable
+    sort; bools sort as int32 (no bool kernel). A 0-d input is its own result, at index 0."""
+    dtype = g.compute
+    if not rank(g, input):
+        return g.op("Identity", input), g.const(0, int64)
+    values, indices = g.op("TopK", as_ordered(g, input, dtype), k, axis=dim, largest=int(largest), sorted=1,
+                           outputs=2)
+    return (g.cast(values, dtype) if dtype is bool_ else values), indices
+
+
+def _sort_onnx(g, input, dim=-1, descending=False, stable=False):
+    """TopK over the whole length of dim."""
+    length = size_of(g, input, dim) if rank(g, input) else None
+    return _top_k(g, input, length, dim, descending)
+
+
+def _argsort_onnx(g, input, dim=-1, descending=False, stable=False):
+    return _sort_onnx(g, input, dim, descending)[1]
+
+
+def _topk_onnx(g, input, k, dim=-1, largest=True, sorted=True):
+    return _top_k(g, input, g.ints([k]), dim, largest)
+
+
 defop("sort(Tensor input, dim dim=-1, bool descending=False, *, bool stable=False)", "indexing",
+      onnx=_sort_onnx,
       promotion=rules.with_indices, meta=_sort_meta, reference=_sort_reference, samples=_sort_samples,
       derivative=_sort_derivative,
       outputs=("values", "indices"),
@@ -777,6 +917,7 @@ defop("sort(Tensor input, dim dim=-1, bool descending=False, *, bool stable=Fals
 defop("argsort(Tensor input, dim dim=-1, bool descending=False, *, bool stable=False)", "indexing",
       kind="composite", promotion=rules.to_int64, meta=lambda x, *rest: shape(x),
       composite=lambda x, dim=-1, descending=False, stable=False: F.sort(x, dim, descending).indices,
+      onnx=_argsort_onnx,
       reference=lambda x, dim=-1, descending=False, stable=False: _sort_reference(x, dim, descending)[1],
       samples=_sort_samples, differentiable=False, doc="the indices that sort input along dim (stable)")
 
@@ -814,6 +955,7 @@ def _topk_samples(make, dtype):
 
 defop("topk(Tensor input, int k, dim dim=-1, bool largest=True, bool sorted=True)", "indexing",
       kind="composite", promotion=rules.with_indices, dtypes="numeric", meta=_topk_meta, composite=_topk,
+      onnx=_topk_onnx,
       reference=_topk_reference, samples=_topk_samples, outputs=("values", "indices"),
       doc="the k largest (or smallest) values along dim and their indices, always in sorted order; "
           "ties keep the lower index first")

@@ -83,13 +83,22 @@ def _linear_samples(make, dtype):
     yield Sample((make((0, 3)), w(2, 3), make((2,))), note="empty batch")
 
 
+def _linear_onnx(g, input, weight, bias):
+    """Gemm for a matrix input, MatMul with the weight transposed otherwise (constant folding stores it so)."""
+    if len(g.shape_of(input)) == 2 and bias is not None:
+        return g.op("Gemm", input, weight, bias, transB=1)
+    product = g.op("MatMul", input, g.op("Transpose", weight, perm=[1, 0]))
+    return product if bias is None else g.op("Add", product, bias)
+
+
 defop("linear(Tensor input, Tensor weight, Tensor? bias=None)", "nn", kind="composite", promotion=rules.same,
       dtypes="float", meta=_linear_meta, composite=_linear, autocast="lower",
       derivative={"input": lambda grad, weight: F.matmul(grad, weight),
                   "weight": _linear_weight_derivative,
                   "bias": lambda grad: grad},  # the engine sums the broadcast rows
       reference=lambda x, w, b=None: x @ w.T + (0 if b is None else b), samples=_linear_samples,
-      method=False, tolerances=_HALF_TOLERANCES, doc="input @ weight^T + bias; weight is (out_features, in_features)")
+      method=False, tolerances=_HALF_TOLERANCES, onnx=_linear_onnx,
+      doc="input @ weight^T + bias; weight is (out_features, in_features)")
 
 
 # -- bilinear ---------------------------------------------------------------------------------------
@@ -128,10 +137,16 @@ def _bilinear_samples(make, dtype):
     yield Sample((make((0, 3)), make((0, 2)), w(2, 3, 2)), note="empty batch")
 
 
+def _bilinear_onnx(g, input1, input2, weight, bias):
+    out = g.op("Einsum", input1, weight, input2, equation="...i,oij,...j->...o")
+    return out if bias is None else g.op("Add", out, bias)
+
+
 defop("bilinear(Tensor input1, Tensor input2, Tensor weight, Tensor? bias=None)", "nn", kind="composite",
       promotion=rules.same, dtypes="float", meta=_bilinear_meta, composite=_bilinear,
       reference=lambda a, b, w, bias=None: np.einsum("...i,oij,...j->...o", a, w, b) + (0 if bias is None else bias),
       samples=_bilinear_samples, method=False, tolerances=_HALF_TOLERANCES, autocast={"cuda": "promote"},
+      onnx=_bilinear_onnx,
       doc="out[..., o] = input1[..., i] weight[o, i, j] input2[..., j] + bias[o]")
 
 
@@ -189,11 +204,16 @@ def _embedding_reference(x, weight, padding_idx=None, scale_grad_by_freq=False):
     return np.asarray(weight)[np.asarray(x)]
 
 
+def _embedding_onnx(g, input, weight, padding_idx, scale_grad_by_freq):
+    """Gather of the rows; padding_idx and scale_grad_by_freq change only gradients."""
+    return g.op("Gather", weight, input, axis=0)
+
+
 defop("embedding(Index input, Tensor weight, int? padding_idx=None, bool scale_grad_by_freq=False)", "nn",
       kind="composite", promotion=rules.same, meta=lambda x, weight, *rest: shape(x) + shape(weight)[1:],
       normalize=_embedding_normalize, composite=lambda x, weight, *rest: F.index(weight, [x]),
       derivative={"weight": _embedding_weight_derivative}, reference=_embedding_reference,
-      samples=_embedding_samples, method=False,
+      samples=_embedding_samples, method=False, onnx=_embedding_onnx,
       doc="the rows of weight at the indices; the padding_idx row gets no gradient")
 
 
@@ -315,10 +335,19 @@ def _layer_norm_samples(make, dtype):
     yield Sample((make((0, 3)), (3,), w(3), w(3)), note="empty batch")
 
 
+def _layer_norm_onnx(g, input, normalized_shape, weight, bias, eps):
+    """LayerNormalization over the trailing dims; it needs a scale, so ones stand in for a missing weight. A
+    missing bias is left out of the inputs (onnxruntime crashes on an empty trailing name there)."""
+    normalized = [int(n) for n in g.static(normalized_shape, "normalized_shape")]
+    scale = weight if weight is not None else g.const(np.ones(normalized), g.compute)
+    operands = (input, scale) if bias is None else (input, scale, bias)
+    return g.op("LayerNormalization", *operands, axis=-len(normalized), epsilon=float(eps))
+
+
 defop("layer_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-5)",
       "nn", kind="composite", promotion=_like_input, dtypes="float", meta=_layer_norm_meta, composite=_layer_norm,
       derivative=_layer_norm_derivative, autocast=FLOAT32_ON_CUDA,
-      reference=_layer_norm_reference, samples=_layer_norm_samples, method=False,
+      reference=_layer_norm_reference, samples=_layer_norm_samples, method=False, onnx=_layer_norm_onnx,
       doc="standardizes over the last len(normalized_shape) dims (biased variance), then weight * x + bias")
 
 
@@ -381,10 +410,30 @@ def _group_norm_samples(make, dtype):
     yield Sample((make((0, 4, 2)), 2, w(4), w(4)), note="empty batch")
 
 
+def _group_norm_onnx(g, input, num_groups, weight, bias, eps):
+    """The composite's formula: standardize rows of (N, G, C / G * spatial), then the per-channel affine
+    (ONNX GroupNormalization's scale is per group before opset 21)."""
+    sizes = g.shape_of(input)
+    row = int(g.static(sizes[1], "channels")) // num_groups
+    for size in sizes[2:]:
+        row = row * size
+    rows = g.op("Reshape", input, g.ints([sizes[0], num_groups, row]))
+    centered = g.op("Sub", rows, g.reduce("ReduceMean", rows, [2], True))
+    var = g.reduce("ReduceMean", g.op("Mul", centered, centered), [2], True)
+    xhat = g.op("Div", centered, g.op("Sqrt", g.op("Add", var, g.const(eps, g.compute))))
+    out = g.op("Reshape", xhat, g.op("Shape", input))
+    channel = g.ints([-1] + [1] * (len(sizes) - 2))
+    if weight is not None:
+        out = g.op("Mul", out, g.op("Reshape", weight, channel))
+    if bias is not None:
+        out = g.op("Add", out, g.op("Reshape", bias, channel))
+    return out
+
+
 defop("group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-5)", "nn",
       kind="composite", promotion=_like_input, dtypes="float", meta=_group_norm_meta, composite=_group_norm,
       derivative=_group_norm_derivative, autocast=FLOAT32_ON_CUDA,
-      reference=_group_norm_reference, samples=_group_norm_samples, method=False,
+      reference=_group_norm_reference, samples=_group_norm_samples, method=False, onnx=_group_norm_onnx,
       doc="standardizes each group of C / num_groups channels of an (N, C, *) input, then per-channel affine")
 
 
@@ -529,6 +578,28 @@ def _native_batch_norm_samples(make, dtype):
                  note="evaluation, no affine")
 
 
+def _batch_norm_onnx_output(g, input, running_mean, running_var, weight, bias, training, eps) -> str:
+    """BatchNormalization with the running statistics; batch statistics (training) have no ONNX inference form."""
+    if training:
+        g.fail("batch normalization in training mode (batch statistics, running-statistics updates) has no ONNX "
+               "form; call model.eval() before exporting")
+    channels = int(g.static(g.shape_of(input)[1], "channels"))
+    scale = weight if weight is not None else g.const(np.ones(channels), g.compute)
+    shift = bias if bias is not None else g.const(np.zeros(channels), g.compute)
+    return g.op("BatchNormalization", input, scale, shift, running_mean, running_var, epsilon=float(eps))
+
+
+def _native_batch_norm_onnx(g, input, weight, bias, running_mean, running_var, training, momentum, eps):
+    output = _batch_norm_onnx_output(g, input, running_mean, running_var, weight, bias, training, eps)
+    invstd = g.op("Reciprocal", g.op("Sqrt", g.op("Add", running_var, g.const(eps, g.compute))))
+    stats = [g.op("Identity", running_mean), invstd]
+    return (output,) + tuple(t if g.compute is dt else g.cast(t, dt) for t, dt in zip(stats, g.out_dtypes[1:]))
+
+
+def _batch_norm_onnx(g, input, running_mean, running_var, weight, bias, training, momentum, eps):
+    return _batch_norm_onnx_output(g, input, running_mean, running_var, weight, bias, training, eps)
+
+
 defop("native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, "
       "bool training, float momentum, float eps)", "nn", kind="composite", promotion=_native_batch_norm_promotion,
       dtypes="float", outputs=("output", "save_mean", "save_invstd"),
@@ -537,6 +608,7 @@ defop("native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? run
       composite=_native_batch_norm,
       derivative=_native_batch_norm_derivative,
       reference=_native_batch_norm_reference, samples=_native_batch_norm_samples, method=False,
+      onnx=_native_batch_norm_onnx,
       doc="batch normalization of an (N, C, *) input plus the mean and 1/std it used (per channel); in "
           "training it moves running_mean and running_var (unbiased) towards the batch's, in place")
 
@@ -545,7 +617,7 @@ defop("batch_norm(Tensor input, Tensor? running_mean, Tensor? running_var, Tenso
       dtypes="float", nondifferentiable_inputs=("running_mean", "running_var"),
       meta=_batch_norm_meta,
       composite=_batch_norm,
-      reference=_batch_norm_reference, samples=_batch_norm_samples, method=False,
+      reference=_batch_norm_reference, samples=_batch_norm_samples, method=False, onnx=_batch_norm_onnx,
       doc="normalizes each channel of an (N, C, *) input by the batch's statistics (training, which also "
           "updates the running ones in place) or by the running statistics (evaluation)")
 
@@ -575,8 +647,15 @@ def _dropout_samples(make, dtype):
     yield Sample((make((0, 3)),), note="empty")
 
 
+def _dropout_onnx(g, input, p, training, generator):
+    """The identity in evaluation; random masks are not exported (their draws could never match Ember's)."""
+    if training and p > 0:
+        g.fail("dropout in training mode draws random masks; call model.eval() before exporting")
+    return g.op("Identity", input)
+
+
 defop("dropout(Tensor input, float p=0.5, bool training=True, *, Generator? generator=None)", "random",
       kind="composite", promotion=rules.same, dtypes="float", meta=lambda x, *rest: shape(x),
-      normalize=_dropout_normalize, composite=_dropout, samples=_dropout_samples, method=False,
+      normalize=_dropout_normalize, composite=_dropout, samples=_dropout_samples, method=False, onnx=_dropout_onnx,
       doc="zeroes each element with probability p and scales the rest by 1 / (1 - p); the identity when not "
           "training")

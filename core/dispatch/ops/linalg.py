@@ -95,7 +95,7 @@ def _einsum_samples(make, dtype):
 
 
 defop("matmul(Tensor input, Tensor other)", "linalg", promotion=rules.same, dtypes="numeric", meta=_matmul_meta,
-      samples=_matmul_samples, autocast="lower",
+      samples=_matmul_samples, autocast="lower", onnx="MatMul",
       derivative={"input": _matmul_input_derivative, "other": _matmul_other_derivative},
       reference=np.matmul, doc="matrix product with NumPy/PyTorch broadcasting of batch dims")
 
@@ -107,7 +107,7 @@ def _bmm_meta(a, b):
 
 
 defop("bmm(Tensor input, Tensor mat2)", "linalg", kind="composite", promotion=rules.same, dtypes="numeric",
-      meta=_bmm_meta, composite=lambda a, b: F.matmul(a, b), reference=np.matmul, samples=_bmm_samples,
+      meta=_bmm_meta, composite=lambda a, b: F.matmul(a, b), reference=np.matmul, samples=_bmm_samples, onnx="MatMul",
       autocast="lower")
 
 
@@ -117,7 +117,7 @@ def _mm_meta(a, b):
 
 
 defop("mm(Tensor input, Tensor mat2)", "linalg", kind="composite", promotion=rules.same, dtypes="numeric",
-      meta=_mm_meta, composite=lambda a, b: F.matmul(a, b), reference=np.matmul, samples=_mm_samples,
+      meta=_mm_meta, composite=lambda a, b: F.matmul(a, b), reference=np.matmul, samples=_mm_samples, onnx="MatMul",
       autocast="lower")
 
 
@@ -204,8 +204,16 @@ def _einsum_meta(equation, operands):
     return tuple(sizes[c] for c in out)
 
 
+def _einsum_onnx(g, equation, operands):
+    """ONNX Einsum with the equation spelled out ('...' as letters, the output explicit): ONNX's shape
+    inference wants every '...' to stand for as many dims, where NumPy's broadcasting does not."""
+    terms, out = parse_einsum(equation, [g.shape_of(o) for o in operands])
+    return g.op("Einsum", *operands, equation=f"{','.join(terms)}->{out}")
+
+
 defop("einsum(str equation, Tensor[] operands)", "linalg", kind="composite", promotion=rules.same,
       dtypes="numeric", meta=_einsum_meta, composite=_einsum, method=False, samples=_einsum_samples, autocast="lower",
+      onnx=_einsum_onnx,
       tolerances={"float16": (1e-2, 0.1), "bfloat16": (4e-2, 0.25)},  # the composite rounds every product
       reference=lambda equation, operands: np.einsum(equation, *operands),
       doc="Einstein summation; '...' broadcasts; a subscript may not repeat within one operand")

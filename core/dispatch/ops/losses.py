@@ -35,6 +35,7 @@ from ..promotion import result_type_of
 from ..schema import Sample, defop
 from . import F
 from .nn import _log_softmax_reference
+from .onnx_support import index_as_int64
 from .value_checks import MISSING, CheckedValues
 
 REDUCTIONS = ("none", "mean", "sum")
@@ -388,11 +389,11 @@ def _backward_meta(op_name: str):
 _CLASS_PARAMS = "Index target, Tensor? weight=None, int ignore_index=-100"
 
 
-def _class_loss(signature: str, composite, derivative, reference, samples, doc: str) -> None:
+def _class_loss(signature: str, composite, derivative, reference, samples, doc: str, onnx=None) -> None:
     defop(signature, "nn", kind="composite", promotion=rules.same, dtypes="float", meta=_class_loss_meta,
           normalize=_class_targets_normalize, composite=_widened(composite), derivative={"input": derivative},
           reference=reference, samples=samples, method=False, nondifferentiable_inputs=("weight",), doc=doc,
-          autocast="float32")
+          autocast="float32", onnx=onnx)
 
 
 def _class_loss_backward(signature: str, composite, reference, samples, doc: str) -> None:
@@ -404,11 +405,29 @@ def _class_loss_backward(signature: str, composite, reference, samples, doc: str
           samples=_backward_samples(samples), method=False, doc=doc)
 
 
+def _class_loss_onnx(op_type: str):
+    """NegativeLogLikelihoodLoss or SoftmaxCrossEntropyLoss: PyTorch's weights, ignore_index and reductions
+    (a 1-D input, classes only, gets a batch of one: ONNX needs one)."""
+    def lower(g, input, target, weight, ignore_index, reduction, label_smoothing=0.0):
+        if label_smoothing > 0:
+            g.fail("label_smoothing has no ONNX form (SoftmaxCrossEntropyLoss takes none)")
+        if 0 in g.shape_of(input):
+            g.fail("onnxruntime's loss kernels cannot take an empty input")
+        target = index_as_int64(g, target)
+        unbatched = len(g.shape_of(input)) == 1
+        if unbatched:
+            input, target = g.unsqueeze(input, [0]), g.unsqueeze(target, [0])
+        out = g.op(op_type, input, target, *(() if weight is None else (weight,)), reduction=reduction,
+                   ignore_index=int(ignore_index))
+        return g.squeeze(out, [0]) if unbatched and reduction == "none" else out
+    return lower
+
+
 _class_loss(f"nll_loss(Tensor input, {_CLASS_PARAMS}, str reduction='mean')", _nll_loss,
             _nll_loss_input_derivative, _nll_loss_reference, _nll_loss_samples,
             doc="-weight[t] * input[n, t] per position (input holds log-probabilities along dim 1, or dim 0 when "
                 "1-D); the mean divides by the sum of the counted targets' weights; targets equal to ignore_index "
-                "count 0")
+                "count 0", onnx=_class_loss_onnx("NegativeLogLikelihoodLoss"))
 _class_loss_backward(f"nll_loss_backward(Tensor grad_output, Tensor input, {_CLASS_PARAMS}, str reduction='mean')",
                      _nll_loss_backward, _nll_loss_backward_reference, _nll_loss_samples,
                      doc="the gradient of nll_loss with respect to its input")
@@ -416,7 +435,8 @@ _class_loss(f"cross_entropy_indices(Tensor input, {_CLASS_PARAMS}, float label_s
             f"str reduction='mean')", _cross_entropy_indices, _cross_entropy_input_derivative,
             _cross_entropy_reference, _cross_entropy_samples,
             doc="cross-entropy of logits against class indices: nll_loss of log_softmax, with PyTorch's label "
-                "smoothing (eps / C of the weighted mass spread over all classes)")
+                "smoothing (eps / C of the weighted mass spread over all classes)",
+            onnx=_class_loss_onnx("SoftmaxCrossEntropyLoss"))
 _class_loss_backward(f"cross_entropy_indices_backward(Tensor grad_output, Tensor input, {_CLASS_PARAMS}, "
                      f"float label_smoothing=0.0, str reduction='mean')", _cross_entropy_indices_backward,
                      _cross_entropy_backward_reference, _cross_entropy_samples,

@@ -25,6 +25,7 @@ from ..errors import ShapeError
 from ..meta import require, shape
 from ..schema import FLOAT32_ON_CUDA, Sample, defop
 from . import F
+from .onnx_support import INT64_MAX, index_as_int64
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])
 
@@ -59,6 +60,13 @@ def _expand(value, n: int) -> tuple:
     """The references' reading of an "int or tuple" attribute (they get the caller's raw values)."""
     value = tuple(value) if isinstance(value, (list, tuple)) else (value,)
     return value * n if len(value) == 1 else value
+
+
+def _onnx_batched(g, input, spatial: int, build):
+    """ONNX's convolution and pooling nodes need a batch dim: an unbatched input gets one around ``build``."""
+    if len(g.shape_of(input)) == spatial + 2:
+        return build(input)
+    return g.squeeze(build(g.unsqueeze(input, [0])), [0])
 
 
 def _batched(x, n: int):
@@ -242,10 +250,37 @@ def _pad_derivative(grad, pad, mode):
     return grad
 
 
+def _pad_onnx(g, input, pad, mode, value):
+    """Negative pads crop first (Slice), then Pad (constant, reflect, edge) or, for circular, Slice and Concat
+    of the wrapped ends (ONNX's wrap mode is opset 19+); PyTorch crops before it reflects or wraps too."""
+    rank = len(g.shape_of(input))
+    begins, ends = [0] * rank, [0] * rank
+    for back, before, after in _pad_pairs(g.static(pad, "pad")):
+        begins[rank - back], ends[rank - back] = before, after
+    x = input
+    crops = [(d, -min(b, 0), min(e, 0)) for d, (b, e) in enumerate(zip(begins, ends)) if b < 0 or e < 0]
+    if crops:
+        x = g.op("Slice", x, g.ints([c[1] for c in crops]), g.ints([c[2] or INT64_MAX for c in crops]),
+                 g.ints([c[0] for c in crops]))
+    begins, ends = [max(b, 0) for b in begins], [max(e, 0) for e in ends]
+    if not any(begins) and not any(ends):
+        return g.op("Identity", x)
+    if mode == "circular":
+        for d, (b, e) in enumerate(zip(begins, ends)):
+            if b or e:
+                head = [g.op("Slice", x, g.ints([-b]), g.ints([INT64_MAX]), g.ints([d]))] if b else []
+                tail = [g.op("Slice", x, g.ints([0]), g.ints([e]), g.ints([d]))] if e else []
+                x = g.op("Concat", *head, x, *tail, axis=d)
+        return x
+    fill = g.const(0 if value is None else value, g.compute) if mode == "constant" else None
+    onnx_mode = {"constant": "constant", "reflect": "reflect", "replicate": "edge"}[mode]
+    return g.op("Pad", x, g.ints(begins + ends), fill, mode=onnx_mode)
+
+
 defop("pad(Tensor input, int[] pad, str mode='constant', float? value=None)", "nn", kind="composite",
       derivative={"input": _pad_derivative},
       promotion=rules.same, meta=_pad_meta, normalize=_pad_normalize, composite=_pad,
-      reference=_pad_reference, samples=_pad_samples, method=False,
+      reference=_pad_reference, samples=_pad_samples, method=False, onnx=_pad_onnx,
       doc="pads (or with negative values crops) the last dims; pad lists (before, after) pairs from the last "
           "dim backwards; modes constant, reflect, replicate and circular as in PyTorch")
 
@@ -481,6 +516,14 @@ def _conv_derivative(input_derivative, weight_derivative, spatial: int = 2) -> d
     return {"input": input_derivative, "weight": weight_derivative, "bias": lambda grad: _bias_grad(grad, spatial)}
 
 
+def _conv_onnx(g, input, weight, bias, stride, padding, dilation, groups):
+    kernel = [int(k) for k in g.static(g.shape_of(weight)[2:], "kernel size")]
+    pads = [before for before, _ in padding] + [after for _, after in padding]
+    return _onnx_batched(g, input, len(kernel), lambda x: g.op(
+        "Conv", x, weight, bias, kernel_shape=kernel, strides=list(stride), pads=pads, dilations=list(dilation),
+        group=int(groups)))
+
+
 _CONV_TAIL = "int[] stride=1, Any padding=0, int[] dilation=1, int groups=1)"
 _CONV_DOC = ("{n}-D cross-correlation; padding is ints, 'valid' or 'same'; input (N, C, {dims}) or unbatched "
              "(C, {dims})")
@@ -488,12 +531,14 @@ defop(f"conv2d(Tensor input, Tensor weight, Tensor? bias=None, {_CONV_TAIL}", "n
       derivative=_conv_derivative(_conv2d_input_derivative, _conv2d_weight_derivative),
       promotion=rules.same, dtypes="float", meta=_conv_meta("conv2d"), normalize=_conv_normalize(2),
       composite=_conv2d, reference=_conv_reference, samples=_conv2d_samples, method=False, autocast="lower",
+      onnx=_conv_onnx,
       tolerances={"float16": (2e-2, 2e-2), "bfloat16": (5e-2, 5e-2)},
       doc=_CONV_DOC.format(n=2, dims="H, W"))
 defop(f"conv1d(Tensor input, Tensor weight, Tensor? bias=None, {_CONV_TAIL}", "nn", kind="composite",
       derivative=_conv_derivative(_conv1d_input_derivative, _conv1d_weight_derivative, spatial=1),
       promotion=rules.same, dtypes="float", meta=_conv_meta("conv1d"), normalize=_conv_normalize(1),
       composite=_conv1d, reference=_conv_reference, samples=_conv1d_samples, method=False, autocast="lower",
+      onnx=_conv_onnx,
       tolerances={"float16": (2e-2, 2e-2), "bfloat16": (5e-2, 5e-2)},
       doc=_CONV_DOC.format(n=1, dims="L"))
 
@@ -626,12 +671,29 @@ def _conv_transpose2d_weight_derivative(grad, input, weight, stride, padding, di
     return _conv2d_weight_grad(grad, input, tuple(weight.shape[2:]), stride, pairs, dilation, groups)
 
 
+def _conv_transpose2d_onnx(g, input, weight, bias, stride, padding, output_padding, groups, dilation):
+    """output_padding becomes a smaller padding at the end (onnxruntime refuses output_padding >= stride, which
+    PyTorch allows below the dilation); rows past every tap are zeros plus the bias, added after."""
+    kernel = [int(k) for k in g.static(g.shape_of(weight)[2:], "kernel size")]
+    ends = [max(p - e, 0) for p, e in zip(padding, output_padding)]
+    extra = [max(e - p, 0) for p, e in zip(padding, output_padding)]
+
+    def build(x):
+        out = g.op("ConvTranspose", x, weight, None if any(extra) else bias, kernel_shape=kernel,
+                   strides=list(stride), pads=list(padding) + ends, dilations=list(dilation), group=int(groups))
+        if not any(extra):
+            return out
+        out = g.op("Pad", out, g.ints([0, 0, 0, 0, 0, 0] + extra), g.const(0, g.compute))
+        return out if bias is None else g.op("Add", out, g.op("Reshape", bias, g.ints([-1, 1, 1])))
+    return _onnx_batched(g, input, 2, build)
+
+
 defop("conv_transpose2d(Tensor input, Tensor weight, Tensor? bias=None, int[] stride=1, int[] padding=0, "
       "int[] output_padding=0, int groups=1, int[] dilation=1)", "nn", kind="composite", promotion=rules.same,
       derivative=_conv_derivative(_conv_transpose2d_input_derivative, _conv_transpose2d_weight_derivative),
       dtypes="float", meta=_conv_transpose_meta, normalize=_conv_transpose_normalize,
       composite=_conv_transpose2d, reference=_conv_transpose_reference, samples=_conv_transpose_samples,
-      autocast="lower",
+      autocast="lower", onnx=_conv_transpose2d_onnx,
       method=False, tolerances={"float16": (2e-2, 2e-2), "bfloat16": (5e-2, 5e-2)},
       doc="the gradient of conv2d with respect to its input ('deconvolution'); weight is "
           "(in_channels, out_channels / groups, kH, kW)")
@@ -823,10 +885,34 @@ def _max_pool_meta(x, k, s, p, d, ceil):
     return _pool_meta("max_pool2d", x, k, s, p, d, ceil)
 
 
+#: The dtypes onnxruntime's MaxPool takes; others take the maximum of strided Slices, which is exact too.
+_ONNX_MAX_POOL_DTYPES = ("float32", "float64", "float16", "int8", "uint8")
+
+
+def _max_pool2d_onnx(g, input, kernel_size, stride, padding, dilation, ceil_mode):
+    if g.compute.name in _ONNX_MAX_POOL_DTYPES:
+        return _onnx_batched(g, input, 2, lambda x: g.op(
+            "MaxPool", x, kernel_shape=list(kernel_size), strides=list(stride), pads=list(padding) * 2,
+            dilations=list(dilation), ceil_mode=int(ceil_mode)))
+    size = g.static(g.shape_of(input)[-2:], "input size")
+    out, right = _pool_extent(size, kernel_size, stride, padding, dilation, ceil_mode)
+    rank = len(g.shape_of(input))
+    pads = [0] * (rank - 2) + list(padding) + [0] * (rank - 2) + [p + r for p, r in zip(padding, right)]
+    x = g.op("Pad", input, g.ints(pads), g.const(_lowest(g.compute), g.compute)) if any(pads) else input
+    taps = []
+    for i in range(kernel_size[0]):
+        for j in range(kernel_size[1]):
+            starts = [i * dilation[0], j * dilation[1]]
+            ends = [a + (o - 1) * s + 1 for a, o, s in zip(starts, out, stride)]
+            taps.append(g.op("Slice", x, g.ints(starts), g.ints(ends), g.ints([rank - 2, rank - 1]),
+                             g.ints(list(stride))))
+    return g.op("Max", *taps) if len(taps) > 1 else g.op("Identity", taps[0])
+
+
 defop("max_pool2d(Tensor input, int[] kernel_size, int[]? stride=None, int[] padding=0, int[] dilation=1, "
       "bool ceil_mode=False)", "nn", kind="composite", promotion=rules.same, dtypes="numeric", meta=_max_pool_meta,
       normalize=_pool_normalize, composite=_max_pool2d, reference=_max_pool_reference,
-      samples=_max_pool_samples, method=False,
+      samples=_max_pool_samples, method=False, onnx=_max_pool2d_onnx,
       derivative={"input": lambda grad, input, kernel_size, stride, padding, dilation, ceil_mode:
                   F.max_pool2d_backward(grad, input, kernel_size, stride, padding, dilation, ceil_mode)},
       doc="the maximum of each (dilated) window; padding counts as -inf; NaN propagates")
@@ -938,10 +1024,28 @@ def _avg_pool_meta(x, k, s, p, ceil, *rest):
     return _pool_meta("avg_pool2d", x, k, s, p, (1, 1), ceil)
 
 
+def _avg_pool2d_onnx(g, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
+    """AveragePool; a divisor_override rescales the mean of full windows (count_include_pad=1 divides every
+    window by the kernel's size unless ceil mode clips it, which has no ONNX form then)."""
+    include = count_include_pad or divisor_override is not None
+    if divisor_override is not None and ceil_mode:
+        size = g.static(g.shape_of(input)[-2:], "input size")
+        if any(_pool_extent(size, kernel_size, stride, padding, (1, 1), True)[1]):
+            g.fail("divisor_override with a ceil-mode window clipped by the input's end has no ONNX form")
+
+    def build(x):
+        out = g.op("AveragePool", x, kernel_shape=list(kernel_size), strides=list(stride), pads=list(padding) * 2,
+                   ceil_mode=int(ceil_mode), count_include_pad=int(include))
+        if divisor_override is None:
+            return out
+        return g.op("Mul", out, g.const(kernel_size[0] * kernel_size[1] / divisor_override, g.compute))
+    return _onnx_batched(g, input, 2, build)
+
+
 defop("avg_pool2d(Tensor input, int[] kernel_size, int[]? stride=None, int[] padding=0, bool ceil_mode=False, "
       "bool count_include_pad=True, int? divisor_override=None)", "nn", kind="composite", promotion=rules.same,
       dtypes="float", meta=_avg_pool_meta, normalize=_avg_pool_normalize, composite=_avg_pool2d,
-      reference=_avg_pool_reference, samples=_avg_pool_samples, method=False,
+      reference=_avg_pool_reference, samples=_avg_pool_samples, method=False, onnx=_avg_pool2d_onnx,
       derivative={"input": lambda grad, input, kernel_size, stride, padding, ceil_mode, count_include_pad,
                   divisor_override: F.avg_pool2d_backward(grad, input, kernel_size, stride, padding, ceil_mode,
                                                           count_include_pad, divisor_override)},
@@ -1054,10 +1158,23 @@ def _adaptive_samples(make, dtype):
     yield Sample((make((1, 2, 3, 2)), (5, 4)), note="more bins than inputs")
 
 
+def _adaptive_avg_pool2d_onnx(g, input, output_size):
+    """GlobalAveragePool for a 1 x 1 output, an exact AveragePool where the output size divides the input's."""
+    size = g.static(g.shape_of(input)[-2:], "input size")
+    if tuple(output_size) == (1, 1):
+        return _onnx_batched(g, input, 2, lambda x: g.op("GlobalAveragePool", x))
+    if not all(o and n % o == 0 for n, o in zip(size, output_size)):
+        g.fail(f"output_size {tuple(output_size)} does not divide the input size {tuple(size)}: PyTorch's uneven "
+               f"bins have no ONNX form")
+    kernel = [n // o for n, o in zip(size, output_size)]
+    return _onnx_batched(g, input, 2, lambda x: g.op("AveragePool", x, kernel_shape=kernel, strides=kernel))
+
+
 defop("adaptive_avg_pool2d(Tensor input, Any output_size)", "nn", kind="composite", promotion=rules.same,
       dtypes="float", meta=_adaptive_meta, normalize=_adaptive_normalize, composite=_adaptive_avg_pool2d,
       derivative={"input": _adaptive_derivative},
       reference=_adaptive_reference, samples=_adaptive_samples, method=False,
+      onnx=_adaptive_avg_pool2d_onnx,
       doc="average pooling to a fixed output size (an int, or a pair whose None keeps the input size)")
 
 
@@ -1127,14 +1244,25 @@ def _log_softmax_derivative(grad, dim, result):
     return F.sub(grad, F.mul(F.exp(result), F.sum(grad, dim, True)))
 
 
+def _softmax_onnx(op_type: str):
+    """Softmax or LogSoftmax along ``dim`` (a 0-d input as a vector of one); ``dtype=`` has cast the input."""
+    def lower(g, input, dim, dtype):
+        if not g.shape_of(input):
+            return g.squeeze(g.op(op_type, g.unsqueeze(input, [0]), axis=0), [0])
+        return g.op(op_type, input, axis=int(dim))
+    return lower
+
+
 defop("softmax(Tensor input, dim dim, dtype? dtype=None)", "nn", kind="composite",
       derivative=_softmax_derivative,
       promotion=rules.float_or_requested, dtypes="float", meta=lambda x, dim, dtype=None: shape(x),
       composite=_softmax, reference=_softmax_reference, samples=_softmax_samples, autocast=FLOAT32_ON_CUDA,
+      onnx=_softmax_onnx("Softmax"),
       doc="exp(x) / sum(exp(x)) along dim, shifted by the max for stability; dtype= casts the input first")
 defop("log_softmax(Tensor input, dim dim, dtype? dtype=None)", "nn", kind="composite",
       derivative=_log_softmax_derivative, promotion=rules.float_or_requested, dtypes="float", meta=lambda x, dim, dtype=None: shape(x),
       composite=_log_softmax, reference=_log_softmax_reference, samples=_softmax_samples, autocast=FLOAT32_ON_CUDA,
+      onnx=_softmax_onnx("LogSoftmax"),
       doc="log(softmax(x)) computed as x - max - log(sum(exp(x - max)))")
 
 
@@ -1176,11 +1304,22 @@ def _one_hot_samples(make, dtype):
     yield Sample((make((0,), low=0, high=3), 3), note="empty")
 
 
+def _one_hot_onnx(g, tensor, num_classes):
+    """OneHot with int64 values 0 and 1 (a 0-d index as a vector of one: OneHot needs rank 1)."""
+    indices = index_as_int64(g, tensor)
+    scalar = not g.shape_of(tensor)
+    if scalar:
+        indices = g.unsqueeze(indices, [0])
+    out = g.op("OneHot", indices, g.const(num_classes, int64), g.const([0, 1], int64), axis=-1)
+    return g.squeeze(out, [0]) if scalar else out
+
+
 defop("one_hot(Index tensor, int num_classes=-1)", "nn", kind="composite",
       promotion=lambda rt, op, values: (rt, int64), dtypes="int",
       meta=lambda x, num_classes=-1: shape(x) + (num_classes,), normalize=_one_hot_normalize,
       composite=_one_hot, reference=_one_hot_reference, samples=_one_hot_samples, method=False,
-      differentiable=False, doc="int64 indicators with a new last dim; num_classes=-1 means max + 1")
+      differentiable=False, onnx=_one_hot_onnx,
+      doc="int64 indicators with a new last dim; num_classes=-1 means max + 1")
 
 
 # -- activations ------------------------------------------------------------------------------------------------
@@ -1299,9 +1438,68 @@ def _sigmoid_reference(x):
     return 1 / (1 + np.exp(-np.asarray(x, np.float64)))
 
 
+# -- ONNX lowerings of the activations ------------------------------------------------------------------------
+
+def _number(g, value):
+    """A 0-d constant in the call's compute dtype."""
+    return g.const(value, g.compute)
+
+
+def _leaky_relu_onnx(g, input, negative_slope):
+    return g.op("LeakyRelu", input, alpha=float(negative_slope))
+
+
+def _elu_onnx(g, input, alpha):
+    return g.op("Elu", input, alpha=float(alpha))
+
+
+def _gelu_onnx(g, input, approximate):
+    """ONNX Gelu from opset 20; before it the same formula as the composite, with Erf or Tanh."""
+    if g.opset >= 20:
+        return g.op("Gelu", input, approximate=approximate)
+    if approximate == "tanh":
+        cube = g.op("Mul", g.op("Mul", input, input), input)
+        inner = g.op("Mul", g.op("Add", input, g.op("Mul", cube, _number(g, 0.044715))), _number(g, _SQRT_2_OVER_PI))
+        curve = g.op("Tanh", inner)
+    else:
+        curve = g.op("Erf", g.op("Mul", input, _number(g, 1 / math.sqrt(2.0))))
+    return g.op("Mul", g.op("Mul", input, _number(g, 0.5)), g.op("Add", curve, _number(g, 1.0)))
+
+
+def _silu_onnx(g, input):
+    return g.op("Mul", input, g.op("Sigmoid", input))
+
+
+def _mish_onnx(g, input):
+    if g.opset >= 18:
+        return g.op("Mish", input)
+    return g.op("Mul", input, g.op("Tanh", g.op("Softplus", input)))
+
+
+def _softplus_onnx(g, input, beta, threshold):
+    scaled = input if beta == 1 else g.op("Mul", input, _number(g, beta))
+    soft = g.op("Softplus", scaled)
+    if beta != 1:
+        soft = g.op("Div", soft, _number(g, beta))
+    return g.op("Where", g.op("Greater", scaled, _number(g, threshold)), input, soft)
+
+
+def _hardtanh_onnx(g, input, min_val, max_val):
+    """Clip; integer inputs clip at the limits truncated to the dtype's range, as the composite does."""
+    if not g.compute.is_floating_point:
+        bits = 8 * g.compute.itemsize
+        low, high = (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1) if g.compute.is_signed else (0, 2 ** bits - 1)
+        min_val, max_val = (min(max(int(v), low), high) for v in (min_val, max_val))
+    return g.op("Clip", input, _number(g, min_val), _number(g, max_val))
+
+
+def _logsigmoid_onnx(g, input):
+    return g.op("Neg", g.op("Softplus", g.op("Neg", input)))
+
+
 _activation("relu(Tensor input)", lambda x: F.where(F.le(x, 0), 0, x), lambda x: np.maximum(x, 0),
             dtypes="numeric", method=True, inplace=True, doc="max(x, 0); NaN stays NaN; relu'(0) = 0",
-            scalar="max(input, 0)",
+            scalar="max(input, 0)", onnx="Relu",
             derivative=lambda grad, result: F.threshold_backward(grad, result, 0.0))
 
 
@@ -1328,26 +1526,30 @@ defop("threshold_backward(Tensor grad_output, Tensor input, float threshold)", "
 _activation("leaky_relu(Tensor input, float negative_slope=0.01)", _leaky_relu,
             lambda x, negative_slope=0.01: np.where(x > 0, x, x * negative_slope),
             samples=_with_attrs(((0.2,), {}), ((), {"negative_slope": -1.5})), doc="x if x > 0 else x * slope",
+            onnx=_leaky_relu_onnx,
             scalar="where(input > 0, input, input * negative_slope)")
 _activation("elu(Tensor input, float alpha=1.0)", _elu,
             lambda x, alpha=1.0: np.where(x > 0, x, alpha * np.expm1(np.minimum(x, 0))),
             samples=_with_attrs(((0.5,), {}), ((), {"alpha": 2.0})), doc="x if x > 0 else alpha * (exp(x) - 1)",
+            onnx=_elu_onnx,
             scalar="max(input, 0) + expm1(min(input, 0)) * alpha")
 _activation("gelu(Tensor input, *, str approximate='none')", _gelu, _gelu_reference, normalize=_gelu_check,
-            samples=_with_attrs(((), {"approximate": "tanh"})), scalar=_gelu_formula,
+            samples=_with_attrs(((), {"approximate": "tanh"})), scalar=_gelu_formula, onnx=_gelu_onnx,
             doc="x * Phi(x) with the normal CDF via erf, or its tanh approximation")
 _activation("silu(Tensor input)", lambda x: F.mul(x, F.sigmoid(x)), lambda x: x * _sigmoid_reference(x),
-            doc="x * sigmoid(x) (swish)", scalar="input / (1 + exp(-input))")
+            doc="x * sigmoid(x) (swish)", scalar="input / (1 + exp(-input))", onnx=_silu_onnx)
 _activation("mish(Tensor input)", lambda x: F.mul(x, F.tanh(F.softplus(x))),
-            lambda x: x * np.tanh(_softplus_reference(x)), doc="x * tanh(softplus(x))",
+            lambda x: x * np.tanh(_softplus_reference(x)), doc="x * tanh(softplus(x))", onnx=_mish_onnx,
             scalar="input * tanh(max(input, 0) + log1p(exp(-abs(input))) * (input <= 20))")
 _activation("softplus(Tensor input, float beta=1.0, float threshold=20.0)", _softplus, _softplus_reference,
             samples=_with_attrs(((2.0,), {}), ((0.5, 5.0), {})), autocast=FLOAT32_ON_CUDA, scalar=_softplus_formula,
+            onnx=_softplus_onnx,
             doc="log(1 + exp(beta * x)) / beta, the identity where beta * x > threshold")
 _activation("hardtanh(Tensor input, float min_val=-1.0, float max_val=1.0)", _hardtanh,
             lambda x, min_val=-1.0, max_val=1.0: np.clip(np.asarray(x, np.float64), min_val, max_val),
-            dtypes="numeric", normalize=_hardtanh_check, samples=_with_attrs(((-2.0, 3.0), {})),
+            dtypes="numeric", normalize=_hardtanh_check, samples=_with_attrs(((-2.0, 3.0), {})), onnx=_hardtanh_onnx,
             doc="x clamped to [min_val, max_val]")
 _activation("logsigmoid(Tensor input)", _logsigmoid,
             lambda x: -_softplus_reference(-np.asarray(x, np.float64), 1.0, np.inf),
-            doc="log(sigmoid(x)), stable for large |x|", scalar="min(input, 0) - log1p(exp(-abs(input)))")
+            doc="log(sigmoid(x)), stable for large |x|", scalar="min(input, 0) - log1p(exp(-abs(input)))",
+            onnx=_logsigmoid_onnx)

@@ -6,10 +6,11 @@ import math
 import numpy as np
 
 from .. import rules
-from ..dtypes import get_default_dtype
+from ..dtypes import get_default_dtype, int32, int64
 from ..meta import reduced, require, shape
 from ..schema import FLOAT32_ON_CUDA, Sample, defop
 from . import F
+from .onnx_support import any_nan, as_ordered, rank, size_of
 
 
 def _reduce_meta(name, needs_elements=False):
@@ -118,6 +119,90 @@ def _cumprod_derivative(grad, input, dim, result):
     return F.cat(pieces, dim)
 
 
+# -- ONNX lowerings (see ember.onnx.builder) -----------------------------------------------------
+
+def _reduced_dims(g, input, dim):
+    """The dims an ONNX reduce takes: None for all; () where nothing is reduced (a 0-d input, or an empty
+    ``dim`` list, which Ember reads as no dims)."""
+    if not rank(g, input):
+        return ()
+    if dim is None:
+        return None
+    return (dim,) if isinstance(dim, int) else tuple(dim)
+
+
+def _empty_reduction(g, input, dims) -> bool:
+    shape_ = g.shape_of(input)
+    return any(shape_[d] == 0 for d in (range(len(shape_)) if dims is None else dims))
+
+
+def _reduce_onnx(op_type, propagate_nan=False):
+    """sum, prod, amax, amin, mean, logsumexp: one ONNX reduce. Bools reduce as int32 (no bool kernel);
+    ``propagate_nan`` puts back the NaN that ReduceMax/ReduceMin skip."""
+    def lower(g, input, dim=None, keepdim=False, dtype=None):
+        dims = _reduced_dims(g, input, dim)
+        if dims == ():
+            return g.op("Identity", input)
+        if op_type == "ReduceMean" and _empty_reduction(g, input, dims):  # the mean of nothing is NaN
+            return g.op("Div", g.reduce("ReduceSum", input, dims, keepdim), g.const(0, g.compute))
+        ordered = as_ordered(g, input, g.compute)
+        out = g.reduce(op_type, ordered, dims, keepdim)
+        out = g.cast(out, g.compute) if ordered is not input else out
+        if propagate_nan and g.compute.is_floating_point:
+            out = g.op("Where", any_nan(g, input, dims, keepdim), g.const(math.nan, g.compute), out)
+        return out
+    return lower
+
+
+def _arg_onnx(op_type):
+    """argmax/argmin: the first index of the extremum, NaN counting as it (ONNX ArgMax skips NaN, so the
+    first NaN's index replaces the result where a NaN is present). dim=None searches the flattened input."""
+    def lower(g, input, dim=None, keepdim=False):
+        ndim = rank(g, input)
+        if not ndim:
+            return g.const(0, int64)
+        data, axis = (input, dim) if dim is not None else (g.op("Reshape", input, g.ints([-1])), 0)
+        keep = int(keepdim and dim is not None)
+        out = g.op(op_type, data, axis=axis, keepdims=keep, select_last_index=0)
+        if g.compute.is_floating_point:
+            nans = g.cast(g.op("IsNaN", data), int32)
+            first_nan = g.op("ArgMax", nans, axis=axis, keepdims=keep, select_last_index=0)
+            out = g.op("Where", any_nan(g, data, [axis], bool(keep)), first_nan, out)
+        if keepdim and dim is None:
+            out = g.op("Reshape", out, g.ints([1] * ndim))
+        return out
+    return lower
+
+
+def _scan_onnx(body):
+    """cumsum/cumprod: ``body(g, x, dim, ndim, dtype)`` along a dim; a 0-d input is its own scan. A scan asked
+    for in bool (dtype=bool) runs in int32, then nonzero is true: sum is or, prod is and."""
+    def lower(g, input, dim, dtype=None):
+        ndim = rank(g, input)
+        if not ndim:
+            return g.op("Identity", input)
+        if g.compute.kind == "bool":
+            return g.cast(body(g, g.cast(input, int32), dim, ndim, int32), g.compute)
+        return body(g, input, dim, ndim, g.compute)
+    return lower
+
+
+def _cumsum(g, x, dim, ndim, dtype):
+    return g.op("CumSum", x, g.const(dim, int64))
+
+
+def _cumprod(g, x, dim, ndim, dtype):
+    """ONNX has no CumProd: out[j] = prod over k of (x[k] where k <= j, else 1), a ReduceProd over a new axis;
+    exact (no logarithms), with the length read at run time."""
+    length = g.op("Squeeze", size_of(g, x, dim), g.ints([0]))
+    positions = g.op("Range", g.const(0, int64), length, g.const(1, int64))
+    upto = g.op("LessOrEqual", g.unsqueeze(positions, [0]), g.unsqueeze(positions, [1]))  # [j, k]: k <= j
+    trailing = list(range(2, 2 + ndim - dim - 1))
+    upto = g.unsqueeze(upto, trailing) if trailing else upto
+    terms = g.op("Where", upto, g.unsqueeze(x, [dim]), g.const(1, dtype))
+    return g.reduce("ReduceProd", terms, [dim + 1], False)
+
+
 # -- primitives -------------------------------------------------------------------------------
 
 def _accumulate_samples(make, dtype):
@@ -130,15 +215,18 @@ def _accumulate_samples(make, dtype):
 defop("sum(Tensor input, dim[]? dim=None, bool keepdim=False, *, dtype? dtype=None)", "reduction",
       promotion=rules.accumulate, meta=_reduce_meta("sum"), reference=_np_reduce(np.sum),
       derivative=_sum_derivative, samples=_accumulate_samples, autocast=FLOAT32_ON_CUDA,
-      doc="bool and integer inputs sum in int64")
+      onnx=_reduce_onnx("ReduceSum"), doc="bool and integer inputs sum in int64")
 defop("prod(Tensor input, dim? dim=None, bool keepdim=False, *, dtype? dtype=None)", "reduction",
       promotion=rules.accumulate, meta=_reduce_meta("prod"), reference=_np_reduce(np.prod),
-      derivative=_prod_derivative, samples=_accumulate_samples, autocast="float32")
+      derivative=_prod_derivative, samples=_accumulate_samples, autocast="float32",
+      onnx=_reduce_onnx("ReduceProd"))
 defop("amax(Tensor input, dim[]? dim=None, bool keepdim=False)", "reduction", promotion=rules.same,
       meta=_reduce_meta("amax", needs_elements=True), reference=_np_reduce(np.max), doc="NaN propagates",
+      onnx=_reduce_onnx("ReduceMax", propagate_nan=True),
       derivative=_extremum_derivative)
 defop("amin(Tensor input, dim[]? dim=None, bool keepdim=False)", "reduction", promotion=rules.same,
       meta=_reduce_meta("amin", needs_elements=True), reference=_np_reduce(np.min), doc="NaN propagates",
+      onnx=_reduce_onnx("ReduceMin", propagate_nan=True),
       derivative=_extremum_derivative)
 
 
@@ -153,10 +241,11 @@ def _arg_reference(fn):
 
 defop("argmax(Tensor input, dim? dim=None, bool keepdim=False)", "reduction", promotion=rules.to_int64,
       dtypes="numeric", meta=_reduce_meta("argmax", needs_elements=True), reference=_arg_reference(np.argmax),
-      differentiable=False, doc="the first index of the maximum; NaN counts as the maximum")
+      differentiable=False, onnx=_arg_onnx("ArgMax"),
+      doc="the first index of the maximum; NaN counts as the maximum")
 defop("argmin(Tensor input, dim? dim=None, bool keepdim=False)", "reduction", promotion=rules.to_int64,
       dtypes="numeric", meta=_reduce_meta("argmin", needs_elements=True), reference=_arg_reference(np.argmin),
-      differentiable=False)
+      differentiable=False, onnx=_arg_onnx("ArgMin"))
 
 
 def _scan_meta(x, dim, dtype=None):
@@ -165,10 +254,10 @@ def _scan_meta(x, dim, dtype=None):
 
 defop("cumsum(Tensor input, dim dim, *, dtype? dtype=None)", "reduction", promotion=rules.accumulate,
       meta=_scan_meta, reference=lambda x, dim, dtype=None: np.cumsum(x, axis=dim) if x.ndim else x.copy(),
-      derivative=_cumsum_derivative, samples=_accumulate_samples, autocast=FLOAT32_ON_CUDA)
+      derivative=_cumsum_derivative, samples=_accumulate_samples, autocast=FLOAT32_ON_CUDA, onnx=_scan_onnx(_cumsum))
 defop("cumprod(Tensor input, dim dim, *, dtype? dtype=None)", "reduction", promotion=rules.accumulate,
       meta=_scan_meta, reference=lambda x, dim, dtype=None: np.cumprod(x, axis=dim) if x.ndim else x.copy(),
-      derivative=_cumprod_derivative, samples=_accumulate_samples, autocast=FLOAT32_ON_CUDA)
+      derivative=_cumprod_derivative, samples=_accumulate_samples, autocast=FLOAT32_ON_CUDA, onnx=_scan_onnx(_cumprod))
 
 
 # -- composites -------------------------------------------------------------------------------
@@ -192,7 +281,8 @@ def _mean_reference(x, dim=None, keepdim=False, dtype=None):
 
 defop("mean(Tensor input, dim[]? dim=None, bool keepdim=False, *, dtype? dtype=None)", "reduction",
       kind="composite", promotion=rules.float_or_requested, dtypes="float", meta=_reduce_meta("mean"),
-      composite=_mean, reference=_mean_reference, doc="float inputs only, as in PyTorch")
+      composite=_mean, reference=_mean_reference, onnx=_reduce_onnx("ReduceMean"),
+      doc="float inputs only, as in PyTorch")
 
 
 def _var(x, dim=None, correction=1, keepdim=False):
@@ -249,6 +339,7 @@ def _logsumexp_derivative(grad, input, dim, keepdim, result):
 defop("logsumexp(Tensor input, dim[]? dim, bool keepdim=False)", "reduction", kind="composite",
       promotion=rules.to_float, meta=_reduce_meta("logsumexp", needs_elements=True), composite=_logsumexp,
       reference=_logsumexp_reference, derivative=_logsumexp_derivative, autocast=FLOAT32_ON_CUDA,
+      onnx=_reduce_onnx("ReduceLogSumExp"),
       doc="log(sum(exp(input))) without overflow")
 
 

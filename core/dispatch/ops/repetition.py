@@ -39,6 +39,15 @@ def _repeat(x, repeats):
     return F.reshape(tiled, _meta(x, repeats))
 
 
+def _repeat_onnx(g, input, repeats):
+    """ONNX Tile, after new leading dims of size 1 for the repeats beyond the input's dims."""
+    new_dims = len(repeats) - len(g.shape_of(input))
+    if not repeats:
+        return g.op("Identity", input)
+    padded = g.unsqueeze(input, list(range(new_dims))) if new_dims else input
+    return g.op("Tile", padded, g.ints(repeats))
+
+
 def _samples(make, dtype):
     yield Sample((make((2, 3)), [2, 1]))
     yield Sample((make((2, 3), noncontiguous=True), [3, 1, 2]), note="more repeats than dims")
@@ -49,6 +58,6 @@ def _samples(make, dtype):
 
 
 defop("repeat(Tensor input, int[] repeats)", "view", kind="composite", promotion=rules.passthrough,
-      meta=_meta, normalize=_check, composite=_repeat,
+      meta=_meta, normalize=_check, composite=_repeat, onnx=_repeat_onnx,
       reference=lambda x, repeats: np.tile(x, repeats) if len(repeats) else np.array(x),
       samples=_samples, doc="input tiled repeats[d] times along each dim d (leading dims added as needed); a copy")

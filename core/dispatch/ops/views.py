@@ -11,6 +11,7 @@ from ..errors import ShapeError
 from ..meta import numel, require, shape
 from ..schema import Sample, defop
 from . import F
+from .onnx_support import rank, reshape, shape_part, size_of
 
 
 def infer_size(op_name: str, size: tuple, total: int) -> tuple:
@@ -115,6 +116,125 @@ def _inverse(dims) -> tuple:
     for i, d in enumerate(dims):
         out[d] = i
     return tuple(out)
+
+
+# -- ONNX lowerings (see ember.onnx.builder); sizes go through g.ints so they follow dynamic axes ---------
+
+def _view_onnx(g, input, size):
+    return reshape(g, input, g.ints(size))
+
+
+def _reshape_onnx(g, input, shape):
+    """-1 is left for ONNX to infer; a 0 then would mean "keep", so sizes are literal only without -1."""
+    return reshape(g, input, g.ints(shape), zero_means_zero=-1 not in list(shape))
+
+
+def _permute_onnx(g, input, dims):
+    return g.op("Transpose", input, perm=list(dims)) if dims else g.op("Identity", input)
+
+
+def _expand_onnx(g, input, size):
+    return g.op("Expand", input, g.ints(size))
+
+
+def _slice_onnx(g, input, dim, start, end, step):
+    """start and end come normalized (clamped to the length); either may follow a dynamic axis."""
+    return g.op("Slice", input, g.ints([start]), g.ints([end]), g.ints([g.static(dim, "dim")]), g.ints([step]))
+
+
+def _unfold_onnx(g, input, dimension, size, step):
+    """Gather of the window positions (window i covers i * step ... i * step + size - 1), then the window's
+    own axis moved last."""
+    in_shape = g.shape_of(input) or (1,)
+    ndim, length = len(in_shape), in_shape[dimension]
+    if not rank(g, input):  # a 0-d input unfolds as shape (1,), as in PyTorch
+        input = g.op("Reshape", input, g.ints([1]))
+    size, step = g.static(size, "size"), g.static(step, "step")
+    offsets = g.const(np.arange(size, dtype=np.int64).reshape(1, size))
+    if isinstance(length, int):
+        starts = g.const((np.arange((length - size) // step + 1, dtype=np.int64) * step).reshape(-1, 1))
+    else:
+        count = g.op("Add", g.op("Div", g.op("Sub", size_of(g, input, dimension), g.ints([size])), g.ints([step])),
+                     g.ints([1]))
+        count = g.op("Squeeze", count, g.ints([0]))
+        starts = g.op("Range", g.const(0, np.int64), g.op("Mul", count, g.const(step, np.int64)),
+                      g.const(step, np.int64))
+        starts = g.unsqueeze(starts, [1])
+    windows = g.op("Gather", input, g.op("Add", starts, offsets), axis=dimension)
+    order = list(range(dimension + 1)) + list(range(dimension + 2, ndim + 1)) + [dimension + 1]
+    return g.op("Transpose", windows, perm=order)
+
+
+def _to_dtype_onnx(g, input, dtype):
+    return g.cast(input, dtype)
+
+
+def _cat_onnx(g, tensors, dim):
+    return g.op("Concat", *tensors, axis=g.static(dim, "dim"))
+
+
+def _stack_onnx(g, tensors, dim):
+    dim = g.static(dim, "dim") % (rank(g, tensors[0]) + 1)
+    return g.op("Concat", *(g.unsqueeze(t, [dim]) for t in tensors), axis=dim)
+
+
+def _transpose_onnx(g, input, dim0, dim1):
+    dims = list(range(rank(g, input)))
+    if dims:
+        dims[dim0], dims[dim1] = dims[dim1], dims[dim0]
+    return _permute_onnx(g, input, dims)
+
+
+def _squeeze_onnx(g, input, dim=None):
+    in_shape = g.shape_of(input)
+    dims = range(len(in_shape)) if dim is None else dim
+    axes = [d for d in dims if in_shape and in_shape[d] == 1]
+    return g.squeeze(input, axes) if axes else g.op("Identity", input)
+
+
+def _unsqueeze_onnx(g, input, dim):
+    return g.unsqueeze(input, [wrap_dim("unsqueeze", dim, rank(g, input) + 1)])
+
+
+def _flatten_onnx(g, input, start_dim=0, end_dim=-1):
+    """The flattened dims' product is taken from the shape at run time, so a dynamic axis may be among them."""
+    ndim = rank(g, input)
+    if not ndim:
+        return g.op("Reshape", input, g.ints([1]))
+    start, end = wrap_dim("flatten", start_dim, ndim), wrap_dim("flatten", end_dim, ndim)
+    if start == end:
+        return g.op("Identity", input)
+    merged = g.reduce("ReduceProd", shape_part(g, input, start, end + 1), [0], True)
+    shape_ = g.op("Concat", shape_part(g, input, 0, start), merged, shape_part(g, input, end + 1), axis=0)
+    return reshape(g, input, shape_)
+
+
+def _unflatten_onnx(g, input, dim, sizes):
+    in_shape = g.shape_of(input)
+    dim = wrap_dim("unflatten", dim, len(in_shape))
+    sizes = list(sizes)
+    if -1 in sizes and all(isinstance(s, int) for s in sizes) and isinstance(in_shape[dim], int):
+        sizes = list(infer_size("unflatten", tuple(sizes), in_shape[dim]))
+    shape_ = g.op("Concat", shape_part(g, input, 0, dim), g.ints(sizes), shape_part(g, input, dim + 1), axis=0)
+    return reshape(g, input, shape_, zero_means_zero=-1 not in sizes)
+
+
+def _select_onnx(g, input, dim, index):
+    return g.op("Gather", input, g.scalar(index), axis=g.static(dim, "dim"))
+
+
+def _split_onnx(g, input, split_size_or_sections, dim=0):
+    """ONNX Split by sizes worked out at export: the number of pieces must not follow a dynamic axis."""
+    length = g.static(g.shape_of(input)[dim], "the length of the split dim")
+    sizes = _split_sizes(length, g.static(split_size_or_sections, "split_size_or_sections"), "split")
+    if len(sizes) == 1:
+        return (g.op("Identity", input),)
+    return g.op("Split", input, g.ints(sizes), axis=dim, outputs=len(sizes))
+
+
+def _chunk_onnx(g, input, chunks, dim=0):
+    length = g.static(g.shape_of(input)[dim], "the length of the chunked dim")
+    return _split_onnx(g, input, max(-(-length // chunks), 1), dim)
 
 
 # -- conformance samples (``make`` and ``Sample`` as documented in schema.py) -------------------
@@ -279,6 +399,7 @@ def _view_meta(x, size):
 defop("view(Tensor input, int[] size)", "view", samples=_view_samples, promotion=rules.passthrough, meta=_view_meta,
       derivative=lambda grad, input: F.reshape(grad, tuple(input.shape)),
       normalize=_view_normalize, view=True, layout_dependent=True, reference=lambda x, size: np.reshape(x, size),
+      onnx=_view_onnx,
       doc="the same storage in another shape; -1 infers one size")
 
 
@@ -294,6 +415,7 @@ def _permute_normalize(op, values):
 defop("permute(Tensor input, int[] dims)", "view", samples=_permute_samples, promotion=rules.passthrough,
       derivative=lambda grad, dims: F.permute(grad, _inverse(dims)),
       meta=lambda x, dims: tuple(shape(x)[d] for d in dims), normalize=_permute_normalize, view=True,
+      onnx=_permute_onnx,
       reference=lambda x, dims: np.transpose(x, dims))
 
 
@@ -320,6 +442,7 @@ defop("expand(Tensor input, int[] size)", "view", samples=_expand_samples,
       promotion=rules.passthrough, meta=lambda x, size: size,
       derivative=lambda grad: grad,  # the engine sums broadcast gradients back to the input's shape
       normalize=_expand_normalize, view=True, reference=lambda x, size: np.broadcast_to(x, _expanded(x, size)),
+      onnx=_expand_onnx,
       doc="size-1 dimensions repeated without copying; -1 keeps a size")
 
 
@@ -351,7 +474,7 @@ def _slice_meta(x, dim, start, end, step):
 
 defop("slice(Tensor input, dim dim=0, int? start=None, int? end=None, int step=1)", "view", samples=_slice_samples,
       derivative=lambda grad, input, dim, start, step: place_slice(grad, tuple(input.shape), dim, start, step),
-      promotion=rules.passthrough, meta=_slice_meta, normalize=_slice_normalize, view=True,
+      promotion=rules.passthrough, meta=_slice_meta, normalize=_slice_normalize, view=True, onnx=_slice_onnx,
       reference=lambda x, dim=0, start=None, end=None, step=1:
       x[(slice(None),) * (dim % x.ndim) + (slice(start, end, step),)],
       doc="input[..., start:end:step, ...] along dim, as a view")
@@ -377,11 +500,12 @@ def _unfold_reference(x, dimension, size, step):
 defop("unfold(Tensor input, dim dimension, int size, int step)", "view", samples=_unfold_samples,
       promotion=rules.passthrough,
       derivative=_unfold_derivative,
-      meta=_unfold_meta, view=True, reference=_unfold_reference,
+      meta=_unfold_meta, view=True, reference=_unfold_reference, onnx=_unfold_onnx,
       doc="sliding windows of length size along dimension, as a view with a new last dimension")
 
 # -- copies and casts -------------------------------------------------------------------------
 defop("clone(Tensor input)", "view", samples=_clone_samples, promotion=rules.passthrough, meta=lambda x: shape(x),
+      onnx="Identity",
       derivative=lambda grad: grad,
       reference=np.copy, doc="a copy in fresh contiguous memory")
 
@@ -393,7 +517,8 @@ def _to_dtype_promotion(rt, op, values):
 defop("to_dtype(Tensor input, dtype dtype)", "view", samples=_to_dtype_samples,
       promotion=_to_dtype_promotion, meta=lambda x, dtype: shape(x),
       derivative=lambda grad: grad,  # the engine casts gradients to each input's dtype
-      reference=lambda x, dtype: x, method=False, doc="a copy converted to dtype (C-style truncation of floats)")
+      reference=lambda x, dtype: x, method=False, onnx=_to_dtype_onnx,
+      doc="a copy converted to dtype (C-style truncation of floats)")
 
 
 def _copy_meta(dst, src):
@@ -430,7 +555,7 @@ def _cat_meta(tensors, dim=0):
 
 defop("cat(Tensor[] tensors, dim dim=0)", "view", samples=_cat_samples,
       promotion=rules.same, meta=_cat_meta, method=False, autocast="promote",
-      derivative=_cat_derivative,
+      derivative=_cat_derivative, onnx=_cat_onnx,
       reference=lambda tensors, dim=0: np.concatenate(tensors, axis=dim),
       doc="joins tensors along an existing dim (promoting dtypes)")
 
@@ -450,7 +575,7 @@ def _stack_meta(tensors, dim=0):
 
 defop("stack(Tensor[] tensors, int dim=0)", "view", samples=_stack_samples,
       kind="composite", promotion=rules.same, meta=_stack_meta, autocast="promote",
-      composite=_stack, method=False, reference=lambda tensors, dim=0: np.stack(tensors, axis=dim),
+      composite=_stack, method=False, reference=lambda tensors, dim=0: np.stack(tensors, axis=dim), onnx=_stack_onnx,
       doc="joins same-shaped tensors along a new dim")
 
 
@@ -465,7 +590,7 @@ def _reshape(x, shape_):
 
 defop("reshape(Tensor input, int[] shape)", "view", samples=_reshape_samples,
       kind="composite", promotion=rules.passthrough,
-      meta=lambda x, shape_: infer_size("reshape", shape_, numel(shape(x))), composite=_reshape,
+      meta=lambda x, shape_: infer_size("reshape", shape_, numel(shape(x))), composite=_reshape, onnx=_reshape_onnx,
       reference=lambda x, shape_: np.reshape(x, shape_),
       doc="a view when the strides allow it, else a copy")
 
@@ -486,6 +611,7 @@ def _transpose_meta(x, dim0, dim1):
 defop("transpose(Tensor input, dim dim0, dim dim1)", "view", samples=_transpose_samples,
       kind="composite", promotion=rules.passthrough,
       meta=_transpose_meta, composite=lambda x, d0, d1: x if x.ndim == 0 else _transpose(x, d0, d1),
+      onnx=_transpose_onnx,
       reference=lambda x, d0, d1: np.swapaxes(x, d0, d1) if x.ndim else x)
 
 
@@ -504,7 +630,7 @@ def _squeeze_shape(in_shape, dim):
 defop("squeeze(Tensor input, dim[]? dim=None)", "view", samples=_squeeze_samples,
       kind="composite", promotion=rules.passthrough,
       meta=lambda x, dim=None: _squeeze_shape(shape(x), dim),
-      composite=lambda x, dim=None: F.view(x, _squeeze_shape(tuple(x.shape), dim)),
+      composite=lambda x, dim=None: F.view(x, _squeeze_shape(tuple(x.shape), dim)), onnx=_squeeze_onnx,
       reference=lambda x, dim=None: np.squeeze(x, axis=tuple(d for d in _dims(dim, np.ndim(x)) if np.shape(x)[d] == 1)),
       doc="drops size-1 dims (all of them, or those in dim)")
 
@@ -517,7 +643,7 @@ def _unsqueeze_shape(in_shape, dim):
 defop("unsqueeze(Tensor input, int dim)", "view", samples=_unsqueeze_samples,
       kind="composite", promotion=rules.passthrough,
       meta=lambda x, dim: _unsqueeze_shape(shape(x), dim),
-      composite=lambda x, dim: F.view(x, _unsqueeze_shape(tuple(x.shape), dim)),
+      composite=lambda x, dim: F.view(x, _unsqueeze_shape(tuple(x.shape), dim)), onnx=_unsqueeze_onnx,
       reference=lambda x, dim: np.expand_dims(x, dim))
 
 
@@ -533,7 +659,7 @@ def _flatten_shape(in_shape, start, end):
 
 defop("flatten(Tensor input, int start_dim=0, int end_dim=-1)", "view", samples=_flatten_samples, kind="composite",
       promotion=rules.passthrough, meta=lambda x, s=0, e=-1: _flatten_shape(shape(x), s, e),
-      composite=lambda x, s=0, e=-1: F.reshape(x, _flatten_shape(tuple(x.shape), s, e)),
+      composite=lambda x, s=0, e=-1: F.reshape(x, _flatten_shape(tuple(x.shape), s, e)), onnx=_flatten_onnx,
       reference=lambda x, s=0, e=-1: np.reshape(x, _flatten_shape(np.shape(x), s, e)))
 
 
@@ -546,7 +672,7 @@ def _unflatten_shape(in_shape, dim, sizes):
 defop("unflatten(Tensor input, int dim, int[] sizes)", "view", samples=_unflatten_samples,
       kind="composite", promotion=rules.passthrough,
       meta=lambda x, d, s: _unflatten_shape(shape(x), d, s),
-      composite=lambda x, d, s: F.view(x, _unflatten_shape(tuple(x.shape), d, s)),
+      composite=lambda x, d, s: F.view(x, _unflatten_shape(tuple(x.shape), d, s)), onnx=_unflatten_onnx,
       reference=lambda x, d, s: np.reshape(x, _unflatten_shape(np.shape(x), d, s)))
 
 
@@ -561,7 +687,7 @@ def _select(x, dim, index):
 
 defop("select(Tensor input, dim dim, int index)", "view", samples=_select_samples,
       kind="composite", promotion=rules.passthrough,
-      meta=lambda x, dim, index: shape(x)[:dim] + shape(x)[dim + 1:], composite=_select,
+      meta=lambda x, dim, index: shape(x)[:dim] + shape(x)[dim + 1:], composite=_select, onnx=_select_onnx,
       reference=lambda x, dim, index: np.take(x, index, axis=dim), doc="input[..., index, ...] as a view")
 
 
@@ -595,7 +721,7 @@ def _split_reference(x, split, dim=0):
 
 
 defop("split(Tensor input, Any split_size_or_sections, dim dim=0)", "view", samples=_split_samples, kind="composite",
-      promotion=rules.passthrough, meta=_split_meta, composite=_split, reference=_split_reference,
+      promotion=rules.passthrough, meta=_split_meta, composite=_split, reference=_split_reference, onnx=_split_onnx,
       outputs=("*",), doc="views of consecutive pieces: equal sizes (the last may be smaller) or given sections")
 
 
@@ -613,5 +739,5 @@ def _chunk_reference(x, chunks, dim=0):
 defop("chunk(Tensor input, int chunks, dim dim=0)", "view", samples=_chunk_samples,
       kind="composite", promotion=rules.passthrough,
       meta=lambda x, chunks, dim=0: _split_meta(x, max(-(-shape(x)[dim] // max(chunks, 1)), 1), dim),
-      composite=_chunk, reference=_chunk_reference, outputs=("*",),
+      composite=_chunk, reference=_chunk_reference, outputs=("*",), onnx=_chunk_onnx,
       doc="at most chunks views of equal size (the last may be smaller), as in PyTorch")

@@ -5,7 +5,7 @@ from collections.abc import Sequence
 from ember.dispatch.device import device as _device
 from ember.dispatch.dtypes import dtype as _dtype
 from ember.random import Generator as _Generator
-from ember.tensor import Tensor as _Tensor, _AdamStepResult, _NativeBatchNormResult, _Number
+from ember.tensor import Tensor as _Tensor, _AdamStepResult, _LstmLayerResult, _NativeBatchNormResult, _Number, _RnnLayerResult
 from typing import Any
 
 from . import attention as attention
@@ -217,6 +217,18 @@ def linear(
 ) -> _Tensor: ...
 def log_softmax(input: _Tensor | _Number, dim: _int, dtype: _dtype | None = None) -> _Tensor: ...
 def logsigmoid(input: _Tensor | _Number) -> _Tensor: ...
+def lstm_layer(
+    input: _Tensor | _Number,
+    hx: _Tensor | _Number,
+    cx: _Tensor | _Number,
+    w_ih: _Tensor | _Number,
+    w_hh: _Tensor | _Number,
+    b_ih: _Tensor | _Number | None = None,
+    b_hh: _Tensor | _Number | None = None,
+    w_hr: _Tensor | _Number | None = None,
+    *,
+    reverse: _bool = False,
+) -> _LstmLayerResult: ...
 def max_pool2d(
     input: _Tensor | _Number,
     kernel_size: _int | Sequence[_int],
@@ -279,6 +291,17 @@ def pad(
     value: _float | None = None,
 ) -> _Tensor: ...
 def relu(input: _Tensor | _Number) -> _Tensor: ...
+def rnn_layer(
+    input: _Tensor | _Number,
+    hx: _Tensor | _Number,
+    w_ih: _Tensor | _Number,
+    w_hh: _Tensor | _Number,
+    b_ih: _Tensor | _Number | None = None,
+    b_hh: _Tensor | _Number | None = None,
+    *,
+    mode: _str = 'RNN_TANH',
+    reverse: _bool = False,
+) -> _RnnLayerResult: ...
 def scaled_dot_product_attention(
     query: _Tensor | _Number,
     key: _Tensor | _Number,

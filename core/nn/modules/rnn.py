@@ -1,8 +1,7 @@
 """Recurrent layers: RNN, LSTM, GRU and their single-step cells, with PyTorch's parameters and formulas.
 
-A layer's input-to-hidden product does not depend on the recurrence, so it is computed for every time step
-in one matmul before the loop; the loop then does only the hidden-to-hidden product and the gate arithmetic.
-The step functions below are shared by the full layers and the cells, so both compute exactly the same thing.
+Each layer and direction is one call of the ops ``rnn_layer`` / ``lstm_layer`` (``ember.dispatch.ops.recurrent``),
+which run the time loop; the cells call the same step functions, so both compute exactly the same thing.
 Everything is Ember ops, so autograd unrolls the loop by itself (backpropagation through time).
 """
 from __future__ import annotations
@@ -13,55 +12,14 @@ import warnings
 
 from ...dispatch.errors import ShapeError
 from ...dispatch.ops import F as ops
+from ...dispatch.ops.recurrent import GATES as _GATES
+from ...dispatch.ops.recurrent import STEPS as _STEPS
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
 from .module import Module
 
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
-
-
-# -- one time step ---------------------------------------------------------------------------------------------
-# ``gi`` is the input projection ``x W_ih^T + b_ih`` of this step. A state is a tuple: ``(h,)``, or ``(h, c)``
-# for the LSTM.
-
-def _tanh_step(gi, state, w_hh, b_hh, w_hr=None):
-    return ((gi + F.linear(state[0], w_hh, b_hh)).tanh(),)
-
-
-def _relu_step(gi, state, w_hh, b_hh, w_hr=None):
-    return ((gi + F.linear(state[0], w_hh, b_hh)).relu(),)
-
-
-def _lstm_step(gi, state, w_hh, b_hh, w_hr=None):
-    """Gates in PyTorch's order i, f, g, o; ``c' = f c + i g``, ``h' = o tanh(c')``, projected if ``proj_size``."""
-    h, c = state
-    i, f, g, o = (gi + F.linear(h, w_hh, b_hh)).chunk(4, -1)
-    c = f.sigmoid() * c + i.sigmoid() * g.tanh()
-    h = o.sigmoid() * c.tanh()
-    if w_hr is not None:
-        h = F.linear(h, w_hr)
-    return h, c
-
-
-def _gru_step(gi, state, w_hh, b_hh, w_hr=None):
-    """Gates r, z, n; PyTorch's ``n = tanh(W_in x + b_in + r (W_hn h + b_hn))``, ``h' = (1 - z) n + z h``.
-
-    ``b_hn`` sits inside the product with ``r``, so the hidden bias cannot be folded into ``gi`` as for the
-    other cells.
-    """
-    h = state[0]
-    gh = F.linear(h, w_hh, b_hh)
-    i_r, i_z, i_n = gi.chunk(3, -1)
-    h_r, h_z, h_n = gh.chunk(3, -1)
-    r = (i_r + h_r).sigmoid()
-    z = (i_z + h_z).sigmoid()
-    n = (i_n + r * h_n).tanh()
-    return (n + z * (h - n),)
-
-
-_STEPS = {"RNN_TANH": _tanh_step, "RNN_RELU": _relu_step, "LSTM": _lstm_step, "GRU": _gru_step}
-_GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
 
 
 def _uniform_reset(module: Module, hidden_size: int) -> None:
@@ -222,19 +180,11 @@ class RNNBase(Module):
     def _scan(self, x, state: tuple, weights: tuple, reverse: bool):
         """One layer in one direction over ``x`` of shape ``(L, N, H_in)``; returns ``(L, N, H)`` and the last state."""
         w_ih, w_hh, b_ih, b_hh, w_hr = weights
-        if b_ih is not None and self.mode != "GRU":
-            # RNN and LSTM add both biases to the same sum: fold b_hh in once rather than at every step.
-            b_ih, b_hh = b_ih + b_hh, None
-        gi = F.linear(x, w_ih, b_ih)
-        step = _STEPS[self.mode]
-        inputs = gi.unbind(0)
-        outputs = [None] * len(inputs)
-        for t in (reversed(range(len(inputs))) if reverse else range(len(inputs))):
-            state = step(inputs[t], state, w_hh, b_hh, w_hr)
-            outputs[t] = state[0]
-        if not outputs:
-            return ops.zeros((0,) + tuple(state[0].shape), dtype=x.dtype, device=x.device), state
-        return ops.stack(outputs), state
+        if self.mode == "LSTM":
+            output, h, c = ops.lstm_layer(x, *state, w_ih, w_hh, b_ih, b_hh, w_hr, reverse=reverse)
+            return output, (h, c)
+        output, h = ops.rnn_layer(x, *state, w_ih, w_hh, b_ih, b_hh, mode=self.mode, reverse=reverse)
+        return output, (h,)
 
     def extra_repr(self) -> str:
         s = f"{self.input_size}, {self.hidden_size}"
