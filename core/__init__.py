@@ -12,6 +12,7 @@ from .dispatch.device import device
 from .dispatch.dtypes import (bfloat16, bool_ as bool, dtype, float16, float32, float64, get_default_dtype,
                               int8, int16, int32, int64, set_default_dtype, uint8)
 from .dispatch.errors import BackendError, DeviceError, DtypeError, EmberError, ShapeError
+from .dispatch.errors import NumberOverflowError, OutOfMemoryError, OutOfRangeError
 from .dispatch.promotion import can_cast, promote_types
 from .dispatch.promotion import result_type_of as _result_type_of
 from .tensor import Size, Tensor
@@ -89,6 +90,6 @@ def synchronize(dev=None) -> None:
         d = _registry.resolve_device(dev)
         _registry.get_backend(d.type).synchronize(d.index)
         return
-    for backend in _registry.backends().values():
-        if backend.unavailable_reason() is None:
+    for backend in _registry.loaded().values():  # a backend not loaded yet has no queued work
+        if _registry.unavailable_reason(backend.device_type) is None:
             backend.synchronize(None)

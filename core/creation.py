@@ -6,7 +6,8 @@ import numpy as np
 from .dispatch import registry
 from .dispatch.defaults import get_default_device
 from .dispatch.dtypes import ALL_DTYPES, as_dtype, bool_, get_default_dtype, int64
-from .dispatch.errors import DeviceError, DtypeError
+from .dispatch.errors import DeviceError, DtypeError, NumberOverflowError
+from .dispatch.overflow import check_fits
 from .tensor import Tensor, wrap
 
 _NUMPY_NAMES = {d.name for d in ALL_DTYPES}
@@ -58,9 +59,48 @@ def _nested_items(seq):
             for x in seq]
 
 
+def _python_numbers(data, array: np.ndarray, requested) -> np.ndarray:
+    """NumPy's reading of Python numbers ``data``, checked as PyTorch reads them: without a float among them,
+    an int beyond int64 is an overflow (NumPy would make a uint64, float64 or object array of it); with one,
+    every number becomes a float. An integer ``dtype=`` must hold every value."""
+    kind = array.dtype.kind
+    beyond_int64 = kind in "uO" or (kind == "f" and array.size > 0 and np.abs(array).max() >= 2 ** 63)
+    integral = requested is not None and requested.kind == "int"
+    if beyond_int64 and (requested is None or integral):
+        numbers = list(_flatten(data)) if isinstance(data, (list, tuple)) else [data]
+        floating = requested is None and any(isinstance(x, float) for x in numbers)
+        for x in numbers:
+            if isinstance(x, int) and not floating:
+                check_fits("tensor", x, requested or int64)
+    elif integral and kind in "iuf" and array.size:
+        for x in (array.min().item(), array.max().item()):
+            check_fits("tensor", x, requested)
+    if kind == "O" and (requested is None or requested.is_floating_point):
+        try:  # ints too large for int64 among floats: NumPy left them as objects
+            return np.array(data, dtype=np.float64)
+        except OverflowError:
+            raise NumberOverflowError(f"tensor: an int in the data is too large for float64 ({type(data).__name__} "
+                                      f"of {array.size} values)") from None
+    return array
+
+
+def _require_numbers(data, array: np.ndarray) -> None:
+    """With ``dtype=`` given no dtype is inferred, so a value that is no number (None, a string, any object)
+    is caught here, as PyTorch does, before NumPy would make it NaN or fail inside a conversion."""
+    if array.dtype.kind not in "OSU":
+        return
+    for x in _flatten(data) if isinstance(data, (list, tuple)) else [data]:
+        if not isinstance(x, (bool, int, float, np.number, np.bool_, Tensor)):
+            raise TypeError(f"tensor(): must be real number, not {type(x).__name__}")
+
+
 def tensor(data, *, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     """A new tensor holding a copy of ``data`` (nested lists, numbers, NumPy arrays or tensors)."""
     array = _host_array(data)
+    if dtype is not None:
+        _require_numbers(data, array)
+    if not isinstance(data, (Tensor, np.ndarray, np.generic)):
+        array = _python_numbers(data, array, as_dtype(dtype) if dtype is not None else None)
     dt = as_dtype(dtype) if dtype is not None else (
         data._dtype if isinstance(data, Tensor) else _infer_dtype(data, array))
     try:

@@ -82,13 +82,15 @@ def _extremum(name: str, reduce_all: str, elementwise: str):
 
     def function(input, dim=None, keepdim=False, *, other=None):
         if hasattr(dim, "_data"):
+            if keepdim is not False or other is not None:  # max(input, other) takes nothing more
+                raise TypeError(f"{name}(): argument 'dim' (position 1) must be int, not Tensor")
             return getattr(F, elementwise)(input, dim)
         if other is not None:
             return getattr(F, elementwise)(input, other)
         if dim is None:
             return getattr(F, reduce_all)(input)
         return with_dim(input, dim, keepdim)
-    function.__name__ = name
+    function.__name__ = function.__qualname__ = name
     function.__doc__ = f"{name}(input) -> tensor; {name}(input, dim, keepdim=False) -> (values, indices); " \
                        f"{name}(input, other) -> {elementwise}(input, other)"
     return function

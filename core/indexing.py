@@ -7,6 +7,8 @@ indices through ``nonzero``, and the gather/scatter is done by the ``index`` and
 """
 from __future__ import annotations
 
+import operator
+
 from .dispatch.dtypes import bool_, int64
 from .dispatch.errors import ShapeError
 from .dispatch.ops import F
@@ -14,10 +16,13 @@ from .tensor import Tensor
 
 
 _EVERYTHING = slice(None)
+_VALID_INDICES = "only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are valid indices"
 
 
 def _is_advanced(entry) -> bool:
-    return isinstance(entry, (Tensor, list)) or (hasattr(entry, "__array__") and not isinstance(entry, (int, float)))
+    """Tensors, lists, arrays and Python bools (a 0-d mask: ``x[True]`` adds a dim of size 1, as in PyTorch)."""
+    return isinstance(entry, (Tensor, list, bool)) or (hasattr(entry, "__array__")
+                                                       and not isinstance(entry, (int, float)))
 
 
 def _as_index_tensor(entry, device) -> Tensor:
@@ -53,11 +58,11 @@ def _normalize(x: Tensor, index) -> list:
 
 
 def _check_entry(entry):
-    if isinstance(entry, bool) or isinstance(entry, float):
-        raise IndexError(f"tensor indices must be ints, slices, None, Ellipsis, bool masks or integer tensors; "
-                         f"got {type(entry).__name__}")
-    if isinstance(entry, Tensor) and entry._dtype.is_floating_point:
-        raise IndexError(f"tensors used as indices must be integer or bool tensors, got {entry._dtype.name}")
+    if isinstance(entry, Tensor):
+        if entry._dtype.is_floating_point:
+            raise IndexError(f"tensors used as indices must be integer or bool tensors, got {entry._dtype.name}")
+    elif not (entry is None or isinstance(entry, slice) or hasattr(entry, "__index__")):
+        raise IndexError(f"{_VALID_INDICES} (got {type(entry).__name__})")
 
 
 def _basic_part(x: Tensor, entries: list):
@@ -92,7 +97,7 @@ def _basic_part(x: Tensor, entries: list):
                 advanced[dim] = entry
                 dim += 1
         else:
-            view = F.select(view, dim, int(entry))  # PyTorch applies ints first, even beside tensor indices
+            view = F.select(view, dim, operator.index(entry))  # PyTorch applies ints first, beside tensor indices
     return view, advanced
 
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from .dispatch import dispatcher
+from .dispatch.binding import tensor_argument
 from .dispatch.dtypes import bool_
 from .dispatch.errors import DtypeError, ShapeError
 from .dispatch.ops import F
@@ -18,7 +19,13 @@ def _method(op: OpDef):
     if fast.is_fast_path:
         return fast
     if op.name in _VARARG_SIZE_METHODS:
+        sizes_name = op.params[1].name
+
         def method(self, *size, **kwargs):
+            if not size:  # x.permute(): PyTorch's TypeError (a 0-d tensor takes permute(()))
+                if sizes_name in kwargs:
+                    return _call(op, (self,), kwargs)
+                raise TypeError(f'{op.name}() missing 1 required positional arguments: "{sizes_name}"')
             if len(size) == 1 and isinstance(size[0], (list, tuple)):
                 size = tuple(size[0])
             return _call(op, (self, size), kwargs)
@@ -123,6 +130,14 @@ def _size_method(name):
     return method
 
 
+def _like_method(name: str, op):
+    """``expand_as``/``view_as``/``reshape_as``: ``op`` to the shape of the tensor ``other``."""
+    def method(self, other):
+        return op(self, tuple(tensor_argument(name, "other", other, position=1).shape))
+    method.__name__ = method.__qualname__ = name
+    return method
+
+
 def install() -> None:
     for name, op in OPS.items():
         if op.method and not hasattr(Tensor, name):
@@ -150,14 +165,13 @@ def install() -> None:
     Tensor.zero_ = _zero_
     Tensor.T = property(lambda self: F.permute(self, tuple(reversed(range(self.ndim)))))
     Tensor.mT = property(lambda self: F.transpose(self, -2, -1))
-    Tensor.t = lambda self: self if self.ndim < 2 else F.transpose(self, 0, 1)
     Tensor.where = lambda self, condition, other: F.where(condition, self, other)
     Tensor.random_ = _random_
     Tensor.polygamma = lambda self, n: F.polygamma(n, self)  # torch.polygamma(n, input) takes n first
     Tensor.polygamma_ = lambda self, n: write_result(self, F.polygamma(n, self), "polygamma")
-    Tensor.expand_as = lambda self, other: F.expand(self, tuple(other.shape))
-    Tensor.view_as = lambda self, other: F.view(self, tuple(other.shape))
-    Tensor.reshape_as = lambda self, other: F.reshape(self, tuple(other.shape))
+    Tensor.expand_as = _like_method("expand_as", F.expand)
+    Tensor.view_as = _like_method("view_as", F.view)
+    Tensor.reshape_as = _like_method("reshape_as", F.reshape)
     from . import functions
-    Tensor.max = lambda self, *args, **kwargs: functions.max(self, *args, **kwargs)
-    Tensor.min = lambda self, *args, **kwargs: functions.min(self, *args, **kwargs)
+    Tensor.max = functions.max  # self binds to input; Python checks the argument count at the call
+    Tensor.min = functions.min

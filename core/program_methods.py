@@ -7,6 +7,9 @@ memory facts (``data_ptr``, ``storage_offset``, ``nbytes``, ``itemsize``, ``pin_
 """
 from __future__ import annotations
 
+import builtins
+
+from .dispatch.binding import int_argument, tensor_argument
 from .dispatch.errors import DeviceError
 from .dispatch.ops import F
 from .tensor import Tensor
@@ -16,6 +19,9 @@ from .tensor import Tensor
 
 def narrow(input: Tensor, dim: int, start, length: int) -> Tensor:
     """The view of ``input`` holding ``length`` entries of ``dim`` from ``start`` (negative: from the end)."""
+    dim = int_argument("narrow", "dim", dim, position=1)
+    start = int_argument("narrow", "start", start, position=2)  # a 0-d integer tensor too, as in PyTorch
+    length = int_argument("narrow", "length", length, position=3)
     if input.ndim == 0:
         raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
     if not -input.ndim <= dim < input.ndim:
@@ -23,7 +29,6 @@ def narrow(input: Tensor, dim: int, start, length: int) -> Tensor:
                          f"{input.ndim - 1}], but got {dim})")
     dim %= input.ndim
     size = input.shape[dim]
-    start = int(start)  # a 0-d integer tensor is accepted, as in PyTorch
     if not -size <= start <= size:
         raise IndexError(f"narrow: start out of range (expected to be in range of [{-size}, {size}], "
                          f"but got {start})")
@@ -68,6 +73,8 @@ def _creator(make):
 def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad: bool = False, **kwargs) -> Tensor:
     """A tensor of ``size`` filled with ``fill_value``, with this tensor's dtype and device by default."""
     _accept_layout_only("new_full", kwargs)
+    if not isinstance(size, (list, tuple)):  # the entries are checked by full's binding
+        raise TypeError(f"new_full(): argument 'size' (position 1) must be tuple of ints, not {type(size).__name__}")
     out = F.full(tuple(size), fill_value, **_options(self, dtype, device))
     return _finish(out, requires_grad)
 
@@ -150,9 +157,15 @@ def _store(self, results: list, name: str) -> Tensor:
     return self.copy_(F.reshape(values, tuple(self.shape)))
 
 
+def _require_callable(name: str, value) -> None:
+    if not builtins.callable(value):  # the parameter is named ``callable``, as in PyTorch
+        raise TypeError(f"{name}(): argument 'callable' must be callable, not {type(value).__name__}")
+
+
 def apply_(self, callable) -> Tensor:
     """Replace each element ``x`` by ``callable(x)`` (a Python number in, one out), in place."""
     _require_cpu(self, "apply_")
+    _require_callable("apply_", callable)
     return _store(self, [callable(x) for x in F.reshape(self, (-1,)).tolist()], "apply_")
 
 
@@ -160,8 +173,8 @@ def map_(self, tensor: Tensor, callable) -> Tensor:
     """Replace each element ``x`` by ``callable(x, y)``, ``y`` from ``tensor`` broadcast to this shape."""
     from .legacy_types import type_string
     _require_cpu(self, "map_")
-    if not isinstance(tensor, Tensor):
-        raise TypeError(f"map_(): argument 'other' (position 1) must be Tensor, not {type(tensor).__name__}")
+    tensor_argument("map_", "other", tensor, position=1)
+    _require_callable("map_", callable)
     if tensor.device.type != "cpu" or tensor.dtype is not self.dtype:
         raise TypeError(f"map_: expected {type_string(self)} for 'other' (got {type_string(tensor)})")
     other = F.reshape(F.expand(tensor, tuple(self.shape)), (-1,)).tolist()

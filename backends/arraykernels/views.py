@@ -15,8 +15,8 @@ def build(lib: ArrayLib) -> dict:
         return a[(slice(None),) * dim + (slice(start, end, step),)]
 
     def _unfold(a, dim, size, step):
-        if a.ndim == 0:
-            a = a.reshape(1)
+        if a.ndim == 0:  # the single window of shape (size,), as PyTorch unfolds a 0-d tensor
+            return windows_of(a.reshape(1), size, 0, True)[0]
         windows = windows_of(a, size, dim, True)
         return windows[(slice(None),) * dim + (slice(None, None, step),)]
 

@@ -19,7 +19,7 @@ from . import state
 
 def is_autocast_available(device_type: str) -> bool:
     """Whether ``device_type`` names a backend that is installed and can run here."""
-    return registry.available().get(device_type) == "available"
+    return registry.status(device_type) == "available"
 
 
 class autocast:
@@ -77,13 +77,13 @@ class autocast:
 def _can_autocast(device_type: str, dtype: DType) -> bool:
     """Whether a region on ``device_type`` in ``dtype`` can be enabled: False (with a warning) where the device
     type cannot run here or for float32; an error for a device type nobody provides or an unsupported dtype."""
-    known = registry.available()
-    if device_type not in known:
+    status = registry.status(device_type)
+    if status is None:
         raise DeviceError(f"autocast: unsupported device_type {device_type!r}; registered backends: "
-                          f"{', '.join(sorted(known)) or 'none'}")
-    if known[device_type] != "available":
+                          f"{', '.join(sorted(registry.available())) or 'none'}")
+    if status != "available":
         warnings.warn(f"User provided device_type of {device_type!r}, but it is not available here "
-                      f"({known[device_type]}). Disabling autocast.", stacklevel=3)
+                      f"({status}). Disabling autocast.", stacklevel=3)
         return False
     if dtype is float32:
         warnings.warn(f"In {device_type} autocast, but the target dtype float32 is not a low-precision dtype. "

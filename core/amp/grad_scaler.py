@@ -53,7 +53,7 @@ class _PerDevice:
 
 def _unavailable_reason(device_type: str) -> str | None:
     """Why tensors cannot be placed on ``device_type`` here, or None where they can."""
-    status = registry.available().get(device_type)
+    status = registry.status(device_type)
     if status is None:
         return f"no backend plugin provides device type {device_type!r}"
     if status != "available":

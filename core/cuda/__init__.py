@@ -7,19 +7,19 @@ cannot run. As in PyTorch, the seeding functions are silently ignored when CUDA 
 from __future__ import annotations
 
 from ..dispatch import registry
-from ..dispatch.errors import DeviceError
+from ..dispatch.errors import DeviceError, OutOfMemoryError
 
 _TYPE = "cuda"
 
 __all__ = ["is_available", "device_count", "current_device", "set_device", "synchronize", "memory_allocated",
            "max_memory_allocated", "memory_reserved", "reset_peak_memory_stats", "empty_cache", "manual_seed",
            "manual_seed_all", "seed_all", "get_rng_state", "set_rng_state", "unavailable_reason", "is_bf16_supported",
-           "amp"]
+           "amp", "OutOfMemoryError"]
 
 
 def _provider():
     """The registered cuda backend, or None (no plugin provides the device type)."""
-    return registry.backends().get(_TYPE)
+    return registry.backend_for(_TYPE)
 
 
 def unavailable_reason() -> str | None:

@@ -11,7 +11,8 @@ from .backend import Backend, DeviceTimer
 from .device import device
 from .dtypes import (ALL_DTYPES, FLOAT_DTYPES, INT_DTYPES, bfloat16, bool_, dtype, float16, float32, float64,
                      int8, int16, int32, int64, uint8)
-from .errors import BackendError, DeviceError, DtypeError, EmberError, ShapeError
+from .errors import (BackendError, DeviceError, DtypeError, EmberError, NumberOverflowError, OutOfMemoryError,
+                     OutOfRangeError, ShapeError)
 from .hookspecs import PLUGIN_API_VERSION, hookimpl, hookspec
 from .modes import DispatchMode, TorchDispatchMode
 from .plan import cached as cached_plans, clear as clear_plans, use_composite
@@ -22,5 +23,6 @@ from .schema import OPS, OpDef, composites, primitives
 __all__ = ["Backend", "DeviceTimer", "device", "dtype", "dtypes", "hookimpl", "hookspec", "PLUGIN_API_VERSION", "OPS", "OpDef",
            "primitives", "composites", "promote_types", "can_cast", "ALL_DTYPES", "FLOAT_DTYPES", "INT_DTYPES",
            "bool_", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32", "float64",
-           "view_strides", "EmberError", "DeviceError", "DtypeError", "ShapeError", "BackendError", "DispatchMode",
+           "view_strides", "EmberError", "DeviceError", "DtypeError", "ShapeError", "BackendError", "OutOfRangeError",
+           "OutOfMemoryError", "NumberOverflowError", "DispatchMode",
            "TorchDispatchMode", "use_composite", "clear_plans", "cached_plans"]

@@ -10,7 +10,7 @@ import operator
 
 from . import links, registry
 from .dtypes import as_dtype
-from .errors import DeviceError, describe
+from .errors import DeviceError, OutOfRangeError, describe
 from .schema import REQUIRED, OpDef
 
 NUMBER_TYPES = (bool, int, float)  # Python numbers an op takes as they are
@@ -49,13 +49,38 @@ def bind(op: OpDef, args: tuple, kwargs: dict) -> list:
 
 # -- attribute conversion --------------------------------------------------------------------
 
+def _argument(function: str, name: str, position: int | None) -> str:
+    at = "" if position is None else f" (position {position})"
+    return f"{function}(): argument '{name}'{at}"
+
+
+def int_argument(function: str, name: str, value, position: int | None = None) -> int:
+    """``value`` as an int (anything with ``__index__`` but a bool), else PyTorch's TypeError naming
+    ``function`` and the argument: one check for op attributes and for methods outside the schema."""
+    if value.__class__ is not bool:
+        try:
+            return operator.index(value)
+        except TypeError:
+            pass
+    raise TypeError(f"{_argument(function, name, position)} must be int, not {type(value).__name__}")
+
+
+def float_argument(function: str, name: str, value, position: int | None = None) -> float:
+    """``value`` as a float (a Python number or anything with ``__float__``), else PyTorch's TypeError."""
+    if isinstance(value, (int, float)) or hasattr(value, "__float__"):
+        return float(value)
+    raise TypeError(f"{_argument(function, name, position)} must be float, not {type(value).__name__}")
+
+
+def tensor_argument(function: str, name: str, value, position: int | None = None):
+    """``value`` itself when it is a Tensor, else PyTorch's TypeError naming ``function`` and the argument."""
+    if isinstance(value, links.tensor.type):
+        return value
+    raise TypeError(f"{_argument(function, name, position)} must be Tensor, not {type(value).__name__}")
+
+
 def _as_int(op, name, v):
-    if isinstance(v, bool):
-        raise TypeError(f"{op.name}(): argument '{name}' must be int, not bool")
-    try:
-        return operator.index(v)
-    except TypeError:
-        raise TypeError(f"{op.name}(): argument '{name}' must be int, not {type(v).__name__}") from None
+    return int_argument(op.name, name, v)
 
 
 def _as_int_list(op, name, v):
@@ -64,13 +89,18 @@ def _as_int_list(op, name, v):
     return (_as_int(op, name, v),)
 
 
-def wrap_dim(op_name: str, dim: int, ndim: int) -> int:
-    """A dim in [-ndim, ndim) made non-negative; 0-d tensors accept -1 and 0 like PyTorch."""
+def wrap_dim(op_name: str, dim: int, ndim: int, operand=None, scalar_ok: bool = True) -> int:
+    """A dim in [-ndim, ndim) made non-negative; 0-d tensors accept -1 and 0 like PyTorch, unless
+    ``scalar_ok`` is False (``size(dim)``: a 0-d tensor has no dimension to name). The one place that
+    raises PyTorch's "Dimension out of range"; ``operand``, the tensor the dim refers to, is described."""
     rank = max(ndim, 1)
-    if not -rank <= dim < rank:
-        raise IndexError(f"{op_name}: dim {dim} is out of range for a tensor with {ndim} dim(s) "
-                         f"(expected {-rank}..{rank - 1})")
-    return dim % rank
+    if -rank <= dim < rank and (ndim or scalar_ok):
+        return dim % rank
+    tensor = describe(operand) if operand is not None else "a tensor"
+    if not ndim and not scalar_ok:
+        raise OutOfRangeError(f"{op_name}: Dimension specified as {dim} but tensor has no dimensions ({tensor})")
+    raise OutOfRangeError(f"{op_name}: dim {dim} is out of range for {tensor} with {ndim} dims. Dimension out of "
+                          f"range (expected to be in range of [{-rank}, {rank - 1}], but got {dim})")
 
 
 def _all_ints(values: tuple) -> bool:
@@ -84,8 +114,9 @@ _PLAIN = {("int", int), ("int?", int), ("bool", bool), ("bool?", bool), ("float"
           ("str", str), ("str?", str), ("Scalar", int), ("Scalar", float), ("Scalar?", int), ("Scalar?", float)}
 
 
-def convert(op: OpDef, p, v, ndim: int):
-    """The value of parameter ``p`` as kernels take it (``ndim``: rank of the first tensor, for dims)."""
+def convert(op: OpDef, p, v, ndim: int, operand=None):
+    """The value of parameter ``p`` as kernels take it (``ndim``: rank of the first tensor, for dims;
+    ``operand``: that tensor, named in errors)."""
     t = p.type
     if v is p.default and p.default_is_canonical:
         return v
@@ -102,9 +133,9 @@ def convert(op: OpDef, p, v, ndim: int):
     if t in ("int", "int?"):
         return _as_int(op, p.name, v)
     if t in ("dim", "dim?"):
-        return wrap_dim(op.name, _as_int(op, p.name, v), ndim)
+        return wrap_dim(op.name, _as_int(op, p.name, v), ndim, operand)
     if t == "dim[]?":
-        dims = tuple(wrap_dim(op.name, d, ndim) for d in _as_int_list(op, p.name, v))
+        dims = tuple(wrap_dim(op.name, d, ndim, operand) for d in _as_int_list(op, p.name, v))
         if len(set(dims)) != len(dims):
             raise ValueError(f"{op.name}: dim {tuple(v) if isinstance(v, (list, tuple)) else v} "
                              f"repeats a dimension")
@@ -112,9 +143,7 @@ def convert(op: OpDef, p, v, ndim: int):
     if t in ("int[]", "int[]?"):
         return _as_int_list(op, p.name, v)
     if t in ("float", "float?"):
-        if not isinstance(v, (int, float)) and not hasattr(v, "__float__"):
-            raise TypeError(f"{op.name}(): argument '{p.name}' must be float, not {type(v).__name__}")
-        return float(v)
+        return float_argument(op.name, p.name, v)
     if t in ("bool", "bool?"):
         if not isinstance(v, (bool, int)):
             raise TypeError(f"{op.name}(): argument '{p.name}' must be bool, not {type(v).__name__}")
@@ -142,4 +171,4 @@ def convert(op: OpDef, p, v, ndim: int):
     return v  # Generator? and Any are converted where they are used
 
 
-__all__ = ["bind", "convert", "wrap_dim"]
+__all__ = ["bind", "convert", "wrap_dim", "int_argument", "float_argument", "tensor_argument"]

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from .errors import DeviceError
-from .plugins import backends
+from .plugins import backend_for, why_unknown
 
 
 class device:
@@ -17,7 +17,11 @@ class device:
                 return type_or_spec
             type_or_spec = type_or_spec.type
         key = (type_or_spec, index)
-        cached = cls._interned.get(key)
+        try:
+            cached = cls._interned.get(key)
+        except TypeError:  # an unhashable spec (a list) names no device
+            raise TypeError(f"device: expected a string like 'cpu' or 'opencl:0', got "
+                            f"{type(type_or_spec).__name__}") from None
         if cached is not None:
             return cached
         dev_type, dev_index = _parse(type_or_spec, index)
@@ -56,10 +60,8 @@ class device:
 
 def _check_known(dev_type: str, spec) -> None:
     """Unknown device types fail here, as in PyTorch, naming the types the installed plugins provide."""
-    known = backends()
-    if dev_type not in known:
-        raise DeviceError(f"device: unknown device type {dev_type!r} in {spec!r}; registered backends: "
-                          f"{', '.join(sorted(known)) or 'none'}")
+    if backend_for(dev_type) is None:
+        raise DeviceError(f"device: unknown device type {dev_type!r} in {spec!r}; {why_unknown(dev_type)}")
 
 
 def _parse(spec, index):

@@ -14,6 +14,8 @@ from a memo call themselves.
 from __future__ import annotations
 
 from . import links, modes, registry
+from .kernel_errors import KERNEL_ERRORS, kernel_error
+from .memory import check_addressable
 from .binding import NUMBER_TYPES as _NUMBER, bind, convert, wrap_dim
 from .defaults import get_default_device
 from .device import device as Device
@@ -43,13 +45,16 @@ def call(op: OpDef, args: tuple, kwargs: dict, modes_seeing_it: list | tuple = _
     else:
         values = bind(op, args, kwargs)
     key = plan_key(op, values)
-    if key is not None:
-        plan = table.get(key)
-        if plan is not None and not plan.validates_every_call:
-            if plan.converts:  # attributes whose converted form differs from what was passed (dim=-1 -> 0)
-                _converted(op, plan, values)
-            return plan.run(values)
-    return _validate_and_plan(op, values, grad_wanted(op, values), key).run(values)
+    plan = table.get(key) if key is not None else None
+    if plan is not None and not plan.validates_every_call:
+        if plan.converts:  # attributes whose converted form differs from what was passed (dim=-1 -> 0)
+            _converted(op, plan, values)
+    else:
+        plan = _validate_and_plan(op, values, grad_wanted(op, values), key)
+    try:  # free unless raised (Python 3.11): the fast path's entry points do the same
+        return plan.run(values)
+    except KERNEL_ERRORS as error:
+        raise kernel_error(plan, values, error) from None
 
 
 def run(op: OpDef, args: tuple, kwargs: dict):
@@ -226,8 +231,9 @@ def _checked_plan(op: OpDef, values: list, grad: bool, key) -> CallPlan:
     tensors, scalars, dev = _collect(op, values)
     params = op.params
     ndim = len(tensors[0]._data.shape) if tensors else 0
+    first = tensors[0] if tensors else None
     for i in op.attr_positions:
-        values[i] = convert(op, params[i], values[i], ndim)
+        values[i] = convert(op, params[i], values[i], ndim, first)
     if dev is None:
         dev_index = op.param_index.get("device")
         dev = values[dev_index] if dev_index is not None and values[dev_index] is not None else None
@@ -238,7 +244,8 @@ def _checked_plan(op: OpDef, values: list, grad: bool, key) -> CallPlan:
     _check_dtypes(op, compute, out, tensors, backend, dev)
     if op.normalize is not None:
         op.normalize(op, values)
-    op.meta(*values)  # validates shapes; raises ShapeError naming the op and operands
+    result_shapes = op.meta(*values)  # validates shapes; raises ShapeError naming the op and operands
+    check_addressable(op, result_shapes, out, dev, tensors, allocates=not op.view)
     if _activity != before and op not in _reads_values:
         _reads_values.add(op)  # the checks read tensor values: validate this op on every call
         for plan in cached(op):
@@ -385,6 +392,10 @@ def _collect(op: OpDef, values: list):
             scalars.append(v)
         else:
             raise TypeError(f"{op.name}(): argument '{p.name}' must be a Tensor, not {type(v).__name__}")
+    if not tensors and scalars:  # PyTorch's rule: a number may stand for a tensor operand, not for all of them
+        i = next(i for i in op.tensor_positions if isinstance(values[i], _NUMBER))
+        raise TypeError(f"{op.name}(): argument '{op.params[i].name}' (position {i + 1}) must be Tensor, not "
+                        f"{type(values[i]).__name__}")
     for t in tensors:
         if dev is None:
             dev = t._device

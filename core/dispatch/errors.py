@@ -22,6 +22,23 @@ class BackendError(EmberError):
     """A backend that is missing a kernel or failed."""
 
 
+class OutOfRangeError(EmberError, IndexError):
+    """A dim or an index value outside the range the op accepts (PyTorch raises IndexError for these)."""
+
+
+class OutOfMemoryError(EmberError):
+    """An allocation the device cannot make (``torch.OutOfMemoryError``, a RuntimeError, in PyTorch)."""
+
+
+class NumberOverflowError(EmberError, ValueError, OverflowError):
+    """A Python number that does not fit the dtype it is stored in. PyTorch raises RuntimeError, ValueError
+    or OverflowError for this depending on the path; this is each of them."""
+
+
+class DivisionByZeroError(EmberError, ZeroDivisionError):
+    """Integer division by zero (PyTorch raises RuntimeError "ZeroDivisionError"); also a ZeroDivisionError."""
+
+
 def describe(value) -> str:
     """``tensor(shape=(2, 3), dtype=float32, device=cpu)`` for a tensor, repr for anything else."""
     data = getattr(value, "_data", None)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from . import links, modes
 from .dispatcher import _validate_and_plan, call, simple_elementwise
 from .errors import EmberError
+from .kernel_errors import KERNEL_ERRORS, kernel_error
 from .meta import broadcast_shapes
 from .plan import store, table
 from .schema import OpDef
@@ -51,15 +52,18 @@ def make_unary(op: OpDef):
 
     def function(*args, **kwargs):
         if len(args) == 1 and not kwargs and not _active_modes:
-            a = args[0]
-            if a.__class__ is links.tensor.type:
-                grad = a.requires_grad and links.recorder.state.enabled
-                key = (op, a._device, a._dtype, grad)
-                plan = lookup(key)
-                if plan is None:
-                    plan = _fast_plan(op, key, a._device, a._dtype, grad)
-                if plan is not _GENERIC:
-                    return plan.run([a, *plan.attrs])
+            try:  # free unless raised (Python 3.11); the same hook as dispatcher.call's
+                a = args[0]
+                if a.__class__ is links.tensor.type:
+                    grad = a.requires_grad and links.recorder.state.enabled
+                    key = (op, a._device, a._dtype, grad)
+                    plan = lookup(key)
+                    if plan is None:
+                        plan = _fast_plan(op, key, a._device, a._dtype, grad)
+                    if plan is not _GENERIC:
+                        return plan.run([a, *plan.attrs])
+            except KERNEL_ERRORS as error:
+                raise kernel_error(plan, [*args, *plan.attrs], error) from None
         return call(op, args, kwargs)
     return function
 
@@ -70,36 +74,39 @@ def make_binary(op: OpDef):
 
     def function(*args, **kwargs):
         if len(args) == 2 and not kwargs and not _active_modes:
-            a, b = args
-            tensor_type = links.tensor.type
-            if a.__class__ is tensor_type:
-                if b.__class__ is tensor_type:
-                    if b._device is a._device and b._dtype is a._dtype:
-                        grad = (a.requires_grad or b.requires_grad) and links.recorder.state.enabled
-                        key = (op, a._device, a._dtype, grad)
+            try:  # free unless raised (Python 3.11); the same hook as dispatcher.call's
+                a, b = args
+                tensor_type = links.tensor.type
+                if a.__class__ is tensor_type:
+                    if b.__class__ is tensor_type:
+                        if b._device is a._device and b._dtype is a._dtype:
+                            grad = (a.requires_grad or b.requires_grad) and links.recorder.state.enabled
+                            key = (op, a._device, a._dtype, grad)
+                            plan = lookup(key)
+                            if plan is None:
+                                plan = _fast_plan(op, key, a._device, a._dtype, grad)
+                            if plan is not _GENERIC:
+                                if a._data.shape != b._data.shape:
+                                    broadcast_shapes(name, a._data.shape, b._data.shape)
+                                return plan.run([a, b, *plan.attrs])
+                    elif _small(b):
+                        grad = a.requires_grad and links.recorder.state.enabled
+                        key = (op, a._device, a._dtype, grad, b.__class__)
                         plan = lookup(key)
                         if plan is None:
-                            plan = _fast_plan(op, key, a._device, a._dtype, grad)
+                            plan = _fast_plan(op, key, a._device, a._dtype, grad, b)
                         if plan is not _GENERIC:
-                            if a._data.shape != b._data.shape:
-                                broadcast_shapes(name, a._data.shape, b._data.shape)
                             return plan.run([a, b, *plan.attrs])
-                elif _small(b):
-                    grad = a.requires_grad and links.recorder.state.enabled
-                    key = (op, a._device, a._dtype, grad, b.__class__)
+                elif b.__class__ is tensor_type and _small(a):
+                    grad = b.requires_grad and links.recorder.state.enabled
+                    key = (op, b._device, b._dtype, grad, a.__class__, 0)
                     plan = lookup(key)
                     if plan is None:
-                        plan = _fast_plan(op, key, a._device, a._dtype, grad, b)
+                        plan = _fast_plan(op, key, b._device, b._dtype, grad, a, scalar_first=True)
                     if plan is not _GENERIC:
                         return plan.run([a, b, *plan.attrs])
-            elif b.__class__ is tensor_type and _small(a):
-                grad = b.requires_grad and links.recorder.state.enabled
-                key = (op, b._device, b._dtype, grad, a.__class__, 0)
-                plan = lookup(key)
-                if plan is None:
-                    plan = _fast_plan(op, key, b._device, b._dtype, grad, a, scalar_first=True)
-                if plan is not _GENERIC:
-                    return plan.run([a, b, *plan.attrs])
+            except KERNEL_ERRORS as error:
+                raise kernel_error(plan, [*args, *plan.attrs], error) from None
         return call(op, args, kwargs)
     return function
 

@@ -1,7 +1,7 @@
 """Shape inference shared by the op declarations. Each helper raises ShapeError naming the op."""
 from __future__ import annotations
 
-from .errors import ShapeError, describe
+from .errors import OutOfRangeError, ShapeError, describe
 
 _broadcast_cache: dict = {}
 
@@ -60,6 +60,21 @@ def require(condition: bool, op_name: str, message: str, *operands) -> None:
     if not condition:
         suffix = f" ({', '.join(describe(o) for o in operands)})" if operands else ""
         raise ShapeError(f"{op_name}: {message}{suffix}")
+
+
+def require_dims(op_name: str, x, error: type = ShapeError) -> None:
+    """Raise ``error`` for a 0-d ``x``: ops that take one dimension's length need a dimension to take it from."""
+    if not shape(x):
+        raise error(f"{op_name}: expects at least a 1-dimensional tensor, got a 0-dim tensor ({describe(x)})")
+
+
+def check_index(op_name: str, x, dim: int, index: int) -> int:
+    """``index`` along ``dim`` of ``x`` made non-negative; OutOfRangeError naming both unless it is there."""
+    length = shape(x)[dim]
+    if not -length <= index < length:
+        raise OutOfRangeError(f"{op_name}(): index {index} out of range for dimension {dim} of size {length} "
+                              f"({describe(x)})")
+    return index % length
 
 
 def numel(shape_: tuple) -> int:

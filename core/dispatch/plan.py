@@ -22,6 +22,10 @@ from typing import Any, Callable, Iterator
 from .schema import OPS, OpDef
 
 _CACHE_SIZE = 4096
+#: Plans one op may hold. Keys hold attribute values, and a loop may pass a new one at every step (a decaying
+#: ``lerp`` weight, ``x[i]`` over a dataset, a varying ``clamp`` bound): each would add a plan (about 1 KB) until
+#: the table is full. Past this many, an op's oldest plan makes room, and the other ops' plans stay.
+_PLANS_PER_OP = 256
 
 
 class CallPlan:
@@ -55,23 +59,34 @@ class CallPlan:
 
 #: The one table of plans. Entry points read it directly (``table.get(key)``): a lookup runs on every call.
 table: dict = {}
+_keys_by_op: dict = {}  # op -> its keys in ``table``, oldest first (a dict as an ordered set)
 
 
 def store(key, plan: CallPlan) -> None:
+    """Cache ``plan`` under ``key`` (whose first item is the op), within both bounds."""
     if len(table) >= _CACHE_SIZE:
-        table.clear()
+        clear()
+    keys = _keys_by_op.get(key[0])
+    if keys is None:
+        keys = _keys_by_op[key[0]] = {}
+    if len(keys) >= _PLANS_PER_OP and key not in keys:
+        oldest = next(iter(keys))
+        del keys[oldest]
+        table.pop(oldest, None)
+    keys[key] = None
     table[key] = plan
 
 
 def cached(op: OpDef | str) -> list[CallPlan]:
     """The cached plans of ``op`` (for inspection and tests)."""
     op = OPS[op] if isinstance(op, str) else op
-    return [plan for plan in table.values() if plan.op is op]
+    return [plan for plan in table.values() if isinstance(plan, CallPlan) and plan.op is op]  # not fast path markers
 
 
 def clear() -> None:
     """Forget every cached plan; they are rebuilt on the next calls."""
     table.clear()
+    _keys_by_op.clear()
 
 
 _composite_only: dict[str, set | None] = {}  # op name -> device types forced to the composite (None: all)

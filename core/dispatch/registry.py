@@ -7,10 +7,11 @@ from __future__ import annotations
 from .backend import Backend
 from .device import device
 from .errors import DeviceError
-from .plugins import ENTRY_POINT_GROUP, available, backends, discover, register_plugin
+from .plugins import (ENTRY_POINT_GROUP, available, backend_for, backends, discover, loaded, on_backend_registered,
+                      register_plugin, status, unavailable_reason, why_unknown)
 
-__all__ = ["ENTRY_POINT_GROUP", "available", "backends", "discover", "get_backend", "register_plugin",
-           "resolve_device"]
+__all__ = ["ENTRY_POINT_GROUP", "available", "backend_for", "backends", "discover", "get_backend", "loaded",
+           "on_backend_registered", "register_plugin", "resolve_device", "status", "unavailable_reason"]
 
 _ready: dict[str, Backend] = {}
 
@@ -20,12 +21,10 @@ def get_backend(device_type: str) -> Backend:
     backend = _ready.get(device_type)
     if backend is not None:
         return backend
-    registered = backends()
-    backend = registered.get(device_type)
+    backend = backend_for(device_type)
     if backend is None:
-        known = ", ".join(sorted(registered)) or "none"
-        raise DeviceError(f"unknown device type {device_type!r}; registered backends: {known}")
-    reason = backend.unavailable_reason()
+        raise DeviceError(f"unknown device type {device_type!r}; {why_unknown(device_type)}")
+    reason = unavailable_reason(device_type)
     if reason is not None:
         raise DeviceError(f"{device_type}: unavailable: {reason}")
     _ready[device_type] = backend

@@ -7,7 +7,7 @@ dtype the kernel sees its promoted inputs in (None: inputs are passed through un
 """
 from __future__ import annotations
 
-from .dtypes import as_dtype, bool_, get_default_dtype, int64
+from .dtypes import as_dtype, bool_, get_default_dtype, int64, uint8
 from .promotion import result_type_of
 
 
@@ -25,6 +25,11 @@ def to_float(rt, op, values):
 def to_bool(rt, op, values):
     """Compare in the promoted type, answer in bool: eq, lt, logical_and, isnan."""
     return rt, bool_
+
+
+def truth(rt, op, values):
+    """any/all: bool, but uint8 answers in uint8 (PyTorch keeps it for backward compatibility)."""
+    return rt, (uint8 if rt is uint8 else bool_)
 
 
 def to_int64(rt, op, values):
@@ -81,5 +86,5 @@ def requested_dtype(op, values):
 
 #: Rules whose answer depends only on the operands' dtypes plus the values of the named parameters,
 #: so the dispatcher may cache it under that key.
-PURE_RULES = {same: (), to_float: (), to_bool: (), to_int64: (), with_indices: (), passthrough: (),
+PURE_RULES = {same: (), to_float: (), to_bool: (), truth: (), to_int64: (), with_indices: (), passthrough: (),
               accumulate: ("dtype",), float_or_requested: ("dtype",)}

@@ -155,7 +155,7 @@ def _write(proto: onnx.ModelProto, f) -> None:
     except ValueError as error:  # protobuf's 2 GB limit
         raise OnnxExporterError(f"ember.onnx.export: the model does not fit one ONNX file ({error})") from None
     if isinstance(f, (str, os.PathLike)):
-        with atomic_path(f) as temp, open(temp, "xb") as out:
+        with atomic_path(f) as temp, open(temp, "wb") as out:  # atomic_path made (and locks) the file
             out.write(data)
         return
     if not hasattr(f, "write"):

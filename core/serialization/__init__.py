@@ -19,7 +19,7 @@ from .atomic import atomic_path
 from .ember_format import MAGIC
 from .ember_reader import Decoder, read_header
 from .ember_writer import Encoder, write_checkpoint
-from .errors import CheckpointError, UnpicklingError
+from .errors import CheckpointError, UnpicklingError, in_file
 from .safe_globals import (BUILTIN_SAFE, add_safe_globals, clear_safe_globals, get_safe_globals, pickle_globals,
                            safe_globals, unsafe_among)
 from .safetensors_io import load_safetensors, save_safetensors
@@ -32,6 +32,7 @@ __all__ = ["CheckpointError", "UnpicklingError", "save", "load", "save_safetenso
            "get_unsafe_globals_in_checkpoint"]
 
 MAX_HEADER_BYTES = 256 * 2 ** 20  # refuse to read more JSON than this before anything is validated
+MAX_STREAM_BYTES = 2 ** 30  # a non-seekable stream is read into memory first, up to this many bytes
 
 
 def _is_path(f) -> bool:
@@ -51,7 +52,7 @@ def save(obj, f) -> None:
     encoder = Encoder()
     _, header = encoder.encode_root(obj)
     if _is_path(f):
-        with atomic_path(f) as temp, open(temp, "xb") as out:
+        with atomic_path(f) as temp, open(temp, "wb") as out:  # atomic_path created the file, and locks it
             write_checkpoint(header, encoder, out)
         return
     if not hasattr(f, "write"):
@@ -74,11 +75,12 @@ def load(f, map_location=None, weights_only: bool = True):
     """
     devices = DeviceMap(map_location)
     if _is_path(f):
-        with open(f, "rb") as stream:
+        with open(f, "rb") as stream, in_file("ember.load", f):
             return _load_stream(stream, devices, weights_only)
     if not hasattr(f, "read"):
         raise TypeError(f"ember.load: f must be a path or a binary file object, got {type_name(type(f))}")
-    return _load_stream(f, devices, weights_only)
+    with in_file("ember.load", f):
+        return _load_stream(f, devices, weights_only)
 
 
 def _load_stream(stream, devices: DeviceMap, weights_only: bool):
@@ -135,10 +137,11 @@ def _looks_like_pickle(head: bytes, tail: bytes) -> bool:
 def get_unsafe_globals_in_checkpoint(f) -> list[str]:
     """The ``module.qualname`` of every global the checkpoint's pickle names that ``weights_only`` loading
     would refuse (neither built in nor allowed with ``add_safe_globals``); read without unpickling."""
-    if _is_path(f):
-        with open(f, "rb") as stream:
-            return _unsafe_globals(stream)
-    return _unsafe_globals(f)
+    with in_file("get_unsafe_globals_in_checkpoint", f):
+        if _is_path(f):
+            with open(f, "rb") as stream:
+                return _unsafe_globals(stream)
+        return _unsafe_globals(f)
 
 
 def _unsafe_globals(stream) -> list[str]:

@@ -15,9 +15,11 @@ from ..dispatch.dtypes import bool_, dtype as DType
 from ..dispatch.errors import DeviceError, DtypeError
 from ..tensor import Tensor
 from .ember_format import FOOTER, HEAD, READABLE_VERSIONS, END_MAGIC, array_dtype, max_header_bytes
+from .containers import check_attributes, check_plain
 from .errors import CheckpointError, UnpicklingError
 from .safe_globals import BUILTIN_SAFE, allowed, refusal, unpickle
-from .tensors import AS_KEY, BIG_ENDIAN, DTYPES, NUMPY, DeviceMap, Step, format_path, make_tensor, type_name
+from .tensors import AS_KEY, BIG_ENDIAN, DTYPES, NUMPY, DeviceMap, Step, checked_shape, format_path, make_tensor, \
+    type_name
 
 def read_header(source) -> dict:
     """The footer, then the header JSON, each checked before the next read trusts it."""
@@ -69,12 +71,6 @@ def _check_extent(node: dict, data_end: int, what: str) -> tuple[int, int, int]:
     return offset, nbytes, crc
 
 
-def _check_shape(shape, what: str) -> tuple:
-    if not isinstance(shape, list) or not all(_is_int(s) and s >= 0 for s in shape):
-        raise CheckpointError(f"{what} has an invalid shape {shape!r}")
-    return tuple(shape)
-
-
 def _check_size(nbytes: int, shape: tuple, itemsize: int, dtype_name: str, what: str) -> None:
     expected = math.prod(shape) * itemsize
     if nbytes != expected:
@@ -93,7 +89,7 @@ class _TensorRecord:
         self.dtype = DTYPES.get(raw.get("dtype")) if isinstance(raw.get("dtype"), str) else None
         if self.dtype is None:
             raise CheckpointError(f"{what} has unknown dtype {raw.get('dtype')!r}; known: {', '.join(DTYPES)}")
-        self.shape = _check_shape(raw.get("shape"), what)
+        self.shape = checked_shape(raw.get("shape"), self.dtype.itemsize, what)
         self.device = raw.get("device")
         try:
             Device(self.device)
@@ -120,7 +116,7 @@ class _ArrayRecord:
         self.dtype = array_dtype(raw.get("dtype"))
         if self.dtype is None:
             raise CheckpointError(f"{what} has an unsupported dtype {raw.get('dtype')!r}")
-        self.shape = _check_shape(raw.get("shape"), what)
+        self.shape = checked_shape(raw.get("shape"), self.dtype.itemsize, what)
         self.scalar = raw.get("scalar", False)
         if type(self.scalar) is not bool or (self.scalar and self.shape):
             raise CheckpointError(f"{what} has an invalid scalar flag")
@@ -128,13 +124,20 @@ class _ArrayRecord:
         _check_size(self.nbytes, self.shape, self.dtype.itemsize, str(self.dtype), what)
 
 
-def _from_le_bytes(buffer: np.ndarray, dt: DType, shape: tuple) -> np.ndarray:
+def _from_le_bytes(buffer: np.ndarray, dt: DType, shape: tuple, what) -> np.ndarray:
     size = dt.itemsize
     if BIG_ENDIAN and size > 1:
         buffer = buffer.view(f"<u{size}").astype(f"=u{size}")
     if dt is bool_:
-        return (buffer != 0).reshape(shape)  # a byte other than 0/1 must not become a strange bool
+        _check_bools(buffer, what)
     return buffer.view(NUMPY[dt]).reshape(shape)
+
+
+def _check_bools(buffer: np.ndarray, what) -> None:
+    """ember.save writes bools as bytes 0 and 1; any other byte would become a strange bool, so it is damage."""
+    if buffer.size and buffer.max() > 1:
+        raise CheckpointError(f"the bool data of {format_path(what)} holds byte values other than 0 and 1: "
+                              f"the file is damaged")
 
 
 class Decoder:
@@ -152,6 +155,9 @@ class Decoder:
         self.loaded: dict[int, Tensor] = {}
         self.loaded_arrays: dict[int, Any] = {}
         self.objects: list | None = None
+        self.blobs: dict[tuple[int, int], tuple[np.ndarray, int]] = {}  # (offset, nbytes) -> (bytes read, crc32)
+        self.blob_bytes: dict[tuple[int, int], tuple[bytes, int]] = {}
+        self.bytes_read = 0
         self.tags = {"tuple": self._tuple, "dict": self._dict, "odict": self._dict, "float": self._float,
                      "bytes": self._bytes, "tensor": self._tensor, "ndarray": self._ndarray,
                      "object": self._object}
@@ -198,6 +204,7 @@ class Decoder:
         attrs = node.get("attrs", {}) if node["$"] == "odict" else {}
         if not isinstance(attrs, dict) or not all(n.isidentifier() and not n.startswith("__") for n in attrs):
             raise CheckpointError(f"the odict at {format_path(path)} has invalid attributes")
+        check_attributes(OrderedDict, attrs, format_path(path))
         return attrs
 
     def _float(self, node: dict, path: tuple) -> float:
@@ -207,14 +214,35 @@ class Decoder:
         return float(value)
 
     def _bytes(self, node: dict, path: tuple) -> bytes:
-        offset, nbytes, crc = _check_extent(node, self.data_end, f"the bytes at {format_path(path)}")
-        return self._read(offset, nbytes, crc, path).tobytes()
+        return self._read_bytes(*_check_extent(node, self.data_end, f"the bytes at {format_path(path)}"), path)
+
+    # Each blob is read once: records naming the same bytes share one buffer (views, as tensors over one
+    # PyTorch storage do; bytes are immutable, so they share one object), and all the blobs read together
+    # never exceed the file's data area, so records that overlap cannot make a small file take many times
+    # its size in memory.
 
     def _read(self, offset: int, nbytes: int, crc: int, path) -> np.ndarray:
-        buffer = self.source.read(offset, nbytes)
-        if zlib.crc32(buffer) != crc:
+        """The blob at ``offset`` as a writable uint8 array."""
+        return self._blob(self.blobs, self.source.read, offset, nbytes, crc, path)
+
+    def _read_bytes(self, offset: int, nbytes: int, crc: int, path) -> bytes:
+        """The blob at ``offset`` as bytes, read straight into one bytes object."""
+        return self._blob(self.blob_bytes, self.source.read_bytes, offset, nbytes, crc, path)
+
+    def _blob(self, cache: dict, read, offset: int, nbytes: int, crc: int, path):
+        key = (offset, nbytes)
+        if key not in cache:
+            if self.bytes_read + nbytes > self.data_end:
+                raise CheckpointError(f"the data of {format_path(path)} (bytes {offset}..{offset + nbytes}) overlaps "
+                                      f"data already read: its records would take more memory than the file's "
+                                      f"{self.data_end} bytes of data; the file is damaged or hostile")
+            self.bytes_read += nbytes
+            data = read(offset, nbytes)
+            cache[key] = (data, zlib.crc32(data))
+        data, actual = cache[key]
+        if actual != crc:
             raise CheckpointError(f"the data of {format_path(path)} fails its CRC-32 check: the file is damaged")
-        return buffer
+        return data
 
     @staticmethod
     def _index(node: dict, count: int, what: str, path) -> int:
@@ -236,7 +264,7 @@ class Decoder:
     def _load_tensor(self, record: _TensorRecord, path) -> Tensor:
         target = self.devices(record.device, path)
         array = _from_le_bytes(self._read(record.offset, record.nbytes, record.crc32, path), record.dtype,
-                               record.shape)
+                               record.shape, path)
         try:
             return make_tensor(array, record.dtype, target, record.requires_grad, record.parameter)
         except DtypeError as exc:
@@ -250,8 +278,9 @@ class Decoder:
         if index not in self.loaded_arrays:
             record = self.array_records[index]
             buffer = self._read(record.offset, record.nbytes, record.crc32, path)
-            array = (buffer != 0) if record.dtype.kind == "b" else buffer.view(record.dtype)
-            array = array.reshape(record.shape)
+            if record.dtype.kind == "b":
+                _check_bools(buffer, path)
+            array = buffer.view(record.dtype).reshape(record.shape)
             self.loaded_arrays[index] = array[()] if record.scalar else array
         return self.loaded_arrays[index]
 
@@ -264,7 +293,7 @@ class Decoder:
         if self.objects_node is None:
             return None
         extent = _check_extent(self.objects_node, self.data_end, "the pickled objects")
-        return self._read(*extent, "the pickled objects").tobytes()
+        return self._read_bytes(*extent, "the pickled objects")
 
     def _unpickle_objects(self, path) -> list:
         if self.objects is None:
@@ -276,6 +305,8 @@ class Decoder:
                                "the pickled objects of this checkpoint")
             if not isinstance(objects, list):
                 raise CheckpointError("the pickled objects of this checkpoint are not a list")
+            if self.weights_only:
+                check_plain(objects, "in the pickled objects of this checkpoint")
             self.objects = objects
         return self.objects
 

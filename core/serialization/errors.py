@@ -1,7 +1,10 @@
 """The exceptions of ``ember.serialization``."""
 from __future__ import annotations
 
+import contextlib
+import os
 import pickle
+from typing import Iterator
 
 from ..dispatch.errors import EmberError
 
@@ -15,3 +18,24 @@ class UnpicklingError(CheckpointError, pickle.UnpicklingError):
 
     Also a ``pickle.UnpicklingError``, which is what code written for ``torch.load`` catches.
     """
+
+
+def describe_file(f) -> str:
+    """How an error names the file it is about: its path, or the stream's name, or the kind of stream."""
+    if isinstance(f, (str, bytes, os.PathLike)):
+        return os.fsdecode(f)
+    name = getattr(f, "name", None)  # open() files know their path
+    return os.fsdecode(name) if isinstance(name, (str, bytes)) else f"<{type(f).__name__} stream>"
+
+
+@contextlib.contextmanager
+def in_file(function: str, f) -> Iterator[None]:
+    """Prefix every ``CheckpointError`` raised inside with ``function`` and the file, keeping its type and cause."""
+    try:
+        yield
+    except CheckpointError as exc:
+        message = str(exc.args[0]) if exc.args else ""
+        for prefix in (f"{function}: ", "ember.load: "):
+            message = message.removeprefix(prefix)
+        exc.args = (f"{function}: {describe_file(f)}: {message}",)
+        raise

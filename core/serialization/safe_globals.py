@@ -33,11 +33,20 @@ def _latin1_encode(text: str, encoding: str = "latin1") -> bytes:
     return text.encode("latin1")
 
 
+def _bytearray(*args) -> bytearray:
+    """What pickles write ``bytearray`` as, ``bytearray(data)``, but never ``bytearray(n)``: a few bytes of
+    pickle must not allocate n zero bytes."""
+    if args and not isinstance(args[0], (bytes, str)):
+        raise UnpicklingError(f"builtins.bytearray is allowed only over bytes or a string, got "
+                              f"{type(args[0]).__name__}")
+    return bytearray(*args)
+
+
 BUILTIN_SAFE: dict[str, Any] = {
     "collections.OrderedDict": OrderedDict,
     "builtins.set": set,
     "builtins.frozenset": frozenset,
-    "builtins.bytearray": bytearray,
+    "builtins.bytearray": _bytearray,
     "builtins.complex": complex,
     "builtins.slice": slice,
     "_codecs.encode": _latin1_encode,
@@ -120,7 +129,10 @@ def python3_name(module: str, name: str) -> tuple[str, str]:
     return _compat_pickle.IMPORT_MAPPING.get(module, module), name
 
 
-class _Unpickler(pickle.Unpickler):
+class _Unpickler(pickle._Unpickler):
+    """Python's own unpickler rather than the C one: the C unpickler sizes its memo table by the largest index
+    a PUT opcode names, so 13 bytes of pickle can allocate gigabytes; this one keeps the memo in a dict."""
+
     def __init__(self, stream, find: Callable[[str, str], Any], persistent_load: Callable[[Any], Any]) -> None:
         super().__init__(stream)
         self._find = find

@@ -6,10 +6,10 @@ import os
 from ..dispatch import registry
 from ..tensor import Tensor
 from .atomic import atomic_path
-from .errors import CheckpointError
-from .tensors import DTYPES, host_values, make_tensor, type_name
+from .errors import CheckpointError, in_file
+from .tensors import DTYPES, checked_shape, host_values, make_tensor, type_name
 
-_SAFETENSORS_DTYPES = {"BOOL", "U8", "I8", "I16", "I32", "I64", "F16", "BF16", "F32", "F64"}
+_ITEMSIZES = {"BOOL": 1, "U8": 1, "I8": 1, "I16": 2, "I32": 4, "I64": 8, "F16": 2, "BF16": 2, "F32": 4, "F64": 8}
 
 
 def save_safetensors(tensors: dict, path, metadata: dict | None = None) -> None:
@@ -31,15 +31,17 @@ def load_safetensors(path, device="cpu") -> dict:
     from safetensors import SafetensorError, safe_open
     dev = registry.resolve_device(device)
     out = {}
-    try:
-        with safe_open(os.fspath(path), framework="np") as f:
-            for name in f.keys():
-                code = f.get_slice(name).get_dtype()
-                if code not in _SAFETENSORS_DTYPES:
-                    raise CheckpointError(f"load_safetensors: tensor {name!r} has dtype {code}, which Ember does "
-                                          f"not support")
-                array = f.get_tensor(name)
-                out[name] = make_tensor(array, DTYPES[array.dtype.name], dev)
-    except SafetensorError as exc:
-        raise CheckpointError(f"load_safetensors: {os.fspath(path)} is not a valid safetensors file: {exc}") from None
+    with in_file("load_safetensors", path):
+        try:
+            with safe_open(os.fspath(path), framework="np") as f:
+                for name in f.keys():
+                    record = f.get_slice(name)
+                    code = record.get_dtype()
+                    if code not in _ITEMSIZES:
+                        raise CheckpointError(f"tensor {name!r} has dtype {code}, which Ember does not support")
+                    checked_shape(record.get_shape(), _ITEMSIZES[code], f"tensor {name!r}")
+                    array = f.get_tensor(name)
+                    out[name] = make_tensor(array, DTYPES[array.dtype.name], dev)
+        except SafetensorError as exc:
+            raise CheckpointError(f"not a valid safetensors file: {exc}") from None
     return out

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import io
 import os
+import sys
 
 import numpy as np
 
@@ -10,13 +11,14 @@ from .errors import CheckpointError
 
 
 class Source:
-    """The checkpoint starts at the stream's position; pipes and sockets are read into memory first."""
+    """The checkpoint starts at the stream's position; pipes and sockets are read into memory first, up to
+    ``ember.serialization.MAX_STREAM_BYTES``."""
 
     def __init__(self, stream) -> None:
         if isinstance(stream, io.TextIOBase):
             raise TypeError("ember.load: the file is open in text mode; open it in binary mode ('rb')")
         if not (hasattr(stream, "seekable") and stream.seekable()):
-            stream = io.BytesIO(stream.read())  # a pipe or socket: the footer is at the end
+            stream = _read_bounded(stream)  # a pipe or socket: the footer is at the end
         self.stream = stream
         self.base = stream.tell()
         self.size = stream.seek(0, os.SEEK_END) - self.base
@@ -41,6 +43,14 @@ class Source:
             filled += count
         return buffer
 
+    def read_bytes(self, offset: int, nbytes: int) -> bytes:
+        """Like ``read``, as bytes: one read where the stream returns it all at once (files do), else a copy."""
+        self.stream.seek(self.base + offset)
+        data = self.stream.read(nbytes)
+        if isinstance(data, bytes) and len(data) == nbytes:
+            return data
+        return self.read(offset, nbytes).tobytes()
+
     def head(self, nbytes: int) -> bytes:
         return bytes(self.read(0, min(nbytes, self.size)))
 
@@ -57,3 +67,28 @@ class Source:
     def finish(self) -> None:
         """Leave the stream after the checkpoint, as a read would."""
         self.stream.seek(self.base + self.size)
+
+
+_CHUNK = 2 ** 20
+
+
+def max_stream_bytes() -> int:
+    """The knob ``ember.serialization.MAX_STREAM_BYTES``, read at each load so that it can be changed."""
+    return sys.modules[__package__].MAX_STREAM_BYTES
+
+
+def _read_bounded(stream) -> io.BytesIO:
+    """A non-seekable stream's bytes, read in chunks up to the limit, so that an endless one ends clearly."""
+    limit = max_stream_bytes()
+    buffer = io.BytesIO()
+    while True:
+        chunk = stream.read(min(_CHUNK, limit + 1 - buffer.tell()))
+        if not chunk:
+            break
+        buffer.write(chunk)
+        if buffer.tell() > limit:
+            raise CheckpointError(f"the stream is not seekable, so ember.load reads it into memory first, and it "
+                                  f"goes on past {limit} bytes (ember.serialization.MAX_STREAM_BYTES); save the "
+                                  f"checkpoint to a file, or pass a seekable file object")
+    buffer.seek(0)
+    return buffer

@@ -12,6 +12,7 @@ from ..dispatch.device import device as Device
 from ..dispatch.dtypes import ALL_DTYPES, dtype as DType
 from ..dispatch.errors import DeviceError, DtypeError
 from ..tensor import Tensor, wrap
+from .errors import CheckpointError
 
 DTYPES = {d.name: d for d in ALL_DTYPES}
 NUMPY = {d: np.dtype(ml_dtypes.bfloat16) if d.name == "bfloat16" else np.dtype(d.name) for d in ALL_DTYPES}
@@ -41,6 +42,38 @@ def format_path(path) -> str:
     if isinstance(path, str):
         return path
     return "obj" + "".join(step.text if isinstance(step, Step) else f"[{step!r}]" for step in path)
+
+
+# -- shapes a checkpoint may claim ----------------------------------------------------------------------------
+
+MAX_DIMS = 64  # NumPy's limit (NPY_MAXDIMS), so every Ember backend's host arrays can hold the tensor
+_MAX_BYTES = int(np.iinfo(np.intp).max)  # the largest array NumPy can address
+
+
+def checked_shape(shape, itemsize: int, what: str) -> tuple[int, ...]:
+    """``shape`` as a tuple once it is a list or tuple of at most ``MAX_DIMS`` non-negative ints whose
+    elements NumPy can address (zero-size shapes included: NumPy refuses ``(0, 2**62)`` of float32 too)."""
+    if not isinstance(shape, (list, tuple)) or not all(type(n) is int and n >= 0 for n in shape):
+        raise CheckpointError(f"{what} has an invalid shape {_short(shape)}: expected a list of non-negative ints")
+    if len(shape) > MAX_DIMS:
+        raise CheckpointError(f"{what} has {len(shape)} dimensions; Ember (like NumPy) supports at most {MAX_DIMS}")
+    nbytes = itemsize
+    for n in shape:
+        nbytes *= max(n, 1)
+    if nbytes > _MAX_BYTES:
+        raise CheckpointError(f"{what} has shape {_short(list(shape))}, too large to address "
+                              f"(more than {_MAX_BYTES} bytes even where a zero dimension makes it empty)")
+    return tuple(shape)
+
+
+def addressable(count: int, itemsize: int) -> bool:
+    """Whether ``count`` elements of ``itemsize`` bytes is a byte count NumPy can address (offsets, strides)."""
+    return 0 <= count * itemsize <= _MAX_BYTES
+
+
+def _short(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:76] + " ..."
 
 
 # -- tensors to and from host arrays ------------------------------------------------------------------------

@@ -20,10 +20,11 @@ import numpy as np
 
 from ..dispatch.device import device as Device
 from ..dispatch.dtypes import dtype as DType
-from ..dispatch.errors import DtypeError
+from ..dispatch.errors import DeviceError, DtypeError
+from .containers import check_plain
 from .errors import CheckpointError, UnpicklingError
 from .safe_globals import BUILTIN_SAFE, allowed, pickle_globals, refusal, unpickle
-from .tensors import DTYPES, NUMPY, DeviceMap, make_tensor
+from .tensors import DTYPES, NUMPY, DeviceMap, addressable, checked_shape, make_tensor
 
 LEGACY_MAGIC_NUMBER = 0x1950A86A20F9469CFC6C
 LEGACY_PROTOCOL_VERSION = 1001
@@ -112,17 +113,20 @@ class _Rebuilder:
         return Parameter(data, requires_grad=requires_grad)
 
     def _tensor(self, storage: Storage, dt: DType, offset, size, stride, requires_grad, metadata):
-        size, stride = _int_tuple(size, "size"), _int_tuple(stride, "stride")
-        if len(size) != len(stride) or type(offset) is not int or offset < 0 or min(size + stride, default=0) < 0:
+        size = checked_shape(_int_tuple(size, "size"), dt.itemsize, "a tensor of this checkpoint")
+        stride = _int_tuple(stride, "stride")
+        elements = storage.elements(dt)
+        if len(size) != len(stride) or type(offset) is not int or not 0 <= offset <= elements.size \
+                or not all(addressable(s, dt.itemsize) for s in stride):
             raise CheckpointError(f"ember.load: a tensor of this checkpoint has an invalid layout: offset "
-                                  f"{offset!r}, size {list(size)}, stride {list(stride)}")
+                                  f"{offset!r}, size {list(size)}, stride {list(stride)} over a storage of "
+                                  f"{elements.size} {dt.name} elements")
         if metadata:
             raise CheckpointError(f"ember.load: a tensor of this checkpoint carries {metadata!r} (conjugate or "
                                   f"negative bits), which Ember does not support")
         if type(requires_grad) is not bool or (requires_grad and not dt.is_floating_point):
             raise CheckpointError(f"ember.load: a {dt.name} tensor of this checkpoint has requires_grad "
                                   f"{requires_grad!r}")
-        elements = storage.elements(dt)
         if math.prod(size) == 0:
             host = np.empty(size, NUMPY[dt])
         else:
@@ -133,7 +137,7 @@ class _Rebuilder:
                                       f"{elements.size} {dt.name} elements: the file is damaged")
             itemsize = elements.itemsize
             host = np.ndarray(size, elements.dtype, elements, offset * itemsize, [s * itemsize for s in stride])
-        target = self.devices(storage.location, "in this torch checkpoint")
+        target = self.devices(storage.location, f"a tensor saved on {storage.location}")
         if target.type != "cpu":
             host = np.ascontiguousarray(host)  # views share memory on the CPU only
         try:
@@ -205,10 +209,19 @@ def _storage_id(pid, legacy: bool) -> tuple[StorageType, str, str, int, Any]:
     if not (isinstance(pid, tuple) and len(pid) == size and _ascii(pid[0]) == "storage"):
         raise CheckpointError(f"ember.load: unexpected persistent id {pid!r} in this torch checkpoint")
     kind, key, location, numel = pid[1], _ascii(pid[2]), _ascii(pid[3]), pid[4]
-    if not isinstance(kind, StorageType) or not isinstance(key, str) or not isinstance(location, str) \
-            or type(numel) is not int or numel < 0:
+    if not isinstance(kind, StorageType) or not isinstance(key, str) or not _is_device(location) \
+            or type(numel) is not int or not addressable(numel, kind.itemsize):
         raise CheckpointError(f"ember.load: malformed storage reference {pid!r} in this torch checkpoint")
     return kind, key, location, numel, pid[5] if legacy else None
+
+
+def _is_device(location) -> bool:
+    """Whether a storage's location is a device string at all (whether that device is here is asked later)."""
+    try:
+        Device(location)
+    except (DeviceError, TypeError, ValueError):
+        return False
+    return isinstance(location, str)
 
 
 def _ascii(value):
@@ -237,18 +250,49 @@ def _open_zip(stream) -> tuple[zipfile.ZipFile, str]:
     return archive, pickles[0][:-len("data.pkl")]
 
 
-def _read_member(archive: zipfile.ZipFile, name: str) -> bytes:
+class _Budget:
+    """What reading an archive's records may allocate in all: the archive's own size. torch.save stores
+    records uncompressed and apart, so a real checkpoint always fits; records that overlap (one member's
+    bytes inside another's) or that inflate from a few compressed bytes do not."""
+
+    def __init__(self, stream) -> None:
+        self.left = stream.seek(0, 2)
+        stream.seek(0)
+
+    def charge(self, nbytes: int, name: str) -> None:
+        if nbytes > self.left:
+            raise CheckpointError(f"ember.load: record {name} of this torch.save archive holds {nbytes} bytes, "
+                                  f"more than the archive has left to give ({self.left}): its records overlap or "
+                                  f"inflate beyond the file's size (a zip bomb?)")
+        self.left -= nbytes
+
+
+_CHUNK = 2 ** 20
+
+
+def _read_member(archive: zipfile.ZipFile, name: str, budget: _Budget) -> np.ndarray:
+    """A record's bytes, CRC-checked, read in chunks into one writable buffer of its declared size."""
     try:
-        return archive.read(name)
+        info = archive.getinfo(name)
+        budget.charge(info.file_size, name)
+        buffer = np.empty(info.file_size, np.uint8)
+        view, filled = memoryview(buffer), 0
+        with archive.open(info) as member:  # reading its last byte checks its CRC-32
+            while filled < info.file_size and (chunk := member.read(min(_CHUNK, info.file_size - filled))):
+                view[filled:filled + len(chunk)] = chunk
+                filled += len(chunk)
+        if filled != info.file_size:
+            raise zipfile.BadZipFile(f"the record ends after {filled} of {info.file_size} bytes")
     except _ZIP_ERRORS as exc:
         raise CheckpointError(f"ember.load: cannot read {name} from this torch.save archive (truncated or "
                               f"damaged): {exc}") from None
+    return buffer
 
 
-def _byteorder(archive: zipfile.ZipFile, prefix: str) -> str:
+def _byteorder(archive: zipfile.ZipFile, prefix: str, budget: _Budget) -> str:
     if prefix + "byteorder" not in archive.namelist():
         return "little"  # files from before PyTorch recorded it were written on little-endian machines
-    order = _read_member(archive, prefix + "byteorder").decode("ascii", "replace")
+    order = _read_member(archive, prefix + "byteorder", budget).tobytes().decode("ascii", "replace")
     if order not in ("little", "big"):
         raise CheckpointError(f"ember.load: this torch.save archive records byte order {order!r}")
     return order
@@ -261,30 +305,39 @@ def _native(buffer: np.ndarray, itemsize: int, order: str) -> np.ndarray:
 
 
 def load_zip(stream, devices: DeviceMap, weights_only: bool):
+    budget = _Budget(stream)
     archive, prefix = _open_zip(stream)
-    order = _byteorder(archive, prefix)
+    order = _byteorder(archive, prefix, budget)
     storages: dict[str, Storage] = {}
 
     def persistent_load(pid):
         kind, key, location, numel, _ = _storage_id(pid, legacy=False)
         storage = storages.get(key)
         if storage is None:
-            raw = _read_member(archive, f"{prefix}data/{key}")
-            if len(raw) < numel * kind.itemsize:
-                raise CheckpointError(f"ember.load: storage {key} holds {len(raw)} bytes, but the pickle expects "
-                                      f"{numel} elements of {kind.name}: the file is damaged")
-            buffer = _native(np.frombuffer(raw, np.uint8).copy(), kind.itemsize, order)
-            storage = storages[key] = Storage(buffer, kind, location)
+            buffer = _read_member(archive, f"{prefix}data/{key}", budget)
+            if buffer.nbytes < numel * kind.itemsize:
+                raise CheckpointError(f"ember.load: storage {key} holds {buffer.nbytes} bytes, but the pickle "
+                                      f"expects {numel} elements of {kind.name}: the file is damaged")
+            storage = storages[key] = Storage(_native(buffer, kind.itemsize, order), kind, location)
         return storage
 
     find = _finder(_torch_globals(_Rebuilder(devices)), weights_only)
-    data = _read_member(archive, prefix + "data.pkl")
-    return unpickle(data, find, persistent_load, "the pickle (data.pkl) of this torch.save file")
+    data = _read_member(archive, prefix + "data.pkl", budget).tobytes()
+    return _plain(unpickle(data, find, persistent_load, "the pickle (data.pkl) of this torch.save file"),
+                  weights_only)
+
+
+def _plain(result, weights_only: bool):
+    if weights_only:
+        check_plain(result, "in this torch.save file")
+    return result
 
 
 def zip_globals(stream) -> list[str]:
+    budget = _Budget(stream)
     archive, prefix = _open_zip(stream)
-    return pickle_globals(_read_member(archive, prefix + "data.pkl"), "data.pkl of this torch.save file")
+    return pickle_globals(_read_member(archive, prefix + "data.pkl", budget).tobytes(),
+                          "data.pkl of this torch.save file")
 
 
 # -- the legacy format: magic number, protocol, system info, the pickle, storage keys, raw storages ----------
@@ -395,6 +448,9 @@ def load_legacy(stream, devices: DeviceMap, weights_only: bool):
         if not (isinstance(view, tuple) and len(view) == 3 and all(type(v) is int for v in view[1:])):
             raise CheckpointError(f"ember.load: malformed storage view {view!r} in this legacy torch.save file")
         view_key, offset, size = _ascii(view[0]), view[1] * kind.itemsize, view[2] * kind.itemsize
+        if not (isinstance(view_key, str) and 0 <= offset and 0 <= size and offset + size <= root.buffer.nbytes):
+            raise CheckpointError(f"ember.load: storage view {view!r} does not lie inside storage {key} "
+                                  f"({root.buffer.nbytes // kind.itemsize} elements) in this legacy torch.save file")
         if view_key not in storages:
             storages[view_key] = Storage(root.buffer[offset:offset + size], kind, location)
         return storages[view_key]
@@ -402,7 +458,7 @@ def load_legacy(stream, devices: DeviceMap, weights_only: bool):
     find = _finder(_torch_globals(_Rebuilder(devices)), weights_only)
     result = unpickle(stream, find, persistent_load, "the pickle of this legacy torch.save file")
     stream.seek(end)
-    return result
+    return _plain(result, weights_only)
 
 
 def legacy_globals(stream) -> list[str]:

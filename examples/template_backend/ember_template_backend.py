@@ -205,6 +205,8 @@ def _expand(a, size):
 
 
 def _unfold(a, dim, size, step):
+    if a.ndim == 0:  # the single window of shape (size,), as PyTorch unfolds a 0-d tensor
+        return _unfold(a.reshape(1), 0, size, step)[0]
     windows = np.lib.stride_tricks.sliding_window_view(a.reshape(a.shape or (1,)), size, axis=dim,
                                                        writeable=True)
     return windows[(slice(None),) * dim + (slice(None, None, step),)]

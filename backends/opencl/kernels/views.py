@@ -32,8 +32,8 @@ def _slice(a: CLArray, dim, start, end, step):
 
 
 def _unfold(a: CLArray, dim, size, step):
-    if a.ndim == 0:
-        a = a.view_as((1,), (1,))
+    if a.ndim == 0:  # the single window of shape (size,), as PyTorch unfolds a 0-d tensor
+        return a.view_as((size,), (1,))
     shape, strides = list(a.shape), list(a.strides)
     shape[dim] = (a.shape[dim] - size) // step + 1
     strides[dim] = a.strides[dim] * step

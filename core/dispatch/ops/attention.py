@@ -18,7 +18,7 @@ from ..errors import DtypeError
 from ..meta import broadcast_shapes, require, shape
 from ..schema import Sample, defop
 from . import F
-from .losses import _widened
+from .opmath import in_opmath
 
 _NAME = "scaled_dot_product_attention"
 
@@ -240,7 +240,7 @@ def _onnx(g, query, key, value, attn_mask, dropout_p, is_causal, scale, enable_g
 defop("scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Index? attn_mask=None, "
       "float dropout_p=0.0, bool is_causal=False, *, float? scale=None, bool enable_gqa=False)", "nn",
       kind="composite", promotion=_promotion, dtypes="float", meta=_meta, normalize=_normalize,
-      composite=_widened(_scaled_dot_product_attention), reference=_reference, samples=_samples, method=False,
+      composite=in_opmath(_scaled_dot_product_attention), reference=_reference, samples=_samples, method=False,
       tolerances={"float16": (2e-2, 2e-2), "bfloat16": (5e-2, 5e-2)}, autocast="lower",
       onnx=_onnx,
       doc="softmax(query @ key^T * scale + attn_mask) @ value over the last two dims; a bool attn_mask marks with "

@@ -8,6 +8,7 @@ import numpy as np
 from .. import rules
 from ..dtypes import float64, get_default_dtype, int64
 from ..errors import ShapeError
+from ..overflow import check_fits
 from ..schema import Sample, defop
 from . import F
 
@@ -104,7 +105,16 @@ defop(f"arange(Scalar start, Scalar? end=None, Scalar step=1, {_TAIL})", "creati
       reference=lambda start, end=None, step=1, dtype=None, device=None:
       np.arange(0, start, step) if end is None else np.arange(start, end, step),
       doc="start, start + step, ... up to but excluding end; integer arguments give int64")
-defop(f"full(int[] size, Scalar fill_value, {_TAIL})", "creation", promotion=rules.creation, meta=_size_meta,
+def _full_promotion(rt, op, values):
+    """rules.creation, and PyTorch's refusal of a fill value the dtype cannot hold (full((2,), 300,
+    dtype=int8)); ``fill_``, ``zero_`` and item assignment store numbers through full, so this checks them too."""
+    compute, out = rules.creation(rt, op, values)
+    if isinstance(values[1], (int, float)):  # a number (the conformance suite asks about dtypes with none)
+        check_fits("full", values[1], out)
+    return compute, out
+
+
+defop(f"full(int[] size, Scalar fill_value, {_TAIL})", "creation", promotion=_full_promotion, meta=_size_meta,
       samples=_full_samples, onnx=_full_onnx,
       method=False, reference=lambda size, value, dtype=None, device=None: np.full(size, value),
       doc="the dtype follows fill_value when not given: full((2,), 3) is int64")

@@ -7,11 +7,12 @@ import numpy as np
 
 from .. import rules
 from ..dtypes import bool_, get_default_dtype
-from ..errors import DtypeError
+from ..errors import DtypeError, describe_all
 from ..meta import elementwise as broadcast_meta, require, shape
 from ..schema import FLOAT32_ON_CUDA, Sample, defop
 from . import F
 from .onnx_support import as_bool, as_ordered, constant_like, python_mod_fix, trunc, where
+from .opmath import in_opmath
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])
 
@@ -225,8 +226,26 @@ _binary("add", lambda a, b, alpha=1: a + _scaled(a, b, alpha), extra=", *, Scala
         samples=_alpha_samples, onnx=_add_onnx,
         scalar=lambda alpha: "input + other" if alpha == 1 else "input + alpha * other",
         doc="input + alpha * other", derivative=lambda grad, alpha: (grad, grad if alpha == 1 else F.mul(grad, alpha)))
+def _is_bool(value) -> bool:
+    """A bool tensor or a Python bool (which PyTorch wraps as a bool tensor)."""
+    return value.__class__ is bool or getattr(value, "_dtype", None) is bool_
+
+
+def _sub_promotion(rt, op, values):
+    """PyTorch's rule: no bool operand at all, with its hint at what was meant."""
+    operands = values[:2]
+    if _is_bool(operands[0]) and _is_bool(operands[1]):
+        raise DtypeError("sub: Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` "
+                         f"or `logical_xor()` operator instead. ({describe_all(operands)})")
+    if _is_bool(operands[0]) or _is_bool(operands[1]):
+        raise DtypeError("sub: Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying "
+                         "to invert a mask, use the `~` or `logical_not()` operator instead. "
+                         f"({describe_all(operands)})")
+    return rules.same(rt, op, values)
+
+
 _binary("sub", lambda a, b, alpha=1: a - _scaled(a, b, alpha), extra=", *, Scalar alpha=1", dtypes="numeric",
-        inplace=True, samples=_alpha_samples, doc="input - alpha * other", onnx=_sub_onnx,
+        promotion=_sub_promotion, inplace=True, samples=_alpha_samples, doc="input - alpha * other", onnx=_sub_onnx,
         scalar=lambda alpha: "input - other" if alpha == 1 else "input - alpha * other",
         derivative=lambda grad, alpha: (grad, F.neg(grad) if alpha == 1 else F.mul(grad, -alpha)))
 _binary("mul", np.multiply, inplace=True, scalar="input * other", onnx=_mul_onnx,
@@ -276,6 +295,10 @@ def _pow_derivative(grad, input, other, result):
         return F.mul(grad, F.mul(F.pow(input, other - 1), other)), None
     slope = F.mul(other, F.pow(input, F.sub(other, 1)))
     grad_input = F.mul(grad, F.where(F.eq(other, 0), F.zeros_like(slope), slope))
+    if not hasattr(input, "_data"):  # a Python number base (2 ** t): its log is a number too
+        log_input = math.log(input) if input > 0 else -math.inf if input == 0 else math.nan
+        log_base = F.where(F.ge(other, 0), 0.0, log_input) if input == 0 else log_input
+        return grad_input, F.mul(grad, F.mul(result, log_base))
     log_base = F.where(F.logical_and(F.eq(input, 0), F.ge(other, 0)), F.zeros_like(result), F.log(input))
     return grad_input, F.mul(grad, F.mul(result, log_base))
 
@@ -442,8 +465,15 @@ def _clamp(x, min=None, max=None):
 
 
 def _clamp_check(op, values):
-    if values[1] is None and values[2] is None:
+    """PyTorch's overloads: bounds are both numbers (a 0-d tensor counts as one) or both tensors; not both None."""
+    x, low, high = values
+    if low is None and high is None:
         raise ValueError("clamp: at least one of 'min' or 'max' must not be None")
+    tensors = [b for b in (low, high) if hasattr(b, "_data") and b._data.shape != ()]
+    numbers = [b for b in (low, high) if b is not None and not hasattr(b, "_data")]
+    if tensors and numbers:
+        raise TypeError(f"clamp(): min and max must both be numbers or both be tensors, got min={describe_all([low])} "
+                        f"and max={describe_all([high])} for input {describe_all([x])}")
 
 
 def _clamp_reference(x, min=None, max=None):
@@ -483,10 +513,19 @@ defop("clamp(Tensor input, Tensor? min=None, Tensor? max=None)", "elementwise", 
       derivative=_clamp_derivative,
       composite=_clamp, reference=_clamp_reference, inplace=True, doc="min(max(input, min), max)")
 
+@in_opmath
+def _lerp(x, end, w):
+    """PyTorch's two-sided formula (exact at weight 0 and 1), in float32 for half precision."""
+    difference = F.sub(end, x)
+    if not hasattr(w, "_data"):  # a Python number picks its side once
+        return F.add(x, F.mul(difference, w)) if w < 0.5 else F.sub(end, F.mul(difference, 1 - w))
+    return F.where(F.lt(w, 0.5), F.add(x, F.mul(w, difference)), F.sub(end, F.mul(difference, F.sub(1, w))))
+
+
 defop("lerp(Tensor input, Tensor end, Tensor weight)", "elementwise", kind="composite",
-      promotion=rules.same, dtypes="float", meta=broadcast_meta("lerp"),
-      composite=lambda x, end, w: F.add(x, F.mul(w, F.sub(end, x))),
-      reference=lambda x, end, w: x + w * (end - x), inplace=True, doc="input + weight * (end - input)",
-      scalar="input + weight * (end - input)")
+      promotion=rules.same, dtypes="float", meta=broadcast_meta("lerp"), composite=_lerp,
+      reference=lambda x, end, w: np.where(np.less(w, 0.5), x + w * (end - x), end - (end - x) * (1 - w)),
+      inplace=True, doc="input + weight * (end - input)",
+      scalar="where(weight < 0.5, input + weight * (end - input), end - (end - input) * (1 - weight))")
 
 __all__ = ["shape"]

@@ -14,8 +14,9 @@ import numpy as np
 from .. import rules
 from ..dispatcher import note_value_read, wrap_dim
 from ..dtypes import bool_, int32, int64
-from ..errors import DtypeError, ShapeError, describe
+from ..errors import DtypeError, OutOfRangeError, ShapeError, describe
 from ..meta import broadcast_shapes, numel, require, shape
+from ..overflow import check_fits
 from ..schema import Sample, defop
 from . import F
 from .onnx_support import INT64_MIN, as_ordered, index_as_int64, rank, size_of, where
@@ -55,7 +56,7 @@ def _check_mask_dtype(op_name: str, mask) -> None:
 
 
 def _check_range(op_name: str, index, dim: int, size: int, negative_ok: bool) -> int:
-    """Raise IndexError unless every index fits dim; return the smallest (0 for an empty index).
+    """Raise OutOfRangeError unless every index fits dim; return the smallest (0 for an empty index).
 
     Uses Ember reductions so it runs on any backend; this is the one data-dependent check.
     """
@@ -70,8 +71,8 @@ def _check_range(op_name: str, index, dim: int, size: int, negative_ok: bool) ->
     bad = high if high >= size else (low if low < (-size if negative_ok else 0) else None)
     if bad is not None:
         accepted = f"{-size}..{size - 1}" if negative_ok else f"0..{size - 1}"
-        raise IndexError(f"{op_name}: index {bad} is out of bounds for dim {dim} with size {size} "
-                         f"(expected {accepted if size else 'no index: the dim is empty'})")
+        raise OutOfRangeError(f"{op_name}: index {bad} is out of bounds for dim {dim} with size {size} "
+                              f"(expected {accepted if size else 'no index: the dim is empty'}; {describe(index)})")
     _checked_indices.remember(index, key, low)
     return low
 
@@ -141,7 +142,7 @@ defop("nonzero(Tensor input, *, bool as_tuple=False)", "indexing", kind="composi
 def _unbind_meta(x, dim=0):
     in_shape = shape(x)
     if not in_shape:
-        raise IndexError(f"unbind: cannot unbind a 0-d tensor ({describe(x)})")
+        raise OutOfRangeError(f"unbind: cannot unbind a 0-d tensor ({describe(x)})")
     return (in_shape[:dim] + in_shape[dim + 1:],) * in_shape[dim]
 
 
@@ -185,7 +186,7 @@ def _normalize_indices(op, values):
     x, indices = values[0], list(values[1])
     in_shape = shape(x)
     if len(indices) > len(in_shape):
-        raise IndexError(f"{op.name}: too many indices for a tensor of dimension {len(in_shape)} "
+        raise OutOfRangeError(f"{op.name}: too many indices for a tensor of dimension {len(in_shape)} "
                          f"(got {len(indices)}; {describe(x)})")
     for d, index in enumerate(indices):
         if index is not None:
@@ -321,9 +322,11 @@ def _padded(value) -> tuple:
 
 def _check_gather_shapes(op_name: str, x, dim: int, index, src=None) -> None:
     """PyTorch's rules: equal ranks; index no larger than src anywhere, nor than input off dim."""
-    require(_rank(index) == _rank(x), op_name, "index must have as many dimensions as input", x, index)
+    require(_rank(index) == _rank(x), op_name, "Index tensor must have the same number of dimensions as "
+            f"{'input' if src is None else 'self'} tensor", x, index)
     if src is not None:
-        require(_rank(index) == _rank(src), op_name, "index must have as many dimensions as src", index, src)
+        require(_rank(index) == _rank(src), op_name, "Index tensor must have the same number of dimensions as src "
+                "tensor", index, src)
     if numel(shape(index)) == 0:
         return
     index_shape, in_shape = _padded(index), _padded(x)
@@ -496,7 +499,7 @@ def _index_add_normalize(op, values):
     x, dim, index, source = values[:4]
     _check_index_dtype("index_add", index)
     if len(shape(index)) > 1:
-        raise IndexError(f"index_add: index must be a vector (0-d or 1-D), got {describe(index)}")
+        raise OutOfRangeError(f"index_add: index must be a vector (0-d or 1-D), got {describe(index)}")
     if not _is_tensor(source) or source._dtype is not x._dtype:
         raise DtypeError(f"index_add: source must be a tensor of input's dtype {x._dtype.name}, "
                          f"got {describe(source)}")
@@ -577,7 +580,7 @@ def _index_select_normalize(op, values):
         raise ShapeError(f"index_select: index must be 0-d or 1-D, got {describe(index)}")
     if not shape(x):
         require(index.numel() == 1, "index_select", "a 0-d input takes exactly one index", x, index)
-    values[2] = _checked_index("index_select", index, dim, _size(shape(x), dim))
+    _check_range("index_select", index, dim, _size(shape(x), dim), negative_ok=False)  # PyTorch: no negatives
 
 
 def _index_select_onnx(g, input, dim, index):
@@ -594,7 +597,7 @@ def _index_select(x, dim, index):
 
 
 def _index_select_samples(make, dtype):
-    yield Sample((make((4, 5)), 1, make((7,), dtype=int64, low=-5, high=5)), note="repeats, negative indices")
+    yield Sample((make((4, 5)), 1, make((7,), dtype=int64, low=0, high=5)), note="repeats")
     yield Sample((make((4, 5), noncontiguous=True), 0, make((), dtype=int64, low=0, high=4)), note="0-d index")
     yield Sample((make((4, 0)), 0, make((2,), dtype=int64, low=0, high=4)), note="empty input")
     yield Sample((make(()), 0, make((1,), dtype=int64, low=0, high=1)), note="0-d input")
@@ -613,6 +616,8 @@ def _masked_fill_normalize(op, values):
     value = values[2]
     if _is_tensor(value) and shape(value):
         raise ShapeError(f"masked_fill: value must be a number or a 0-d tensor, got {describe(value)}")
+    if not _is_tensor(value):
+        check_fits("masked_fill", value, values[0]._dtype)
 
 
 def _masked_fill_onnx(g, input, mask, value):
@@ -722,7 +727,7 @@ def _roll_normalize(op, values):
     require(len(shifts) == len(dims) and len(shifts) > 0, "roll",
             f"shifts {shifts} and dims {dims} must have the same, non-zero length", x)
     if not shape(x):
-        raise IndexError(f"roll: a 0-d tensor has no dims to roll along; dims {dims} ({describe(x)})")
+        raise OutOfRangeError(f"roll: a 0-d tensor has no dims to roll along; dims {dims} ({describe(x)})")
     values[2] = _wrap_dims("roll", dims, len(shape(x)))
 
 
@@ -812,7 +817,7 @@ def _diff_meta(x, n=1, dim=-1, prepend=None, append=None):
 def _diff(x, n=1, dim=-1, prepend=None, append=None):
     pieces = [t for t in (prepend, x, append) if t is not None]
     out = F.cat(pieces, dim) if len(pieces) > 1 else x
-    for _ in range(n):
+    for _ in range(min(n, out.shape[dim])):  # past the length every further difference is empty too
         later, earlier = F.slice(out, dim, 1), F.slice(out, dim, 0, -1)
         out = F.ne(later, earlier) if out.dtype is bool_ else F.sub(later, earlier)
     return F.clone(out) if out is x else out

@@ -27,10 +27,11 @@ import numpy as np
 from .. import rules
 from .. import links
 from ..dispatcher import note_value_read
-from ..dtypes import float32, int64
+from ..dtypes import int64
 from ..meta import require, shape
 from ..schema import FLOAT32_ON_CUDA, Sample, defop
 from . import F
+from .opmath import large_magnitudes, opmath_dtype, widened
 from .value_checks import MISSING, CheckedValues
 
 _HALF_TOLERANCES = {"float16": (2e-2, 2e-2), "bfloat16": (5e-2, 5e-2)}
@@ -221,19 +222,10 @@ defop("embedding(Index input, Tensor weight, int? padding_idx=None, bool scale_g
 
 def _like_input(rt, op, values):
     """The output keeps the input's dtype, whatever the dtypes of the weights or running statistics."""
+    if not hasattr(values[0], "dtype"):
+        raise TypeError(f"{op.name}(): argument 'input' (position 1) must be Tensor, not {type(values[0]).__name__}")
     dt = values[0].dtype
     return dt, dt
-
-
-def _compute_dtype(dt):
-    """Where statistics are computed: float32 for half precision, else the dtype itself."""
-    return float32 if dt.is_floating_point and dt.itemsize == 2 else dt
-
-
-def _widened(t, dt=None):
-    """``t`` in the computation dtype of ``dt`` (default: its own)."""
-    target = _compute_dtype(t.dtype if dt is None else dt)
-    return t if t.dtype is target else F.to_dtype(t, target)
 
 
 def _standardize(x, dims: tuple, eps: float):
@@ -296,7 +288,7 @@ def _trailing(ndim: int, normalized_shape) -> tuple:
 
 
 def _layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
-    xhat = _standardize(_widened(x), _trailing(x.ndim, normalized_shape), eps)[0]
+    xhat = _standardize(widened(x), _trailing(x.ndim, normalized_shape), eps)[0]
     if weight is not None:
         xhat = F.mul(xhat, weight)
     if bias is not None:
@@ -307,8 +299,8 @@ def _layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
 def _layer_norm_derivative(grad, input, normalized_shape, weight, eps):
     """One function for all inputs, so that the standardization is recomputed once, not per input."""
     dims = _trailing(input.ndim, normalized_shape)
-    xhat, _, _, invstd = _standardize(_widened(input), dims, eps)
-    g = _widened(grad)
+    xhat, _, _, invstd = _standardize(widened(input), dims, eps)
+    g = widened(grad)
     grad_input = grad_weight = None
     if _wants(input):
         grad_input = _standardize_backward(g if weight is None else F.mul(g, weight), xhat, invstd, dims)
@@ -333,6 +325,8 @@ def _layer_norm_samples(make, dtype):
     yield Sample((make((4, 6)), 6, None, w(6)), {"eps": 0.1}, note="int normalized_shape, bias only")
     yield Sample((make((5,)), (5,), w(5), w(5)), note="1-D")
     yield Sample((make((0, 3)), (3,), w(3), w(3)), note="empty batch")
+    for x in large_magnitudes(make, dtype):
+        yield Sample((x, (16,), w(16), w(16)), note="large half-precision values: statistics in float32")
 
 
 def _layer_norm_onnx(g, input, normalized_shape, weight, bias, eps):
@@ -369,14 +363,14 @@ def _grouped(x, num_groups: int):
 
 
 def _group_norm(x, num_groups, weight=None, bias=None, eps=1e-5):
-    xhat = F.reshape(_standardize(_grouped(_widened(x), num_groups), (2,), eps)[0], tuple(x.shape))
+    xhat = F.reshape(_standardize(_grouped(widened(x), num_groups), (2,), eps)[0], tuple(x.shape))
     out = _per_channel_affine(xhat, weight, bias)
     return out if out.dtype is x.dtype else F.to_dtype(out, x.dtype)
 
 
 def _group_norm_derivative(grad, input, num_groups, weight, bias, eps):
-    xhat, _, _, invstd = _standardize(_grouped(_widened(input), num_groups), (2,), eps)
-    g = _widened(grad)
+    xhat, _, _, invstd = _standardize(_grouped(widened(input), num_groups), (2,), eps)
+    g = widened(grad)
     dims = _not_channel(input.ndim)
     grad_input = grad_weight = grad_bias = None
     if _wants(input):
@@ -408,6 +402,8 @@ def _group_norm_samples(make, dtype):
     yield Sample((make((3, 4), noncontiguous=True), 4), note="no spatial dims, one channel per group")
     yield Sample((make((2, 6, 5)), 1, w(6), w(6)), {"eps": 0.1}, note="one group")
     yield Sample((make((0, 4, 2)), 2, w(4), w(4)), note="empty batch")
+    for x in large_magnitudes(make, dtype, (2, 4, 8)):
+        yield Sample((x, 2, w(4), w(4)), note="large half-precision values: statistics in float32")
 
 
 def _group_norm_onnx(g, input, num_groups, weight, bias, eps):
@@ -441,7 +437,7 @@ defop("group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bia
 
 def _native_batch_norm_promotion(rt, op, values):
     dt = values[0].dtype
-    return dt, (dt, _compute_dtype(dt), _compute_dtype(dt))
+    return dt, (dt, opmath_dtype(dt), opmath_dtype(dt))
 
 
 def _batch_norm_check(op_name: str, x, running_mean, running_var, weight, bias, training):
@@ -475,11 +471,11 @@ def _no_grad():
 def _update_running(stat, value, momentum: float) -> None:
     """stat = (1 - momentum) stat + momentum value, in place and outside autograd."""
     with _no_grad():
-        F.copy_(stat, F.add(F.mul(_widened(stat), 1.0 - momentum), F.mul(value, momentum)))
+        F.copy_(stat, F.add(F.mul(widened(stat), 1.0 - momentum), F.mul(value, momentum)))
 
 
 def _native_batch_norm(x, weight, bias, running_mean, running_var, training, momentum, eps):
-    xf = _widened(x)
+    xf = widened(x)
     dims = _not_channel(x.ndim)
     if training:
         xhat, mean, var, invstd = _standardize(xf, dims, eps)
@@ -491,8 +487,8 @@ def _native_batch_norm(x, weight, bias, running_mean, running_var, training, mom
             if running_var is not None:  # the running variance is the unbiased one
                 _update_running(running_var, F.mul(var, count / (count - 1)), momentum)
     else:
-        mean = F.clone(_widened(running_mean, x.dtype))  # fresh outputs, never the buffers themselves
-        invstd = F.rsqrt(F.add(_widened(running_var, x.dtype), eps))
+        mean = F.clone(widened(running_mean, x.dtype))  # fresh outputs, never the buffers themselves
+        invstd = F.rsqrt(F.add(widened(running_var, x.dtype), eps))
         xhat = F.mul(F.sub(xf, _channels(mean, x.ndim)), _channels(invstd, x.ndim))
     out = _per_channel_affine(xhat, weight, bias)
     return (out if out.dtype is x.dtype else F.to_dtype(out, x.dtype)), mean, invstd
@@ -507,8 +503,8 @@ def _native_batch_norm_derivative(grads, input, weight, bias, training, results)
     grad, grad_mean, grad_invstd = grads
     dims, ndim = _not_channel(input.ndim), input.ndim
     mean, invstd = (_channels(t, ndim) for t in results[1:])
-    xhat = F.mul(F.sub(_widened(input), mean), invstd)
-    g = _widened(grad)
+    xhat = F.mul(F.sub(widened(input), mean), invstd)
+    g = widened(grad)
     grad_input = grad_weight = grad_bias = None
     if _wants(input):
         scaled = g if weight is None else F.mul(g, _channels(weight, ndim))
@@ -564,6 +560,8 @@ def _batch_norm_samples(make, dtype):
     yield Sample((make((2, 3, 4, 4)), w(3), var(3), w(3), w(3), True, 0.3, 1e-3), note="training, updates stats")
     yield Sample((make((2, 3, 4, 4), noncontiguous=True), w(3), var(3)), note="evaluation, no affine")
     yield Sample((make((0, 2, 3)), w(2), var(2), w(2), w(2), True), note="empty batch")
+    for x in large_magnitudes(make, dtype, (8, 3, 4)):
+        yield Sample((x, None, None, w(3)), {"training": True}, note="large half-precision values: statistics in float32")
 
 
 def _native_batch_norm_samples(make, dtype):

@@ -21,21 +21,19 @@ the safe form). The backward ops carry no policy: autograd calls them with the f
 """
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
 from .. import rules
 from .. import links
 from ..dispatcher import note_value_read
-from ..dtypes import float32, int64
-from ..errors import DtypeError, EmberError, describe
+from ..dtypes import int64
+from ..errors import DtypeError, EmberError, OutOfRangeError, describe
 from ..meta import broadcast_shapes, require, shape
-from ..promotion import result_type_of
 from ..schema import Sample, defop
 from . import F
 from .nn import _log_softmax_reference
 from .onnx_support import index_as_int64
+from .opmath import in_opmath
 from .value_checks import MISSING, CheckedValues
 
 REDUCTIONS = ("none", "mean", "sum")
@@ -57,10 +55,11 @@ def reference_reduced(losses, reduction: str):
 
 # -- checks shared by the losses ------------------------------------------------------------------------
 
-def _check_reduction(op_name: str, reduction) -> None:
-    if reduction not in REDUCTIONS:
+def check_reduction(op_name: str, reduction, accepted: tuple = REDUCTIONS) -> None:
+    """PyTorch's ValueError for an unknown reduction, naming the function and what it accepts."""
+    if reduction not in accepted:
         raise ValueError(f"{op_name}: {reduction} is not a valid value for reduction "
-                         f"(expected 'none', 'mean' or 'sum')")
+                         f"(expected one of {', '.join(repr(r) for r in accepted)})")
 
 
 def _check_smoothing(op_name: str, label_smoothing: float) -> None:
@@ -117,7 +116,7 @@ def _check_targets(op_name: str, target, classes: int, ignore_index: int) -> Non
         low, high = F.amin(kept).item(), F.amax(kept).item()
         if not (0 <= low and high < classes):
             bad = low if low < 0 else high
-            raise IndexError(f"{op_name}: Target {bad} is out of bounds: expected class indices in "
+            raise OutOfRangeError(f"{op_name}: Target {bad} is out of bounds: expected class indices in "
                              f"0..{classes - 1} or ignore_index={ignore_index} ({describe(target)})")
     _checked_targets.remember(target, key)
 
@@ -127,7 +126,7 @@ def _class_targets_normalize(op, values) -> None:
     def value(name):
         return values[op.param_index[name]]
     x, target, weight = value("input"), value("target"), value("weight")
-    _check_reduction(op.name, value("reduction"))
+    check_reduction(op.name, value("reduction"))
     if "label_smoothing" in op.param_index:
         _check_smoothing(op.name, value("label_smoothing"))
     if target.dtype.kind != "int":
@@ -144,28 +143,6 @@ def _class_loss_meta(x, target, weight, *attrs):
 
 
 # -- pieces of the core definitions ---------------------------------------------------------------------
-
-def _widened(function):
-    """Bring every float operand to the op's one computation dtype, widening float16 and bfloat16 to
-    float32 and rounding the result once at the end, as PyTorch's kernels accumulate (and so that
-    constants such as 1e-12 do not underflow). Wraps core definitions and derivatives alike."""
-    def is_float(v) -> bool:
-        return hasattr(v, "_data") and v.dtype.is_floating_point
-
-    @functools.wraps(function)
-    def run(*args, **kwargs):
-        floats = [v for v in (*args, *kwargs.values()) if is_float(v)]
-        if not floats:  # integer inputs (l1_loss takes them): nothing to widen
-            return function(*args, **kwargs)
-        out_dtype = result_type_of([t.dtype for t in floats if t.ndim], [t.dtype for t in floats if not t.ndim], [])
-        work = float32 if out_dtype.itemsize == 2 else out_dtype
-
-        def cast(v):
-            return F.to_dtype(v, work) if is_float(v) and v.dtype is not work else v
-        out = function(*map(cast, args), **{k: cast(v) for k, v in kwargs.items()})
-        return out if out.dtype is out_dtype else F.to_dtype(out, out_dtype)
-    return run
-
 
 def _target_weights(target, weight, ignore_index: int, dtype):
     """(counted, safe, weights): which targets count, the targets with ignored ones pointed at class 0
@@ -391,7 +368,7 @@ _CLASS_PARAMS = "Index target, Tensor? weight=None, int ignore_index=-100"
 
 def _class_loss(signature: str, composite, derivative, reference, samples, doc: str, onnx=None) -> None:
     defop(signature, "nn", kind="composite", promotion=rules.same, dtypes="float", meta=_class_loss_meta,
-          normalize=_class_targets_normalize, composite=_widened(composite), derivative={"input": derivative},
+          normalize=_class_targets_normalize, composite=in_opmath(composite), derivative={"input": derivative},
           reference=reference, samples=samples, method=False, nondifferentiable_inputs=("weight",), doc=doc,
           autocast="float32", onnx=onnx)
 
@@ -401,7 +378,7 @@ def _class_loss_backward(signature: str, composite, reference, samples, doc: str
     is Ember ops, which autograd decomposes for double backward."""
     name = signature.partition("(")[0]
     defop(signature, "nn", kind="composite", promotion=rules.same, dtypes="float", meta=_backward_meta(name),
-          normalize=_class_targets_normalize, composite=_widened(composite), reference=reference,
+          normalize=_class_targets_normalize, composite=in_opmath(composite), reference=reference,
           samples=_backward_samples(samples), method=False, doc=doc)
 
 
@@ -447,7 +424,7 @@ _class_loss_backward(f"cross_entropy_indices_backward(Tensor grad_output, Tensor
 
 def _probabilities_normalize(op, values) -> None:
     x, target, weight, label_smoothing, reduction = values
-    _check_reduction(op.name, reduction)
+    check_reduction(op.name, reduction)
     _check_smoothing(op.name, label_smoothing)
     if hasattr(target, "_data") and not target.dtype.is_floating_point:
         raise DtypeError(f"{op.name}: Expected floating point type for target with class probabilities, got "
@@ -516,7 +493,7 @@ def _probabilities_samples(make, dtype):
 
 defop("cross_entropy_probabilities(Tensor input, Tensor target, Tensor? weight=None, float label_smoothing=0.0, "
       "str reduction='mean')", "nn", kind="composite", promotion=rules.same, dtypes="float",
-      meta=_probabilities_meta, normalize=_probabilities_normalize, composite=_widened(_cross_entropy_probabilities),
+      meta=_probabilities_meta, normalize=_probabilities_normalize, composite=in_opmath(_cross_entropy_probabilities),
       reference=_probabilities_reference, samples=_probabilities_samples, method=False, autocast="float32",
       doc="cross-entropy of logits against class probabilities (a target of the input's shape), with PyTorch's "
           "label smoothing and per-class weights; the mean divides by the number of positions")
@@ -540,17 +517,26 @@ def _check_unit_interval(op_name: str, t, what: str) -> None:
 
 def _bce_normalize(op, values) -> None:
     x, target, weight, reduction = values
-    _check_reduction(op.name, reduction)
+    check_reduction(op.name, reduction)
     _refuse_weight_grad(op.name, weight)
     _bce_meta(*values)  # shapes before the values that they hold
     _check_unit_interval(op.name, x, "input")
     _check_unit_interval(op.name, target, "target")
 
 
+#: PyTorch's words for a target whose size differs from the input's, by loss.
+SIZE_MISMATCH = {
+    "binary_cross_entropy": "Using a target size ({target}) that is different to the input size ({input}) is "
+                            "deprecated. Please ensure they have the same size.",
+    "binary_cross_entropy_with_logits": "Target size ({target}) must be the same as input size ({input})",
+}
+
+
 def check_weights(op_name: str, x, target, **weights) -> None:
     """The target has the input's shape; each given weight broadcasts to it (and does not enlarge it)."""
-    require(shape(target) == shape(x), op_name,
-            f"target of shape {shape(target)} must have the input's shape {shape(x)}", x, target)
+    if shape(target) != shape(x):
+        sizes = {"target": f"ember.Size({list(shape(target))})", "input": f"ember.Size({list(shape(x))})"}
+        require(False, op_name, SIZE_MISMATCH[op_name].format(**sizes), x, target)
     for name, weight in weights.items():
         if weight is not None:
             require(broadcast_shapes(op_name, shape(weight), shape(x)) == shape(x), op_name,
@@ -620,8 +606,8 @@ def _bce_samples(make, dtype):
 
 defop("binary_cross_entropy(Tensor input, Tensor target, Tensor? weight=None, str reduction='mean')", "nn",
       kind="composite", promotion=rules.same, dtypes="float", meta=_bce_meta, normalize=_bce_normalize,
-      composite=_widened(_bce), reference=_bce_reference,
-      derivative={"input": _widened(_bce_input_derivative), "target": _widened(_bce_target_derivative)},
+      composite=in_opmath(_bce), reference=_bce_reference,
+      derivative={"input": in_opmath(_bce_input_derivative), "target": in_opmath(_bce_target_derivative)},
       samples=_bce_samples, method=False, nondifferentiable_inputs=("weight",),
       autocast={"cpu": "float32", "cuda": "banned"},
       doc="-w * (t * log(x) + (1 - t) * log(1 - x)) with the logs clamped at -100; input and target in [0, 1]")

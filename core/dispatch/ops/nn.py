@@ -20,12 +20,13 @@ import numpy as np
 
 from .. import rules
 from ..dispatcher import note_value_read
-from ..dtypes import float32, int64
+from ..dtypes import int64
 from ..errors import ShapeError
 from ..meta import require, shape
 from ..schema import FLOAT32_ON_CUDA, Sample, defop
 from . import F
 from .onnx_support import INT64_MAX, index_as_int64
+from .opmath import in_opmath, large_magnitudes, rounded, widened
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])
 
@@ -1180,29 +1181,30 @@ defop("adaptive_avg_pool2d(Tensor input, Any output_size)", "nn", kind="composit
 
 # -- softmax ------------------------------------------------------------------------------------------------
 
-def _softmax_input(x, dim, dtype):
-    """Cast to dtype; a 0-d tensor is treated as one element along dim 0, like PyTorch."""
-    if dtype is not None and x.dtype is not dtype:
-        x = F.to_dtype(x, dtype)
-    return (F.reshape(x, (1,)), True) if x.ndim == 0 else (x, False)
+def _softmax_family(body):
+    """softmax and log_softmax around their ``body(x, dim)``: the input cast to ``dtype=`` (computing in float32
+    for half precision and rounding once); a 0-d tensor is treated as one element along dim 0, like PyTorch."""
+    def composite(x, dim, dtype=None):
+        out = x.dtype if dtype is None else dtype
+        x = widened(x, out)
+        if x.numel() == 0:
+            return rounded(F.clone(x), out)
+        result = F.reshape(body(F.reshape(x, (1,)), dim), ()) if x.ndim == 0 else body(x, dim)
+        return rounded(result, out)
+    return composite
 
 
-def _softmax(x, dim, dtype=None):
-    x, scalar = _softmax_input(x, dim, dtype)
-    if x.numel() == 0:
-        return F.clone(x)
+def _softmax_body(x, dim):
     e = F.exp(F.sub(x, F.amax(x, dim, True)))  # shifting by the max keeps exp from overflowing
-    out = F.div(e, F.sum(e, dim, True))
-    return F.reshape(out, ()) if scalar else out
+    return F.div(e, F.sum(e, dim, True))
 
 
-def _log_softmax(x, dim, dtype=None):
-    x, scalar = _softmax_input(x, dim, dtype)
-    if x.numel() == 0:
-        return F.clone(x)
+def _log_softmax_body(x, dim):
     shifted = F.sub(x, F.amax(x, dim, True))
-    out = F.sub(shifted, F.log(F.sum(F.exp(shifted), dim, True)))
-    return F.reshape(out, ()) if scalar else out
+    return F.sub(shifted, F.log(F.sum(F.exp(shifted), dim, True)))
+
+
+_softmax, _log_softmax = _softmax_family(_softmax_body), _softmax_family(_log_softmax_body)
 
 
 def _softmax_reference(x, dim, dtype=None):
@@ -1228,6 +1230,8 @@ def _softmax_samples(make, dtype):
     yield Sample((make(()), 0), note="0-d")
     yield Sample((make((0, 4)), 1), note="empty")
     yield Sample((make((2, 3)), -1), {"dtype": dtype})
+    for x in large_magnitudes(make, dtype):
+        yield Sample((x, 1), note="large half-precision values: computes in float32")
 
 
 def _softmax_derivative(grad, dim, result):
@@ -1324,18 +1328,9 @@ defop("one_hot(Index tensor, int num_classes=-1)", "nn", kind="composite",
 
 # -- activations ------------------------------------------------------------------------------------------------
 
-def _half_in_float32(composite):
-    """float16 and bfloat16 inputs compute in float32 and round once at the end, as PyTorch does."""
-    def run(x, *attrs):
-        if not (x.dtype.is_floating_point and x.dtype.itemsize == 2):
-            return composite(x, *attrs)
-        return F.to_dtype(composite(F.to_dtype(x, float32), *attrs), x.dtype)
-    return run
-
-
 def _activation(signature: str, composite, reference, dtypes="float", **fields):
     return defop(signature, "nn", kind="composite", promotion=rules.same, dtypes=dtypes,
-                 meta=lambda x, *attrs: shape(x), composite=_half_in_float32(composite), reference=reference,
+                 meta=lambda x, *attrs: shape(x), composite=in_opmath(composite), reference=reference,
                  samples=fields.pop("samples", _activation_samples), method=fields.pop("method", False), **fields)
 
 

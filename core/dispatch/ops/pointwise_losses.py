@@ -15,11 +15,12 @@ import numpy as np
 
 from .. import rules
 from ..dtypes import int64
-from ..errors import DtypeError, describe
+from ..errors import DtypeError, describe, describe_all
 from ..meta import broadcast_shapes, shape
 from ..schema import Sample, defop
 from . import F
-from .losses import _check_reduction, _refuse_weight_grad, _widened, check_weights, reduced, reference_reduced
+from .opmath import in_opmath
+from .losses import _refuse_weight_grad, check_reduction, check_weights, reduced, reference_reduced
 
 
 def _pair_meta(op_name: str):
@@ -31,7 +32,7 @@ def _pair_meta(op_name: str):
 
 
 def _reduction_normalize(op, values) -> None:
-    _check_reduction(op.name, values[op.param_index["reduction"]])
+    check_reduction(op.name, values[op.param_index["reduction"]])
 
 
 def _pair_samples(*options: dict):
@@ -57,7 +58,7 @@ def _pointwise_loss(signature: str, composite, reference, samples, doc: str, **f
     fields.setdefault("meta", _pair_meta(name))
     fields.setdefault("promotion", rules.same)
     fields.setdefault("dtypes", "float")
-    defop(signature, "nn", kind="composite", composite=_widened(composite), reference=reference, samples=samples,
+    defop(signature, "nn", kind="composite", composite=in_opmath(composite), reference=reference, samples=samples,
           method=False, autocast="float32", doc=doc, **fields)
 
 
@@ -82,7 +83,7 @@ def _l1_promotion(rt, op, values):
 
 def _l1_normalize(op, values) -> None:
     input, target, reduction = values
-    _check_reduction(op.name, reduction)
+    check_reduction(op.name, reduction)
     floating = any(isinstance(v, float) or (hasattr(v, "_data") and v.dtype.is_floating_point) for v in (input, target))
     if reduction == "mean" and not floating:
         raise DtypeError(f"{op.name}: reduction='mean' needs floating point inputs, got {describe(input)} and "
@@ -118,7 +119,7 @@ def _huber_loss(input, target, reduction="mean", delta=1.0):
 
 def _threshold_normalize(threshold: str, allowed, wording: str):
     def normalize(op, values) -> None:
-        _check_reduction(op.name, values[2])
+        check_reduction(op.name, values[2])
         if not allowed(values[3]):
             raise ValueError(f"{op.name} does not support {wording} values for {threshold} (got {threshold}="
                              f"{values[3]}).")
@@ -186,8 +187,17 @@ def _kl_div_samples(make, dtype):
                      note="zero targets contribute 0 (t log t is not differentiable from below at 0)")
 
 
+def _kl_div_promotion(rt, op, values):
+    """PyTorch refuses integral inputs and targets alike (promotion alone would accept a float input with an
+    integer target)."""
+    operands = values[:2]
+    if any(getattr(v, "_dtype", None) is not None and not v._dtype.is_floating_point for v in operands):
+        raise DtypeError(f"kl_div: Integral inputs not supported. ({describe_all(operands)})")
+    return rules.same(rt, op, values)
+
+
 _pointwise_loss("kl_div(Tensor input, Tensor target, str reduction='mean', *, bool log_target=False)", _kl_div,
-                _kl_div_reference, _kl_div_samples,
+                _kl_div_reference, _kl_div_samples, promotion=_kl_div_promotion,
                 doc="pointwise KL divergence target * (log(target) - input) of log-probabilities input (and target "
                     "when log_target); a zero target contributes 0")
 
@@ -208,7 +218,7 @@ def _bce_with_logits(input, target, weight=None, pos_weight=None, reduction="mea
 
 def _bce_with_logits_normalize(op, values) -> None:
     _, _, weight, pos_weight, reduction = values
-    _check_reduction(op.name, reduction)
+    check_reduction(op.name, reduction)
     _refuse_weight_grad(op.name, weight)
     _refuse_weight_grad(op.name, pos_weight, "pos_weight")
 

@@ -6,11 +6,12 @@ import math
 import numpy as np
 
 from .. import rules
-from ..dtypes import get_default_dtype, int32, int64
+from ..dtypes import get_default_dtype, int32, int64, uint8
 from ..meta import reduced, require, shape
 from ..schema import FLOAT32_ON_CUDA, Sample, defop
 from . import F
 from .onnx_support import any_nan, as_ordered, rank, size_of
+from .opmath import in_opmath, large_magnitudes, rounded, widened
 
 
 def _reduce_meta(name, needs_elements=False):
@@ -205,11 +206,21 @@ def _cumprod(g, x, dim, ndim, dtype):
 
 # -- primitives -------------------------------------------------------------------------------
 
+def _large_samples(*attrs, magnitude: float = 60000.0, **kwargs):
+    """Samples ``op(x, *attrs, **kwargs)`` of large half-precision values (``opmath.large_magnitudes``): the op
+    must accumulate in float32, as PyTorch does, to match the reference."""
+    def samples(make, dtype):
+        for x in large_magnitudes(make, dtype, magnitude=magnitude):
+            yield Sample((x, *attrs), dict(kwargs), note=f"half precision up to {magnitude:g}: computes in float32")
+    return samples
+
+
 def _accumulate_samples(make, dtype):
-    """``dtype=`` given: the input's own dtype (integers wrap, as asked) and float64."""
+    """``dtype=`` given: the input's own dtype (integers wrap, as asked) and float64; large half-precision values."""
     for requested in (dtype, "float64"):
         yield Sample((make((3, 4)), 1), {"dtype": requested}, note=f"dtype={requested}")
         yield Sample((make((2, 3), noncontiguous=True), 0), {"dtype": requested}, note="non-contiguous")
+    yield from _large_samples(1)(make, dtype)
 
 
 defop("sum(Tensor input, dim[]? dim=None, bool keepdim=False, *, dtype? dtype=None)", "reduction",
@@ -270,9 +281,9 @@ def _count(x, dim) -> int:
 
 
 def _mean(x, dim=None, keepdim=False, dtype=None):
-    if dtype is not None:
-        x = F.to_dtype(x, dtype)
-    return F.div(F.sum(x, dim, keepdim), _count(x, dim))
+    """The sum and the division in opmath (float32 for half precision), rounded once."""
+    out = x.dtype if dtype is None else dtype
+    return rounded(F.div(F.sum(widened(x, out), dim, keepdim), _count(x, dim)), out)
 
 
 def _mean_reference(x, dim=None, keepdim=False, dtype=None):
@@ -281,13 +292,21 @@ def _mean_reference(x, dim=None, keepdim=False, dtype=None):
 
 defop("mean(Tensor input, dim[]? dim=None, bool keepdim=False, *, dtype? dtype=None)", "reduction",
       kind="composite", promotion=rules.float_or_requested, dtypes="float", meta=_reduce_meta("mean"),
-      composite=_mean, reference=_mean_reference, onnx=_reduce_onnx("ReduceMean"),
+      composite=_mean, reference=_mean_reference, onnx=_reduce_onnx("ReduceMean"), samples=_large_samples(1),
       doc="float inputs only, as in PyTorch")
 
 
+@in_opmath
 def _var(x, dim=None, correction=1, keepdim=False):
     centered = F.sub(x, F.mean(x, dim, True))
     return F.div(F.sum(F.mul(centered, centered), dim, keepdim), max(_count(x, dim) - correction, 0))
+
+
+@in_opmath
+def _std(x, dim=None, correction=1, keepdim=False):
+    """The square root of the variance before it is rounded (a half-precision variance may overflow where
+    its square root does not)."""
+    return F.sqrt(_var(x, dim, correction, keepdim))
 
 
 def _moment_meta(name):
@@ -302,11 +321,10 @@ def _var_reference(x, dim=None, correction=1, keepdim=False):
 
 defop("var(Tensor input, dim[]? dim=None, *, int correction=1, bool keepdim=False)", "reduction",
       kind="composite", promotion=rules.same, dtypes="float", meta=_moment_meta("var"), composite=_var,
-      reference=_var_reference, doc="Bessel-corrected by default (correction=1)")
+      reference=_var_reference, samples=_large_samples(1, magnitude=200.0), doc="Bessel-corrected by default (correction=1)")
 defop("std(Tensor input, dim[]? dim=None, *, int correction=1, bool keepdim=False)", "reduction",
       kind="composite", promotion=rules.same, dtypes="float", meta=_moment_meta("std"),
-      composite=lambda x, dim=None, correction=1, keepdim=False: F.sqrt(F.var(x, dim, correction=correction,
-                                                                              keepdim=keepdim)),
+      composite=_std, samples=_large_samples(1),
       reference=lambda x, dim=None, correction=1, keepdim=False: np.sqrt(_var_reference(x, dim, correction,
                                                                                         keepdim)))
 
@@ -314,6 +332,11 @@ defop("std(Tensor input, dim[]? dim=None, *, int correction=1, bool keepdim=Fals
 def _logsumexp(x, dim, keepdim=False):
     if not x.dtype.is_floating_point:  # integers and bools compute in the default float dtype
         x = F.to_dtype(x, get_default_dtype())
+    return _logsumexp_float(x, dim, keepdim)
+
+
+@in_opmath
+def _logsumexp_float(x, dim, keepdim):
     peak = F.amax(x, dim, True)
     peak = F.where(F.isinf(peak), F.zeros_like(peak), peak)
     total = F.log(F.sum(F.exp(F.sub(x, peak)), dim, True))
@@ -339,24 +362,37 @@ def _logsumexp_derivative(grad, input, dim, keepdim, result):
 defop("logsumexp(Tensor input, dim[]? dim, bool keepdim=False)", "reduction", kind="composite",
       promotion=rules.to_float, meta=_reduce_meta("logsumexp", needs_elements=True), composite=_logsumexp,
       reference=_logsumexp_reference, derivative=_logsumexp_derivative, autocast=FLOAT32_ON_CUDA,
+      samples=_large_samples(1),
       onnx=_reduce_onnx("ReduceLogSumExp"),
       doc="log(sum(exp(input))) without overflow")
 
 
+def _as_truth_of(x, answer):
+    """any/all answer in bool, but in uint8 for uint8 input (rules.truth)."""
+    return F.to_dtype(answer, uint8) if x.dtype is uint8 else answer
+
+
 def _all(x, dim=None, keepdim=False):
-    return F.eq(F.sum(F.logical_not(x), dim, keepdim), 0)
+    return _as_truth_of(x, F.eq(F.sum(F.logical_not(x), dim, keepdim), 0))
 
 
 def _any(x, dim=None, keepdim=False):
-    return F.gt(F.sum(F.ne(x, 0), dim, keepdim), 0)
+    return _as_truth_of(x, F.gt(F.sum(F.ne(x, 0), dim, keepdim), 0))
+
+
+def _truth_reference(fn):
+    def reference(x, dim=None, keepdim=False):
+        out = fn(x, axis=_np_axis(x, dim), keepdims=keepdim)
+        return out.astype(np.uint8) if x.dtype == np.uint8 else out
+    return reference
 
 
 defop("all(Tensor input, dim[]? dim=None, bool keepdim=False)", "reduction", kind="composite",
-      promotion=rules.to_bool, meta=_reduce_meta("all"), composite=_all, reference=_np_reduce(np.all),
-      differentiable=False)
+      promotion=rules.truth, meta=_reduce_meta("all"), composite=_all, reference=_truth_reference(np.all),
+      differentiable=False, doc="bool, or uint8 for uint8 input, as in PyTorch")
 defop("any(Tensor input, dim[]? dim=None, bool keepdim=False)", "reduction", kind="composite",
-      promotion=rules.to_bool, meta=_reduce_meta("any"), composite=_any, reference=_np_reduce(np.any),
-      differentiable=False)
+      promotion=rules.truth, meta=_reduce_meta("any"), composite=_any, reference=_truth_reference(np.any),
+      differentiable=False, doc="bool, or uint8 for uint8 input, as in PyTorch")
 
 
 def _max_dim(x, dim, keepdim=False):
@@ -400,8 +436,12 @@ defop("min(Tensor input, dim dim, bool keepdim=False)", "reduction", kind="compo
 
 
 def _norm(x, p="fro", dim=None, keepdim=False, dtype=None):
-    if dtype is not None:
-        x = F.to_dtype(x, dtype)
+    """In opmath (float32 for half precision: squares of large values overflow float16), rounded once."""
+    out = x.dtype if dtype is None else dtype
+    return rounded(_norm_of(widened(x, out), p, dim, keepdim), out)
+
+
+def _norm_of(x, p, dim, keepdim):
     if p in ("fro", 2, 2.0):
         return F.sqrt(F.sum(F.mul(x, x), dim, keepdim))
     magnitude = F.abs(x)
@@ -437,10 +477,15 @@ def _norm_reference(x, p="fro", dim=None, keepdim=False, dtype=None):
 
 def _norm_derivative(grad, input, p, dim, keepdim, result):
     """d||x||_p/dx = sign(x) |x|^(p-1) / ||x||^(p-1); zero where the norm is zero (PyTorch's subgradient)."""
-    in_shape = tuple(input.shape)
+    dtype = grad.dtype
+    return rounded(_norm_slope(widened(grad), widened(input, dtype), p, dim, keepdim, widened(result)), dtype)
+
+
+def _norm_slope(grad, input, p, dim, keepdim, result):
+    """_norm_derivative in opmath."""
+    in_shape, x = tuple(input.shape), input
     grad = keep_reduced_dims(grad, in_shape, dim, keepdim)
     norm = keep_reduced_dims(result, in_shape, dim, keepdim)
-    x = input if input.dtype is grad.dtype else F.to_dtype(input, grad.dtype)
     zeros = F.zeros_like(x)
     if p == 0:
         return zeros
@@ -456,6 +501,12 @@ def _norm_derivative(grad, input, p, dim, keepdim, result):
     return F.mul(F.where(F.eq(norm, 0), zeros, scaled), grad)
 
 
+def _norms_samples(make, dtype):
+    """Half-precision values whose squares and cubes overflow float16 while their norms do not."""
+    for p in (2, 3):
+        yield from _large_samples(p, 1, magnitude=8000.0)(make, dtype)
+
+
 def _norm_meta(x, p="fro", dim=None, keepdim=False, dtype=None):
     return _reduce_meta("norm")(x, dim, keepdim)
 
@@ -463,5 +514,6 @@ def _norm_meta(x, p="fro", dim=None, keepdim=False, dtype=None):
 defop("norm(Tensor input, Any p='fro', dim[]? dim=None, bool keepdim=False, *, dtype? dtype=None)",
       "reduction", kind="composite", promotion=rules.float_or_requested, dtypes="float", meta=_norm_meta,
       normalize=_norm_check, composite=_norm, reference=_norm_reference, derivative=_norm_derivative,
+      samples=_norms_samples,
       autocast=FLOAT32_ON_CUDA,
       doc="vector p-norm over dim (all elements by default); 'fro' is the 2-norm")

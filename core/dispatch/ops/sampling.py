@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 
 from .. import rules
+from ..binding import float_argument
 from ..dtypes import float32, int64
 from ..errors import DeviceError, DtypeError, ShapeError, describe
 from ..meta import broadcast_shapes, shape
@@ -140,7 +141,7 @@ defop("bernoulli(Tensor input, float? p=None, *, Generator? generator=None)", "r
 def _check_bernoulli_fill(op, values):
     x, p = values[0], values[1]
     if not hasattr(p, "_data"):
-        return _check_probability("bernoulli_", float(p))
+        return _check_probability("bernoulli_", float_argument("bernoulli_", "p", p))
     if not p.dtype.is_floating_point:
         raise DtypeError(f"bernoulli_: p must be a floating tensor, got {describe(p)}")
     if p.device != x.device:

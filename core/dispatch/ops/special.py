@@ -189,9 +189,16 @@ def _polygamma_samples(make, dtype):
     yield Sample((4, make(())), note="0-d, n=4")
 
 
+#: The highest order computed: n! overflows float64 beyond it, and the reflection polynomial has n + 1 terms.
+MAX_POLYGAMMA_ORDER = 170
+
+
 def _polygamma_check(op, values):
     if values[0] < 0:
         raise ValueError(f"polygamma: the order n must be non-negative, got {values[0]}")
+    if values[0] > MAX_POLYGAMMA_ORDER:  # PyTorch returns inf/nan there; refuse instead of hanging or guessing
+        raise ValueError(f"polygamma: orders above {MAX_POLYGAMMA_ORDER} are not supported (n! overflows float64), "
+                         f"got n={values[0]}")
 
 
 #: float32 rounds the shifted sums and the reflection; half precision computes in float32

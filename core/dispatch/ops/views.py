@@ -6,9 +6,10 @@ import math
 import numpy as np
 
 from .. import rules
+from ..binding import int_argument
 from ..dispatcher import wrap_dim
-from ..errors import ShapeError
-from ..meta import numel, require, shape
+from ..errors import OutOfRangeError, ShapeError
+from ..meta import check_index, numel, require, require_dims, shape
 from ..schema import Sample, defop
 from . import F
 from .onnx_support import rank, reshape, shape_part, size_of
@@ -92,6 +93,8 @@ def place_slice(grad, in_shape: tuple, dim: int, start: int, step: int):
 
 def _unfold_derivative(grad, input, dimension, size, step):
     """Overlapping windows add their gradients back into the positions they covered."""
+    if input.ndim == 0:  # one window of at most one element
+        return F.reshape(F.sum(grad), ())
     in_shape = tuple(input.shape) or (1,)
     total = None
     for k in range(size):
@@ -147,8 +150,9 @@ def _unfold_onnx(g, input, dimension, size, step):
     own axis moved last."""
     in_shape = g.shape_of(input) or (1,)
     ndim, length = len(in_shape), in_shape[dimension]
-    if not rank(g, input):  # a 0-d input unfolds as shape (1,), as in PyTorch
-        input = g.op("Reshape", input, g.ints([1]))
+    if not rank(g, input):  # a 0-d input's one window, of shape (size,) (size is 0 or 1)
+        single = g.op("Reshape", input, g.ints([1]))
+        return g.op("Slice", single, g.ints([0]), g.ints([g.static(size, "size")]), g.ints([0]))
     size, step = g.static(size, "size"), g.static(step, "step")
     offsets = g.const(np.arange(size, dtype=np.int64).reshape(1, size))
     if isinstance(length, int):
@@ -278,6 +282,8 @@ def _unfold_samples(make, dtype):
     yield Sample((make((3, 7)), 1, 3, 2))
     yield Sample((make((4, 5), noncontiguous=True), 0, 2, 2), note="non-contiguous")
     yield Sample((make((2, 3)), 1, 0, 1), note="empty windows")
+    yield Sample((make(()), 0, 1, 1), note="0-d: one window of shape (1,)")
+    yield Sample((make(()), 0, 0, 2), note="0-d, empty window")
 
 
 def _clone_samples(make, dtype):
@@ -432,6 +438,9 @@ def _expand_normalize(op, values):
             if current is None:
                 raise ShapeError(f"expand: -1 is not allowed in a new leading dimension; size {size}")
             out[i] = current
+        elif s < 0:
+            raise ShapeError(f"expand: the size {s} at dim {i} is negative (only -1, which keeps a size, is "
+                             f"allowed); shape {in_shape}, size {size}")
         elif current is not None and current != 1 and current != s:
             raise ShapeError(f"expand: the size {s} at dim {i} does not match the existing size {current} "
                              f"(only size-1 dimensions expand); shape {in_shape}, size {size}")
@@ -481,16 +490,21 @@ defop("slice(Tensor input, dim dim=0, int? start=None, int? end=None, int step=1
 
 
 def _unfold_meta(x, dimension, size, step):
+    """A 0-d input unfolds as one element: its result is the single window, of shape (size,), as in PyTorch."""
     in_shape = shape(x) or (1,)
     require(size >= 0 and size <= in_shape[dimension], "unfold",
             f"size {size} must be between 0 and the dimension's length {in_shape[dimension]}", x)
     require(step > 0, "unfold", f"step must be positive, got {step}", x)
+    if not shape(x):
+        return (size,)
     out = list(in_shape)
     out[dimension] = (in_shape[dimension] - size) // step + 1
     return tuple(out) + (size,)
 
 
 def _unfold_reference(x, dimension, size, step):
+    if x.ndim == 0:
+        return _unfold_reference(x.reshape(1), 0, size, step)[0]
     windows = np.lib.stride_tricks.sliding_window_view(x, size, axis=dimension)
     index = [slice(None)] * windows.ndim
     index[dimension] = slice(None, None, step)
@@ -615,6 +629,23 @@ defop("transpose(Tensor input, dim dim0, dim dim1)", "view", samples=_transpose_
       reference=lambda x, d0, d1: np.swapaxes(x, d0, d1) if x.ndim else x)
 
 
+def _t_meta(x):
+    require(len(shape(x)) <= 2, "t", f"t() expects a tensor with <= 2 dimensions, but self is {len(shape(x))}D", x)
+    return shape(x)[::-1]
+
+
+def _t_samples(make, dtype):
+    yield Sample((make((3, 5)),))
+    yield Sample((make((4, 2), noncontiguous=True),), note="non-contiguous")
+    yield Sample((make((3,)),), note="1-D")
+    yield Sample((make(()),), note="0-d")
+
+
+defop("t(Tensor input)", "view", samples=_t_samples, kind="composite", promotion=rules.passthrough, meta=_t_meta,
+      composite=lambda x: F.permute(x, tuple(reversed(range(x.ndim)))), reference=np.transpose,
+      doc="the transpose of a tensor of at most 2 dims (1-D and 0-d tensors as they are), as a view")
+
+
 def _dims(dim, ndim) -> tuple:
     """A user's dim (None, an int or a list) as non-negative dims (for references)."""
     if dim is None:
@@ -664,39 +695,45 @@ defop("flatten(Tensor input, int start_dim=0, int end_dim=-1)", "view", samples=
 
 
 def _unflatten_shape(in_shape, dim, sizes):
-    dim = wrap_dim("unflatten", dim, len(in_shape))
+    dim = wrap_dim("unflatten", dim, len(in_shape))  # wrapped already but in the reference
     sizes = infer_size("unflatten", tuple(sizes), in_shape[dim])
     return in_shape[:dim] + sizes + in_shape[dim + 1:]
 
 
-defop("unflatten(Tensor input, int dim, int[] sizes)", "view", samples=_unflatten_samples,
-      kind="composite", promotion=rules.passthrough,
-      meta=lambda x, d, s: _unflatten_shape(shape(x), d, s),
+def _unflatten_meta(x, dim, sizes):
+    require_dims("unflatten", x)
+    return _unflatten_shape(shape(x), dim, sizes)
+
+
+defop("unflatten(Tensor input, dim dim, int[] sizes)", "view", samples=_unflatten_samples,
+      kind="composite", promotion=rules.passthrough, meta=_unflatten_meta,
       composite=lambda x, d, s: F.view(x, _unflatten_shape(tuple(x.shape), d, s)), onnx=_unflatten_onnx,
       reference=lambda x, d, s: np.reshape(x, _unflatten_shape(np.shape(x), d, s)))
 
 
+def _select_normalize(op, values):
+    x, dim, index = values
+    require_dims("select", x, OutOfRangeError)
+    values[2] = check_index("select", x, dim, index)
+
+
 def _select(x, dim, index):
-    length = x.shape[dim]
-    if not -length <= index < length:
-        raise IndexError(f"select: index {index} is out of range for dim {dim} of size {length} "
-                         f"(tensor of shape {tuple(x.shape)})")
-    index %= length
     return F.squeeze(F.slice(x, dim, index, index + 1), dim)
 
 
 defop("select(Tensor input, dim dim, int index)", "view", samples=_select_samples,
-      kind="composite", promotion=rules.passthrough,
+      kind="composite", promotion=rules.passthrough, normalize=_select_normalize,
       meta=lambda x, dim, index: shape(x)[:dim] + shape(x)[dim + 1:], composite=_select, onnx=_select_onnx,
       reference=lambda x, dim, index: np.take(x, index, axis=dim), doc="input[..., index, ...] as a view")
 
 
 def _split_sizes(length, split, op_name):
-    if isinstance(split, int):
+    if not isinstance(split, (list, tuple)):
+        split = int_argument(op_name, "split_size", split)
         if split <= 0 and length:
             raise ValueError(f"{op_name}: split_size must be positive, got {split}")
         return [min(split, length - i) for i in range(0, length, split)] if length else [0]
-    split = list(split)
+    split = [int_argument(op_name, "split_sizes", size) for size in split]
     if sum(split) != length:
         raise ShapeError(f"{op_name}: sections {split} do not add up to the dimension's length {length}")
     return split
@@ -710,7 +747,8 @@ def _split(x, split_size_or_sections, dim=0):
     return tuple(out)
 
 
-def _split_meta(x, split, dim=0):
+def _split_meta(x, split, dim=0, op_name="split"):
+    require_dims(op_name, x)
     sizes = _split_sizes(shape(x)[dim], split, "split")
     return tuple(shape(x)[:dim] + (s,) + shape(x)[dim + 1:] for s in sizes)
 
@@ -732,12 +770,17 @@ def _chunk(x, chunks, dim=0):
     return _split(x, max(-(-length // chunks), 1), dim)
 
 
+def _chunk_meta(x, chunks, dim=0):
+    require_dims("chunk", x)
+    return _split_meta(x, max(-(-shape(x)[dim] // max(chunks, 1)), 1), dim, "chunk")
+
+
 def _chunk_reference(x, chunks, dim=0):
     return _split_reference(x, max(-(-x.shape[dim] // chunks), 1), dim)
 
 
 defop("chunk(Tensor input, int chunks, dim dim=0)", "view", samples=_chunk_samples,
       kind="composite", promotion=rules.passthrough,
-      meta=lambda x, chunks, dim=0: _split_meta(x, max(-(-shape(x)[dim] // max(chunks, 1)), 1), dim),
+      meta=_chunk_meta,
       composite=_chunk, reference=_chunk_reference, outputs=("*",), onnx=_chunk_onnx,
       doc="at most chunks views of equal size (the last may be smaller), as in PyTorch")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import warnings
 
 from ...dispatch.ops import F
-from ...dispatch.ops.losses import reduced as _reduce
+from ...dispatch.ops.losses import check_reduction, reduced as _reduce
 
 __all__ = ["cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
            "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div"]
@@ -30,18 +30,16 @@ def legacy_reduction(size_average, reduce) -> str:
     return reduction
 
 
-def _reduction(size_average, reduce, reduction: str, accepted=_REDUCTIONS) -> str:
-    """The reduction to apply: the deprecated flags win when given, as in PyTorch; an unknown name is a
-    ValueError naming it."""
+def _reduction(name: str, size_average, reduce, reduction: str, accepted=_REDUCTIONS) -> str:
+    """The reduction to apply in loss ``name``: the deprecated flags win when given, as in PyTorch; an
+    unknown name is a ValueError naming it and the loss (the ops' own check)."""
     if size_average is not None or reduce is not None:
         return legacy_reduction(size_average, reduce)
     if reduction == "elementwise_mean":
         warnings.warn("reduction='elementwise_mean' is deprecated. Please use reduction='mean' instead.",
                       stacklevel=3)
         return "mean"
-    if reduction not in accepted:
-        raise ValueError(f"{reduction} is not a valid value for reduction (expected one of "
-                         f"{', '.join(repr(r) for r in accepted)})")
+    check_reduction(name, reduction, accepted)
     return reduction
 
 
@@ -83,7 +81,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index: i
     to ``ignore_index`` count for nothing; ``label_smoothing`` eps mixes eps / C of the (weighted) mass
     into every class, as PyTorch defines it.
     """
-    reduction = _reduction(size_average, reduce, reduction)
+    reduction = _reduction("cross_entropy", size_average, reduce, reduction)
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"cross_entropy: label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
     if tuple(target.shape) != tuple(input.shape):
@@ -98,17 +96,14 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index: int = 
              reduction: str = "mean"):
     """Negative log-likelihood of log-probabilities ``input`` (C,), (N, C) or (N, C, d1, ...) at the target
     class indices; the weighted mean divides by the sum of the counted targets' weights."""
-    reduction = _reduction(size_average, reduce, reduction)
+    reduction = _reduction("nll_loss", size_average, reduce, reduction)
     return F.nll_loss(input, target, weight, ignore_index, reduction)
 
 
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction: str = "mean"):
     """-weight * (t * log(x) + (1 - t) * log(1 - x)) for probabilities x; each log is clamped at -100, so
     probabilities of exactly 0 and 1 give finite losses and gradients, as in PyTorch."""
-    reduction = _reduction(size_average, reduce, reduction)
-    if tuple(target.shape) != tuple(input.shape):
-        raise ValueError(f"Using a target size ({target.size()}) that is different to the input size "
-                         f"({input.size()}) is deprecated. Please ensure they have the same size.")
+    reduction = _reduction("binary_cross_entropy", size_average, reduce, reduction)
     return F.binary_cross_entropy(input, target, weight, reduction)
 
 
@@ -117,9 +112,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     """binary_cross_entropy(sigmoid(input), target) without ever forming the sigmoid:
     (1 - t) * x - (1 + (pos_weight - 1) * t) * logsigmoid(x), finite for every logit.
     ``pos_weight`` (broadcast along the last dim, one per class) weighs the positive term."""
-    reduction = _reduction(size_average, reduce, reduction)
-    if tuple(target.shape) != tuple(input.shape):
-        raise ValueError(f"Target size ({target.size()}) must be the same as input size ({input.size()})")
+    reduction = _reduction("binary_cross_entropy_with_logits", size_average, reduce, reduction)
     return F.binary_cross_entropy_with_logits(input, target, weight, pos_weight, reduction)
 
 
@@ -131,7 +124,7 @@ def kl_div(input, target, size_average=None, reduce=None, reduction: str = "mean
     if size_average is not None or reduce is not None:
         reduction = legacy_reduction(size_average, reduce)
     else:
-        reduction = _reduction(None, None, reduction, accepted=_REDUCTIONS + ("batchmean",))
+        reduction = _reduction("kl_div", None, None, reduction, accepted=_REDUCTIONS + ("batchmean",))
         if reduction == "mean":
             warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the support size. "
                           "'batchmean' divides only by the batch size, and aligns with the KL div math definition. "
@@ -147,7 +140,7 @@ def kl_div(input, target, size_average=None, reduce=None, reduction: str = "mean
 
 def mse_loss(input, target, size_average=None, reduce=None, reduction: str = "mean", weight=None):
     """(input - target) ** 2; a differently shaped target broadcasts, with PyTorch's warning."""
-    reduction = _reduction(size_average, reduce, reduction)
+    reduction = _reduction("mse_loss", size_average, reduce, reduction)
     _warn_if_broadcast("mse_loss", input, target)
     if weight is not None:
         return _elementwise_weight(F.mse_loss(input, target, "none"), weight, reduction, input, mean_by_weight=True)
@@ -156,7 +149,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction: str = "me
 
 def l1_loss(input, target, size_average=None, reduce=None, reduction: str = "mean", weight=None):
     """|input - target|; the gradient at equality is 0, as in PyTorch."""
-    reduction = _reduction(size_average, reduce, reduction)
+    reduction = _reduction("l1_loss", size_average, reduce, reduction)
     _warn_if_broadcast("l1_loss", input, target)
     if weight is not None:
         return _elementwise_weight(F.l1_loss(input, target, "none"), weight, reduction, input, mean_by_weight=True)
@@ -165,14 +158,14 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction: str = "mea
 
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction: str = "mean", beta: float = 1.0):
     """0.5 * d ** 2 / beta where |d| < beta, else |d| - 0.5 * beta (d = input - target); beta=0 is l1_loss."""
-    reduction = _reduction(size_average, reduce, reduction)
+    reduction = _reduction("smooth_l1_loss", size_average, reduce, reduction)
     _warn_if_broadcast("smooth_l1_loss", input, target)
     return F.smooth_l1_loss(input, target, reduction, beta)
 
 
 def huber_loss(input, target, reduction: str = "mean", delta: float = 1.0, weight=None):
     """0.5 * d ** 2 where |d| < delta, else delta * (|d| - 0.5 * delta): smooth_l1_loss times delta."""
-    reduction = _reduction(None, None, reduction)
+    reduction = _reduction("huber_loss", None, None, reduction)
     _warn_if_broadcast("huber_loss", input, target)
     if weight is not None:
         return _elementwise_weight(F.huber_loss(input, target, "none", delta), weight, reduction, input,
