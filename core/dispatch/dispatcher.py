@@ -353,6 +353,8 @@ def _list_maker(dev: Device, cast, compute):
 
 def _scalar_maker(backend, dt: DType, index):
     full = backend.kernels["full"]
+    if dt.is_floating_point:  # a Python int beyond int64 is its float there (array libraries cannot convert it)
+        return lambda value: full((), float(value) if value.__class__ is int else value, dt, index)
     return lambda value: full((), value, dt, index)
 
 
@@ -392,7 +394,11 @@ def _collect(op: OpDef, values: list):
             scalars.append(v)
         else:
             raise TypeError(f"{op.name}(): argument '{p.name}' must be a Tensor, not {type(v).__name__}")
-    if not tensors and scalars:  # PyTorch's rule: a number may stand for a tensor operand, not for all of them
+    first = op.tensor_positions[0] if op.tensor_positions else None
+    if scalars and (not tensors or (op.category != "elementwise" and op.params[first].name in ("input", "self")
+                                    and isinstance(values[first], _NUMBER))):
+        # PyTorch's rule: a number may stand for an elementwise operand (or normal's mean), never for all of
+        # them nor for the input tensor other ops work on
         i = next(i for i in op.tensor_positions if isinstance(values[i], _NUMBER))
         raise TypeError(f"{op.name}(): argument '{op.params[i].name}' (position {i + 1}) must be Tensor, not "
                         f"{type(values[i]).__name__}")

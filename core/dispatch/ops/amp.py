@@ -27,6 +27,8 @@ def _each(value) -> tuple:
 
 def _require_floating(op_name: str, what: str, tensors) -> None:
     for t in tensors:
+        if not hasattr(t, "_dtype"):
+            raise TypeError(f"{op_name}(): {what} must be a Tensor, not {type(t).__name__}")
         if not t._dtype.is_floating_point:
             raise DtypeError(f"{op_name}: {what} must be floating point, got {describe(t)}")
 

@@ -93,6 +93,8 @@ def _arange_normalize(op, values):
         start, end = 0, start
     if step == 0:
         raise ValueError("arange: step must be nonzero")
+    if not all(math.isfinite(v) for v in (start, end, step)):
+        raise ValueError(f"arange: unsupported range: {start} -> {end} (step {step}): bounds must be finite")
     if (end - start) * step < 0:
         raise ValueError(f"arange: upper bound and lower bound inconsistent with step sign "
                          f"(start={start}, end={end}, step={step})")
@@ -114,7 +116,15 @@ def _full_promotion(rt, op, values):
     return compute, out
 
 
+def _full_normalize(op, values):
+    """A Python int beyond int64 stored in a floating dtype is that float (NumPy cannot convert it directly)."""
+    value, dtype = values[1], values[op.param_index["dtype"]]
+    if value.__class__ is int and dtype is not None and dtype.is_floating_point and abs(value) >= 2 ** 63:
+        values[1] = float(value)
+
+
 defop(f"full(int[] size, Scalar fill_value, {_TAIL})", "creation", promotion=_full_promotion, meta=_size_meta,
+      normalize=_full_normalize,
       samples=_full_samples, onnx=_full_onnx,
       method=False, reference=lambda size, value, dtype=None, device=None: np.full(size, value),
       doc="the dtype follows fill_value when not given: full((2,), 3) is int64")
