@@ -62,16 +62,22 @@ def _softmax_loops() -> dict:
 
     from numba import njit
 
+    @njit(error_model="numpy")
+    def row_max(x, r):
+        """The largest value of row ``r``; NaN if the row holds one (as NumPy's max)."""
+        top = x[r, 0]
+        for j in range(1, x.shape[1]):
+            v = x[r, j]
+            if v > top or v != v:
+                top = v
+        return top
+
     @njit(error_model="numpy", fastmath={"reassoc"})
     def softmax(x, out):
         """``out[r] = exp(x[r] - max) / sum(exp(x[r] - max))``."""
         rows, n = x.shape
         for r in range(rows):
-            top = x[r, 0]
-            for j in range(1, n):
-                v = x[r, j]
-                if v > top or v != v:
-                    top = v
+            top = row_max(x, r)
             total = 0.0
             for j in range(n):
                 e = np.exp(x[r, j] - top)
@@ -86,11 +92,7 @@ def _softmax_loops() -> dict:
         """``out[r] = (x[r] - max) - log(sum(exp(x[r] - max)))``, rounded in that order as NumPy's kernel does."""
         rows, n = x.shape
         for r in range(rows):
-            top = x[r, 0]
-            for j in range(1, n):
-                v = x[r, j]
-                if v > top or v != v:
-                    top = v
+            top = row_max(x, r)
             total = 0.0
             for j in range(n):
                 total += np.exp(x[r, j] - top)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..compiler.graph import Graph, OpNode, Value, leaves
+from ..dispatch.dtypes import bool_, float32, int64
 from .builder import GraphBuilder, value_info
 from .dims import Dim
 from .errors import OnnxExporterError, UnsupportedOperatorError
@@ -140,7 +141,6 @@ def _operand(g: GraphBuilder, value, env: dict, compute, plan) -> str | None:
 
 def _number_dtype(value, plan):
     out = plan.out if not isinstance(plan.out, tuple) else plan.out[0]
-    from ..dispatch.dtypes import bool_, float32, int64
     if isinstance(value, bool):
         return bool_
     if isinstance(value, (int, Dim)):
