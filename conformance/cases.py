@@ -26,7 +26,7 @@ def accepts(op, dt, supported) -> bool:
     if not takes_tensors and "dtype" in op.param_index:
         values[op.param_index["dtype"]] = dt
     try:
-        compute, out = op.promotion(dt if takes_tensors else None, op, values)
+        compute, out = op.promote(dt if takes_tensors else None, values)
     except TypeError:  # the rule refuses the dtype (e.g. rand of an integer dtype)
         return False
     if compute is not None and not CATEGORY_ACCEPTS[op.dtypes](compute):

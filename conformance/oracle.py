@@ -49,8 +49,7 @@ def bound_values(op, args: tuple, kwargs: dict) -> list:
     ndim = tensors[0].ndim if tensors else 0
     for i in op.attr_positions:
         values[i] = binding.convert(op, op.params[i], values[i], ndim)
-    if op.normalize is not None:
-        op.normalize(op, values)
+    op.normalize_values(values)
     return values
 
 
@@ -73,7 +72,7 @@ def promoted_type(op, values):
 
 def expected_dtypes(op, values):
     """``(compute, out)`` by the op's promotion rule; ``out`` is a tuple for multi-output ops."""
-    return op.promotion(promoted_type(op, values), op, values)
+    return op.promote(promoted_type(op, values), values)
 
 
 def expected_shapes(op, values):

@@ -88,7 +88,7 @@ def build(inputs: list[np.ndarray], calls: list, outputs: tuple) -> ElementwiseP
                 scalars.append(operand)
             else:
                 (dims if rank else zero_dims).append(dt)
-        compute, out = op.promotion(result_type_of(dims, zero_dims, scalars), op, values)
+        compute, out = op.promote(result_type_of(dims, zero_dims, scalars), values)
         attr_values = tuple(values[i] for i in op.attr_positions)
         steps.append(Step(name, tuple(encoded), attr_values, compute, out))
         out_dtypes.append(out)

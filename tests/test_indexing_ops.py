@@ -109,8 +109,7 @@ def _bound(op, sample):
     values = bind(op, sample.args, sample.kwargs)
     for i in op.attr_positions:
         values[i] = convert(op, op.params[i], values[i], sample.args[0].ndim)
-    if op.normalize:
-        op.normalize(op, values)
+    op.normalize_values(values)
     return values
 
 

@@ -242,8 +242,7 @@ def _checked_plan(op: OpDef, values: list, grad: bool, key) -> CallPlan:
     backend = registry.get_backend(dev.type)
     compute, out = _promote(op, values, tensors, scalars)
     _check_dtypes(op, compute, out, tensors, backend, dev)
-    if op.normalize is not None:
-        op.normalize(op, values)
+    op.normalize_values(values)
     result_shapes = op.meta(*values)  # validates shapes; raises ShapeError naming the op and operands
     check_addressable(op, result_shapes, out, dev, tensors, allocates=not op.view)
     if _activity != before and op not in _reads_values:
@@ -432,7 +431,7 @@ def _promote(op: OpDef, values: list, tensors, scalars):
         rt = tensors[0]._dtype
     else:
         rt = None
-    return op.promotion(rt, op, values)
+    return op.promote(rt, values)
 
 
 _ACCEPTS = {

@@ -13,6 +13,8 @@ import ast
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from .bound import BoundArgs
+
 CATEGORIES = ("elementwise", "reduction", "view", "linalg", "indexing", "creation", "random", "nn")
 KINDS = ("primitive", "composite")
 #: Autocast's cast categories (``ember.autocast``), as PyTorch's lists define them: "lower" runs the op in
@@ -132,6 +134,15 @@ class OpDef:
         self.leading_tensors = leading if (not self.list_positions
                                            and self.tensor_positions == tuple(range(leading))) else None
         self.autocast_policy = _autocast_policy(self.name, self.autocast)
+
+    def normalize_values(self, values: list) -> None:
+        """Run the ``normalize`` hook on a call's bound values (in place), the hook reading them by name."""
+        if self.normalize is not None:
+            self.normalize(self, BoundArgs(self, values))
+
+    def promote(self, result_type, values: list):
+        """``(compute_dtype, out_dtype)`` by this op's promotion rule, which reads the values by name."""
+        return self.promotion(result_type, self, BoundArgs(self, values))
 
     def autocast_category(self, device_type: str) -> str | None:
         """This op's autocast category on ``device_type`` (None: it runs as called)."""
