@@ -15,6 +15,25 @@ def pytest_configure(config) -> None:
     profiles.load_for_conformance(config)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def optional_kernels_fall_back(request):
+    """Primitives a backend may leave out (``OpDef.optional_kernel``: the LAPACK decompositions) run on it as a user
+    runs them there, through the explicit CPU fallback (``EMBER_FALLBACK=cpu``), which warns once per op;
+    ``test_backend_kernels`` lists them in the summary. Off where the backend has every kernel."""
+    from ember.dispatch import primitives
+    from ember.dispatch.fallback import get_fallback, set_fallback
+
+    target = target_of(request.config)
+    lacking = target.available and any(op.optional_kernel and op.name not in target.impl.kernels
+                                       for op in primitives())
+    previous = get_fallback()
+    if lacking:
+        set_fallback("cpu")
+    yield
+    if lacking:
+        set_fallback(previous)
+
+
 def pytest_collection_modifyitems(config, items) -> None:
     target = target_of(config)
     ours = [item for item in items if _HERE in item.path.parents]

@@ -34,20 +34,25 @@ def test_op_has_samples(op, make, backend):
 
 
 def test_backend_kernels(backend, request):
-    """Every primitive has a kernel, every kernel belongs to a declared op; the split is reported."""
+    """Every primitive has a kernel (those declared ``optional_kernel`` may run through the explicit CPU fallback
+    instead), every kernel belongs to a declared op; the split is reported."""
     kernels = backend.impl.kernels
-    missing = sorted(op.name for op in primitives() if op.name not in kernels)
+    missing = sorted(op.name for op in primitives() if op.name not in kernels and not op.optional_kernel)
+    fallback = sorted(op.name for op in primitives() if op.name not in kernels and op.optional_kernel)
     unknown = sorted(set(kernels) - set(OPS))
     overridden = sorted(op.name for op in composites() if op.name in kernels)
     inherited = sorted(op.name for op in composites() if op.name not in kernels)
     request.config.stash[SUMMARY] = [
-        f"{backend.name}: {len(primitives()) - len(missing)} of {len(primitives())} primitives implemented"
-        + (f" (missing: {', '.join(missing)})" if missing else ""),
+        f"{backend.name}: {len(primitives()) - len(missing) - len(fallback)} of {len(primitives())} primitives "
+        f"implemented" + (f" (missing: {', '.join(missing)})" if missing else ""),
+        f"{backend.name}: {len(fallback)} optional primitives run through the explicit cpu fallback (no kernel): "
+        f"{', '.join(fallback) or 'none'}",
         f"{backend.name}: {len(overridden)} composites run as its own kernels: {', '.join(overridden) or 'none'}",
         f"{backend.name}: {len(inherited)} composites run from their core definition: {', '.join(inherited)}",
     ]
     record = request.node.user_properties
-    record += [("primitives", sorted(set(kernels) - set(overridden))), ("overridden_composites", overridden),
+    record += [("primitives", sorted(set(kernels) - set(overridden))), ("cpu_fallback_primitives", fallback),
+               ("overridden_composites", overridden),
                ("core_composites", inherited)]
     assert not missing, f"{backend.name} has no kernel for the primitives {missing}"
     assert not unknown, f"{backend.name} has kernels for undeclared ops {unknown}"

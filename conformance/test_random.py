@@ -46,6 +46,8 @@ DISTRIBUTIONS = {
     "multinomial": lambda a, x: {"range": (0, x.shape[-1]), "integral": True,
                                  **({} if a["replacement"] else {"distinct_rows": True}), **_categorical(x)},
     "poisson": lambda a, x: {"range": (0, math.inf), "integral": True, **_mixture(x, x)},
+    "binomial": lambda a, x: {"range": (0, float(np.max(x, initial=0)) + 1), "integral": True,
+                              **_binomial_moments(_values(a["count"]), _values(a["prob"]))},
     "normal": lambda a, x: _mixture(*np.broadcast_arrays(_values(a["mean"]), _values(a["std"]) ** 2)),
     "rand_like": lambda a, x: _uniform(0.0, 1.0),
     "randn_like": lambda a, x: {"mean": 0.0, "std": 1.0},
@@ -71,6 +73,11 @@ def _mixture(means, variances) -> dict:
         return {}
     mean = float(means.mean())
     return {"mean": mean, "std": math.sqrt(float((variances + means ** 2).mean()) - mean ** 2)}
+
+
+def _binomial_moments(count, prob) -> dict:
+    count, prob = np.broadcast_arrays(count, prob)
+    return _mixture(count * prob, count * prob * (1 - prob))
 
 
 def _categorical(weights) -> dict:

@@ -30,7 +30,11 @@ from .interop.dlpack import from_dlpack  # noqa: E402  (torch.from_dlpack)
 from .serialization import load, save  # noqa: E402  (binds ember.serialization too)
 from . import optim  # noqa: E402
 from . import nn  # noqa: E402
+from .nn.functional.dropout import TORCH_FUNCTIONS as _alpha_dropouts  # noqa: E402  (torch.alpha_dropout, ...)
+globals().update(_alpha_dropouts)
 from . import distributions  # noqa: E402
+from . import linalg  # noqa: E402  (ember.linalg: torch.linalg)
+from . import special  # noqa: E402  (ember.special: torch.special)
 from . import profiler  # noqa: E402  (ember.profiler: torch.profiler on dispatch modes)
 from . import amp, cpu  # noqa: E402  (ember.amp: autocast and GradScaler; ember.cpu: torch.cpu)
 from .amp import autocast  # noqa: E402
@@ -46,6 +50,8 @@ short, int, long = int16, int32, int64
 _methods.install()
 _indexing.install()
 _functions.export(globals())
+from .linalg.legacy import chain_matmul, lu, install as _install_lu  # noqa: E402,F401  (torch.lu, chain_matmul)
+_install_lu(Tensor)
 
 # The names programs reach for: comparisons, legacy constructors and types, switches, accelerator, testing.
 from . import comparison as _comparison, program_methods as _program_methods  # noqa: E402
@@ -56,12 +62,30 @@ from .dispatch.flags import (are_deterministic_algorithms_enabled, get_float32_m
                              is_deterministic_algorithms_warn_only_enabled, set_float32_matmul_precision,
                              use_deterministic_algorithms)
 from . import accelerator, testing  # noqa: E402
+from .type_info import finfo, iinfo  # noqa: E402
+from .memory_format import (channels_last, channels_last_3d, contiguous_format, layout,  # noqa: E402
+                            legacy_contiguous_format, memory_format, preserve_format, strided)
+from .printing import get_printoptions, set_printoptions  # noqa: E402
+from .threads import get_num_threads, set_num_threads  # noqa: E402
+from . import return_types  # noqa: E402,F401  (torch.return_types)
+from .misc_names import (e, get_deterministic_debug_mode, get_device, inf, nan, newaxis, pi,  # noqa: E402
+                         set_deterministic_debug_mode, typename)
+from .autograd import is_anomaly_check_nan_enabled, is_anomaly_enabled, is_inference_mode_enabled  # noqa: E402
+from .autograd import set_detect_anomaly as set_anomaly_enabled  # noqa: E402  (torch.set_anomaly_enabled)
 
 _comparison.install()
 _program_methods.install()
+from . import small_methods as _small_methods, inplace_shapes as _inplace_shapes  # noqa: E402
+from . import creation_extras as _creation_extras, tensor_extras as _tensor_extras  # noqa: E402
+for _module in (_small_methods, _inplace_shapes, _creation_extras, _tensor_extras):
+    _module.install()
+    _module.export(globals())
 globals().update(_CPU_TYPES)  # ember.FloatTensor, ember.LongTensor, ...
 
-__version__ = "0.1.0"
+from . import torch_version  # noqa: E402  (ember.torch_version: torch.torch_version)
+from .amp import GradScaler  # noqa: E402  (torch.GradScaler is torch.amp.GradScaler)
+
+__version__ = torch_version.TorchVersion("0.1.0")
 
 
 def is_tensor(obj) -> bool:

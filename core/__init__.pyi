@@ -4,11 +4,13 @@ from builtins import bool as _bool, dict as _dict, float as _float, int as _int,
 from collections.abc import Sequence
 from ember.legacy_types import LegacyTensorType as _LegacyTensorType
 from ember.random import _DefaultGenerator
-from ember.tensor import _AdamStepResult, _LstmLayerResult, _NativeBatchNormResult, _Number, _RnnLayerResult, _SortResult, _TopkResult
+from ember.tensor import _AdamStepResult, _AdaptiveMaxPool1dResult, _AdaptiveMaxPool2dResult, _AdaptiveMaxPool3dResult, _AminmaxResult, _CummaxResult, _CumminResult, _EmbeddingBagResult, _FractionalMaxPool2dResult, _FractionalMaxPool3dResult, _FrexpResult, _GeqrfResult, _HistogramResult, _KthvalueResult, _LinalgCholeskyExResult, _LinalgEighResult, _LinalgInvExResult, _LinalgLdlFactorExResult, _LinalgLdlFactorResult, _LinalgLstsqResult, _LinalgLuFactorExResult, _LinalgLuFactorResult, _LinalgLuResult, _LinalgQrResult, _LinalgSlogdetResult, _LinalgSolveExResult, _LinalgSvdResult, _LstmLayerResult, _LuUnpackResult, _MaxPool1dWithIndicesResult, _MaxPool2dWithIndicesResult, _MaxPool3dWithIndicesResult, _ModeResult, _NativeBatchNormResult, _Number, _QrResult, _RnnLayerResult, _SlogdetResult, _SortResult, _StdMeanResult, _SvdResult, _TopkResult, _TriangularSolveResult, _VarMeanResult
+from ember.torch_version import TorchVersion as _TorchVersion
 from numpy import ndarray as _ndarray
-from typing import Any, Callable
+from typing import Any, Callable, Sequence as _Sequence
 
 from . import accelerator as accelerator
+from . import aliases as aliases
 from . import amp as amp
 from . import autograd as autograd
 from . import backends as backends
@@ -16,23 +18,35 @@ from . import comparison as comparison
 from . import compiler as compiler
 from . import cpu as cpu
 from . import creation as creation
+from . import creation_extras as creation_extras
 from . import cuda as cuda
 from . import dispatch as dispatch
 from . import distributed as distributed
 from . import distributions as distributions
 from . import functions as functions
 from . import indexing as indexing
+from . import inplace_shapes as inplace_shapes
 from . import interop as interop
 from . import legacy_types as legacy_types
+from . import linalg as linalg
 from . import methods as methods
+from . import misc_names as misc_names
 from . import nn as nn
 from . import onnx as onnx
 from . import optim as optim
+from . import printing as printing
 from . import profiler as profiler
 from . import program_methods as program_methods
 from . import random as random
+from . import return_types as return_types
 from . import serialization as serialization
+from . import small_methods as small_methods
+from . import special as special
+from . import tensor_extras as tensor_extras
 from . import testing as testing
+from . import threads as threads
+from . import torch_version as torch_version
+from . import type_info as type_info
 from . import utils as utils
 
 from ember.dispatch.errors import BackendError as BackendError
@@ -40,6 +54,7 @@ from ember.dispatch.errors import DeviceError as DeviceError
 from ember.dispatch.errors import DtypeError as DtypeError
 from ember.dispatch.errors import EmberError as EmberError
 from ember.random import Generator as Generator
+from ember.amp.grad_scaler import GradScaler as GradScaler
 from ember.dispatch.errors import NumberOverflowError as NumberOverflowError
 from ember.dispatch.errors import OutOfMemoryError as OutOfMemoryError
 from ember.dispatch.errors import OutOfRangeError as OutOfRangeError
@@ -50,7 +65,11 @@ from ember.amp.autocast_mode import autocast as autocast
 from ember.dispatch.device import device as device
 from ember.dispatch.dtypes import dtype as dtype
 from ember.autograd.grad_mode import enable_grad as enable_grad
+from ember.type_info import finfo as finfo
+from ember.type_info import iinfo as iinfo
 from ember.autograd.grad_mode import inference_mode as inference_mode
+from ember.memory_format import layout as layout
+from ember.memory_format import memory_format as memory_format
 from ember.autograd.grad_mode import no_grad as no_grad
 from ember.autograd.grad_mode import set_grad_enabled as set_grad_enabled
 
@@ -84,27 +103,44 @@ class LongTensor(Tensor, metaclass=_LegacyTensorType):
 class ShortTensor(Tensor, metaclass=_LegacyTensorType):
     is_cuda: _bool
 
-__version__: _str
+__version__: _TorchVersion
 bfloat16: dtype
 bool: dtype
+channels_last: memory_format
+channels_last_3d: memory_format
+contiguous_format: memory_format
 default_generator: _DefaultGenerator
 double: dtype
+e: _float
 float: dtype
 float16: dtype
 float32: dtype
 float64: dtype
 half: dtype
+inf: _float
 int: dtype
 int16: dtype
 int32: dtype
 int64: dtype
 int8: dtype
+legacy_contiguous_format: memory_format
 long: dtype
+nan: _float
+newaxis: None
+pi: _float
+preserve_format: memory_format
 short: dtype
+strided: layout
 uint8: dtype
 
-def abs(input: Tensor | _Number) -> Tensor: ...
-def absolute(input: Tensor | _Number) -> Tensor: ...
+def abs(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def abs_(input: Tensor | _Number) -> Tensor: ...
+def absolute(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def absolute_(input: Any, *args: Any, **kwargs: Any) -> Any: ...
+def acos(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def acos_(input: Tensor | _Number) -> Tensor: ...
+def acosh(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def acosh_(input: Tensor | _Number) -> Tensor: ...
 def adam_step(
     param: Tensor | _Number,
     grad: Tensor | _Number,
@@ -118,13 +154,127 @@ def adam_step(
     weight_decay: _float = 0.0,
     decoupled_weight_decay: _bool = False,
     maximize: _bool = False,
+    *,
+    out: _Sequence[Tensor] | None = None,
 ) -> _AdamStepResult: ...
-def adaptive_avg_pool2d(input: Tensor | _Number, output_size: Any) -> Tensor: ...
-def add(input: Tensor | _Number, other: Tensor | _Number, *, alpha: _Number = 1) -> Tensor: ...
+def adaptive_avg_pool1d(
+    input: Tensor | _Number,
+    output_size: Any,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def adaptive_avg_pool2d(
+    input: Tensor | _Number,
+    output_size: Any,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def adaptive_avg_pool3d(
+    input: Tensor | _Number,
+    output_size: Any,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def adaptive_max_pool1d(
+    input: Tensor | _Number,
+    output_size: Any,
+    *,
+    out: _Sequence[Tensor] | None = None,
+) -> _AdaptiveMaxPool1dResult: ...
+def adaptive_max_pool2d(
+    input: Tensor | _Number,
+    output_size: Any,
+    *,
+    out: _Sequence[Tensor] | None = None,
+) -> _AdaptiveMaxPool2dResult: ...
+def adaptive_max_pool3d(
+    input: Tensor | _Number,
+    output_size: Any,
+    *,
+    out: _Sequence[Tensor] | None = None,
+) -> _AdaptiveMaxPool3dResult: ...
+def add(
+    input: Tensor | _Number,
+    other: Tensor | _Number,
+    *,
+    alpha: _Number = 1,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def addbmm(
+    input: Tensor | _Number,
+    batch1: Tensor | _Number,
+    batch2: Tensor | _Number,
+    *,
+    beta: _Number = 1,
+    alpha: _Number = 1,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def addcdiv(
+    input: Tensor | _Number,
+    tensor1: Tensor | _Number,
+    tensor2: Tensor | _Number,
+    *,
+    value: _Number = 1,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def addcmul(
+    input: Tensor | _Number,
+    tensor1: Tensor | _Number,
+    tensor2: Tensor | _Number,
+    *,
+    value: _Number = 1,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def addmm(
+    input: Tensor | _Number,
+    mat1: Tensor | _Number,
+    mat2: Tensor | _Number,
+    *,
+    beta: _Number = 1,
+    alpha: _Number = 1,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def addmv(
+    input: Tensor | _Number,
+    mat: Tensor | _Number,
+    vec: Tensor | _Number,
+    *,
+    beta: _Number = 1,
+    alpha: _Number = 1,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def addmv_(
+    input: Tensor | _Number,
+    mat: Tensor | _Number,
+    vec: Tensor | _Number,
+    *,
+    beta: _Number = 1,
+    alpha: _Number = 1,
+) -> Tensor: ...
+def addr(
+    input: Tensor | _Number,
+    vec1: Tensor | _Number,
+    vec2: Tensor | _Number,
+    *,
+    beta: _Number = 1,
+    alpha: _Number = 1,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def adjoint(input: Tensor) -> Tensor: ...
+def affine_grid_generator(
+    theta: Tensor | _Number,
+    size: _int | Sequence[_int],
+    align_corners: _bool,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def alias_copy(input: Tensor | _Number) -> Tensor: ...
 def all(
     input: Tensor | _Number,
     dim: _int | Sequence[_int] | None = None,
     keepdim: _bool = False,
+    *,
+    out: Tensor | None = None,
 ) -> Tensor: ...
 def allclose(
     input: Tensor,
@@ -133,44 +283,145 @@ def allclose(
     atol: _float = 1e-08,
     equal_nan: _bool = False,
 ) -> _bool: ...
+def alpha_dropout(input: Any, p: _float, train: _bool) -> Any: ...
+def alpha_dropout_(input: Any, p: _float, train: _bool) -> Any: ...
 def amax(
     input: Tensor | _Number,
     dim: _int | Sequence[_int] | None = None,
     keepdim: _bool = False,
+    *,
+    out: Tensor | None = None,
 ) -> Tensor: ...
 def amin(
     input: Tensor | _Number,
     dim: _int | Sequence[_int] | None = None,
     keepdim: _bool = False,
+    *,
+    out: Tensor | None = None,
 ) -> Tensor: ...
+def aminmax(
+    input: Tensor | _Number,
+    *,
+    dim: _int | None = None,
+    keepdim: _bool = False,
+    out: _Sequence[Tensor] | None = None,
+) -> _AminmaxResult: ...
 def any(
     input: Tensor | _Number,
     dim: _int | Sequence[_int] | None = None,
     keepdim: _bool = False,
+    *,
+    out: Tensor | None = None,
 ) -> Tensor: ...
 def arange(
     start: _Number,
     end: _Number | None = None,
     step: _Number = 1,
     *,
+    out: Any = None,
     requires_grad: _bool = False,
+    layout: Any = ...,
+    pin_memory: _bool = False,
     dtype: dtype | None = None,
     device: device | _str | None = None,
 ) -> Tensor: ...
+def arccos(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def arccos_(input: Any, *args: Any, **kwargs: Any) -> Any: ...
+def arccosh(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def arccosh_(input: Any, *args: Any, **kwargs: Any) -> Any: ...
+def arcsin(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def arcsin_(input: Any, *args: Any, **kwargs: Any) -> Any: ...
+def arcsinh(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def arcsinh_(input: Any, *args: Any, **kwargs: Any) -> Any: ...
+def arctan(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def arctan2(input: Tensor | _Number, other: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def arctan_(input: Any, *args: Any, **kwargs: Any) -> Any: ...
+def arctanh(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def arctanh_(input: Any, *args: Any, **kwargs: Any) -> Any: ...
 def are_deterministic_algorithms_enabled() -> _bool: ...
-def argmax(input: Tensor | _Number, dim: _int | None = None, keepdim: _bool = False) -> Tensor: ...
-def argmin(input: Tensor | _Number, dim: _int | None = None, keepdim: _bool = False) -> Tensor: ...
+def argmax(
+    input: Tensor | _Number,
+    dim: _int | None = None,
+    keepdim: _bool = False,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def argmin(
+    input: Tensor | _Number,
+    dim: _int | None = None,
+    keepdim: _bool = False,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
 def argsort(
     input: Tensor | _Number,
     dim: _int = -1,
     descending: _bool = False,
     *,
     stable: _bool = False,
+    out: Tensor | None = None,
 ) -> Tensor: ...
-def argwhere(input: Tensor | _Number) -> Tensor: ...
+def argwhere(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def as_strided(
+    input: Tensor | _Number,
+    size: _int | Sequence[_int],
+    stride: _int | Sequence[_int],
+    storage_offset: _int | None = None,
+) -> Tensor: ...
+def as_strided_(
+    input: Tensor | _Number,
+    size: _int | Sequence[_int],
+    stride: _int | Sequence[_int],
+    storage_offset: _int | None = None,
+) -> Tensor: ...
+def as_strided_copy(
+    input: Tensor | _Number,
+    size: _int | Sequence[_int],
+    stride: _int | Sequence[_int],
+    storage_offset: _int | None = None,
+) -> Tensor: ...
+def as_strided_scatter(
+    input: Tensor | _Number,
+    src: Tensor | _Number,
+    size: _int | Sequence[_int],
+    stride: _int | Sequence[_int],
+    storage_offset: _int | None = None,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
 def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor: ...
+def asarray(
+    obj: Any,
+    *,
+    dtype: Any = None,
+    device: Any = None,
+    copy: _bool | None = None,
+    requires_grad: _bool | None = None,
+) -> Tensor: ...
+def asin(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def asin_(input: Tensor | _Number) -> Tensor: ...
+def asinh(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def asinh_(input: Tensor | _Number) -> Tensor: ...
+def atan(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def atan2(input: Tensor | _Number, other: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def atan_(input: Tensor | _Number) -> Tensor: ...
+def atanh(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def atanh_(input: Tensor | _Number) -> Tensor: ...
+def atleast_1d(input: Tensor | _Number) -> Tensor: ...
+def atleast_2d(input: Tensor | _Number) -> Tensor: ...
+def atleast_3d(input: Tensor | _Number) -> Tensor: ...
 def autocast_decrement_nesting() -> _int: ...
 def autocast_increment_nesting() -> _int: ...
+def avg_pool1d(
+    input: Tensor | _Number,
+    kernel_size: _int | Sequence[_int],
+    stride: _int | Sequence[_int] | None = None,
+    padding: _int | Sequence[_int] = 0,
+    ceil_mode: _bool = False,
+    count_include_pad: _bool = True,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
 def avg_pool2d(
     input: Tensor | _Number,
     kernel_size: _int | Sequence[_int],
@@ -179,6 +430,8 @@ def avg_pool2d(
     ceil_mode: _bool = False,
     count_include_pad: _bool = True,
     divisor_override: _int | None = None,
+    *,
+    out: Tensor | None = None,
 ) -> Tensor: ...
 def avg_pool2d_backward(
     grad_output: Tensor | _Number,
@@ -189,6 +442,39 @@ def avg_pool2d_backward(
     ceil_mode: _bool = False,
     count_include_pad: _bool = True,
     divisor_override: _int | None = None,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def avg_pool3d(
+    input: Tensor | _Number,
+    kernel_size: _int | Sequence[_int],
+    stride: _int | Sequence[_int] | None = None,
+    padding: _int | Sequence[_int] = 0,
+    ceil_mode: _bool = False,
+    count_include_pad: _bool = True,
+    divisor_override: _int | None = None,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def baddbmm(
+    input: Tensor | _Number,
+    batch1: Tensor | _Number,
+    batch2: Tensor | _Number,
+    *,
+    beta: _Number = 1,
+    alpha: _Number = 1,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def bartlett_window(
+    window_length: _int,
+    periodic: _bool = True,
+    *,
+    dtype: dtype | None = None,
+    device: device | _str | None = None,
+    out: Any = None,
+    requires_grad: _bool = False,
+    layout: Any = ...,
+    pin_memory: _bool = False,
 ) -> Tensor: ...
 def batch_norm(
     input: Tensor | _Number,
@@ -199,12 +485,15 @@ def batch_norm(
     training: _bool = False,
     momentum: _float = 0.1,
     eps: _float = 1e-05,
+    *,
+    out: Tensor | None = None,
 ) -> Tensor: ...
 def bernoulli(
     input: Tensor | _Number,
     p: _float | None = None,
     *,
     generator: Generator | None = None,
+    out: Any = None,
     requires_grad: _bool = False,
 ) -> Tensor: ...
 def bernoulli_(self: Tensor, p: Any = 0.5, *, generator: Generator | None = None) -> Tensor: ...
@@ -213,12 +502,16 @@ def bilinear(
     input2: Tensor | _Number,
     weight: Tensor | _Number,
     bias: Tensor | _Number | None = None,
+    *,
+    out: Tensor | None = None,
 ) -> Tensor: ...
 def binary_cross_entropy(
     input: Tensor | _Number,
     target: Tensor | _Number,
     weight: Tensor | _Number | None = None,
     reduction: _str = 'mean',
+    *,
+    out: Tensor | None = None,
 ) -> Tensor: ...
 def binary_cross_entropy_with_logits(
     input: Tensor | _Number,
@@ -226,10 +519,67 @@ def binary_cross_entropy_with_logits(
     weight: Tensor | _Number | None = None,
     pos_weight: Tensor | _Number | None = None,
     reduction: _str = 'mean',
+    *,
+    out: Tensor | None = None,
 ) -> Tensor: ...
-def bmm(input: Tensor | _Number, mat2: Tensor | _Number) -> Tensor: ...
+def bincount(
+    input: Tensor,
+    weights: Tensor | _Number | None = None,
+    minlength: _int = 0,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def binomial(
+    count: Tensor | _Number,
+    prob: Tensor | _Number,
+    generator: Generator | None = None,
+    *,
+    out: Any = None,
+    requires_grad: _bool = False,
+) -> Tensor: ...
+def bitwise_and(input: Tensor | _Number, other: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def bitwise_left_shift(
+    input: Tensor | _Number,
+    other: Tensor | _Number,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def bitwise_not(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def bitwise_or(input: Tensor | _Number, other: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def bitwise_right_shift(
+    input: Tensor | _Number,
+    other: Tensor | _Number,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def bitwise_xor(input: Tensor | _Number, other: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def blackman_window(
+    window_length: _int,
+    periodic: _bool = True,
+    *,
+    dtype: dtype | None = None,
+    device: device | _str | None = None,
+    out: Any = None,
+    requires_grad: _bool = False,
+    layout: Any = ...,
+    pin_memory: _bool = False,
+) -> Tensor: ...
+def block_diag(*tensors: Tensor | Sequence[Tensor]) -> Tensor: ...
+def bmm(input: Tensor | _Number, mat2: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def broadcast_shapes(*shapes: Any) -> _tuple: ...
+def broadcast_tensors(*tensors: Tensor | Sequence[Tensor]) -> _tuple: ...
+def broadcast_to(input: Tensor | _Number, shape: _int | Sequence[_int]) -> Tensor: ...
+def bucketize(
+    input: Tensor | _Number,
+    boundaries: Tensor | _Number,
+    *,
+    out_int32: _bool = False,
+    right: _bool = False,
+    out: Tensor | None = None,
+) -> Tensor: ...
 def can_cast(from_: dtype, to: dtype) -> _bool: ...
-def cat(tensors: Sequence[Tensor], dim: _int = 0) -> Tensor: ...
+def cartesian_prod(*tensors: Tensor | Sequence[Tensor]) -> Tensor: ...
+def cat(tensors: Sequence[Tensor], dim: _int = 0, *, out: Any = None) -> Tensor: ...
 def cauchy_(
     self: Tensor | _Number,
     median: _float = 0.0,
@@ -237,20 +587,74 @@ def cauchy_(
     *,
     generator: Generator | None = None,
 ) -> Tensor: ...
-def ceil(input: Tensor | _Number) -> Tensor: ...
+def cdist(
+    x1: Tensor | _Number,
+    x2: Tensor | _Number,
+    p: _float = 2.0,
+    compute_mode: _str = 'use_mm_for_euclid_dist_if_necessary',
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def ceil(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def ceil_(input: Tensor | _Number) -> Tensor: ...
+def celu(input: Tensor | _Number, alpha: _float = 1.0, *, out: Tensor | None = None) -> Tensor: ...
+def celu_(input: Tensor | _Number, alpha: _float = 1.0) -> Tensor: ...
+def chain_matmul(*matrices: Tensor | Sequence[Tensor], out: Any = None) -> Tensor: ...
+def channel_shuffle(input: Tensor | _Number, groups: _int, *, out: Tensor | None = None) -> Tensor: ...
+def cholesky(input: Tensor | _Number, upper: _bool = False, *, out: Tensor | None = None) -> Tensor: ...
+def cholesky_inverse(L: Tensor | _Number, upper: _bool = False, *, out: Tensor | None = None) -> Tensor: ...
+def cholesky_solve(
+    B: Tensor | _Number,
+    L: Tensor | _Number,
+    upper: _bool = False,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
 def chunk(input: Tensor | _Number, chunks: _int, dim: _int = 0) -> _tuple[Tensor, ...]: ...
 def clamp(
     input: Tensor | _Number,
     min: Tensor | _Number | None = None,
     max: Tensor | _Number | None = None,
+    *,
+    out: Tensor | None = None,
 ) -> Tensor: ...
+def clamp_(
+    input: Tensor | _Number,
+    min: Tensor | _Number | None = None,
+    max: Tensor | _Number | None = None,
+) -> Tensor: ...
+def clamp_max(input: Tensor | _Number, max: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def clamp_max_(input: Tensor | _Number, max: Tensor | _Number) -> Tensor: ...
+def clamp_min(input: Tensor | _Number, min: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def clamp_min_(input: Tensor | _Number, min: Tensor | _Number) -> Tensor: ...
 def clear_autocast_cache() -> None: ...
 def clip(
     input: Tensor | _Number,
     min: Tensor | _Number | None = None,
     max: Tensor | _Number | None = None,
+    *,
+    out: Tensor | None = None,
 ) -> Tensor: ...
+def clip_(input: Any, *args: Any, **kwargs: Any) -> Any: ...
 def clone(input: Tensor | _Number) -> Tensor: ...
+def col2im(
+    input: Tensor | _Number,
+    output_size: _int | Sequence[_int],
+    kernel_size: _int | Sequence[_int],
+    dilation: _int | Sequence[_int] = 1,
+    padding: _int | Sequence[_int] = 0,
+    stride: _int | Sequence[_int] = 1,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def column_stack(tensors: Sequence[Tensor], *, out: Tensor | None = None) -> Tensor: ...
+def combinations(
+    input: Tensor | _Number,
+    r: _int = 2,
+    with_replacement: _bool = False,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
 def compile(
     model: Callable | None = None,
     *,
@@ -261,8 +665,8 @@ def compile(
     options: _dict | None = None,
     disable: _bool = False,
 ) -> Any: ...
-def concat(tensors: Sequence[Tensor], dim: _int = 0) -> Tensor: ...
-def concatenate(tensors: Sequence[Tensor], dim: _int = 0) -> Tensor: ...
+def concat(tensors: Sequence[Tensor], dim: _int = 0, *, out: Any = None) -> Tensor: ...
+def concatenate(tensors: Sequence[Tensor], dim: _int = 0, *, out: Any = None) -> Tensor: ...
 def conv1d(
     input: Tensor | _Number,
     weight: Tensor | _Number,
@@ -271,6 +675,8 @@ def conv1d(
     padding: Any = 0,
     dilation: _int | Sequence[_int] = 1,
     groups: _int = 1,
+    *,
+    out: Tensor | None = None,
 ) -> Tensor: ...
 def conv2d(
     input: Tensor | _Number,
@@ -280,6 +686,31 @@ def conv2d(
     padding: Any = 0,
     dilation: _int | Sequence[_int] = 1,
     groups: _int = 1,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def conv3d(
+    input: Tensor | _Number,
+    weight: Tensor | _Number,
+    bias: Tensor | _Number | None = None,
+    stride: _int | Sequence[_int] = 1,
+    padding: Any = 0,
+    dilation: _int | Sequence[_int] = 1,
+    groups: _int = 1,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def conv_transpose1d(
+    input: Tensor | _Number,
+    weight: Tensor | _Number,
+    bias: Tensor | _Number | None = None,
+    stride: _int | Sequence[_int] = 1,
+    padding: _int | Sequence[_int] = 0,
+    output_padding: _int | Sequence[_int] = 0,
+    groups: _int = 1,
+    dilation: _int | Sequence[_int] = 1,
+    *,
+    out: Tensor | None = None,
 ) -> Tensor: ...
 def conv_transpose2d(
     input: Tensor | _Number,
@@ -290,9 +721,79 @@ def conv_transpose2d(
     output_padding: _int | Sequence[_int] = 0,
     groups: _int = 1,
     dilation: _int | Sequence[_int] = 1,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def conv_transpose3d(
+    input: Tensor | _Number,
+    weight: Tensor | _Number,
+    bias: Tensor | _Number | None = None,
+    stride: _int | Sequence[_int] = 1,
+    padding: _int | Sequence[_int] = 0,
+    output_padding: _int | Sequence[_int] = 0,
+    groups: _int = 1,
+    dilation: _int | Sequence[_int] = 1,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def convolution(
+    input: Tensor | _Number,
+    weight: Tensor | _Number,
+    bias: Tensor | _Number | None,
+    stride: _int | Sequence[_int],
+    padding: Any,
+    dilation: _int | Sequence[_int],
+    transposed: _bool,
+    output_padding: _int | Sequence[_int],
+    groups: _int,
+    *,
+    out: Tensor | None = None,
 ) -> Tensor: ...
 def copy_(self: Tensor, src: Tensor) -> Tensor: ...
-def cos(input: Tensor | _Number) -> Tensor: ...
+def copysign(input: Tensor | _Number, other: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def corrcoef(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def cos(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def cos_(input: Tensor | _Number) -> Tensor: ...
+def cosh(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def cosh_(input: Tensor | _Number) -> Tensor: ...
+def cosine_embedding_loss(
+    input1: Tensor | _Number,
+    input2: Tensor | _Number,
+    target: Tensor | _Number,
+    margin: _float = 0.0,
+    reduction: _str = 'mean',
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def cosine_similarity(
+    x1: Tensor | _Number,
+    x2: Tensor | _Number,
+    dim: _int = 1,
+    eps: _float = 1e-08,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def count_nonzero(
+    input: Tensor | _Number,
+    dim: _int | Sequence[_int] | None = None,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def cov(
+    input: Tensor | _Number,
+    *,
+    correction: _int = 1,
+    fweights: Tensor | None = None,
+    aweights: Tensor | None = None,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def cross(
+    input: Tensor | _Number,
+    other: Tensor | _Number,
+    dim: _int | None = None,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
 def cross_entropy_indices(
     input: Tensor | _Number,
     target: Tensor,
@@ -300,6 +801,8 @@ def cross_entropy_indices(
     ignore_index: _int = -100,
     label_smoothing: _float = 0.0,
     reduction: _str = 'mean',
+    *,
+    out: Tensor | None = None,
 ) -> Tensor: ...
 def cross_entropy_indices_backward(
     grad_output: Tensor | _Number,
@@ -309,6 +812,8 @@ def cross_entropy_indices_backward(
     ignore_index: _int = -100,
     label_smoothing: _float = 0.0,
     reduction: _str = 'mean',
+    *,
+    out: Tensor | None = None,
 ) -> Tensor: ...
 def cross_entropy_probabilities(
     input: Tensor | _Number,
@@ -316,43 +821,145 @@ def cross_entropy_probabilities(
     weight: Tensor | _Number | None = None,
     label_smoothing: _float = 0.0,
     reduction: _str = 'mean',
+    *,
+    out: Tensor | None = None,
 ) -> Tensor: ...
-def cumprod(input: Tensor | _Number, dim: _int, *, dtype: dtype | None = None) -> Tensor: ...
-def cumsum(input: Tensor | _Number, dim: _int, *, dtype: dtype | None = None) -> Tensor: ...
+def ctc_loss(
+    log_probs: Tensor | _Number,
+    targets: Tensor,
+    input_lengths: Tensor,
+    target_lengths: Tensor,
+    blank: _int = 0,
+    reduction: _str = 'mean',
+    zero_infinity: _bool = False,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def cummax(input: Tensor | _Number, dim: _int, *, out: _Sequence[Tensor] | None = None) -> _CummaxResult: ...
+def cummin(input: Tensor | _Number, dim: _int, *, out: _Sequence[Tensor] | None = None) -> _CumminResult: ...
+def cumprod(
+    input: Tensor | _Number,
+    dim: _int,
+    *,
+    dtype: dtype | None = None,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def cumsum(
+    input: Tensor | _Number,
+    dim: _int,
+    *,
+    dtype: dtype | None = None,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def cumulative_trapezoid(
+    y: Tensor | _Number,
+    x: Tensor | _Number | None = None,
+    *,
+    dx: _Number | None = None,
+    dim: _int = -1,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def deg2rad(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def deg2rad_(input: Tensor | _Number) -> Tensor: ...
+def det(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def detach(input: Tensor) -> Tensor: ...
+def detach_(input: Tensor) -> Tensor: ...
+def detach_copy(input: Tensor | _Number) -> Tensor: ...
+def diag(input: Tensor | _Number, diagonal: _int = 0, *, out: Tensor | None = None) -> Tensor: ...
+def diag_embed(
+    input: Tensor | _Number,
+    offset: _int = 0,
+    dim1: _int = -2,
+    dim2: _int = -1,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def diagflat(input: Tensor | _Number, offset: _int = 0, *, out: Tensor | None = None) -> Tensor: ...
+def diagonal(input: Tensor | _Number, offset: _int = 0, dim1: _int = 0, dim2: _int = 1) -> Tensor: ...
+def diagonal_copy(input: Tensor | _Number, offset: _int = 0, dim1: _int = 0, dim2: _int = 1) -> Tensor: ...
+def diagonal_scatter(
+    input: Tensor | _Number,
+    src: Tensor | _Number,
+    offset: _int = 0,
+    dim1: _int = 0,
+    dim2: _int = 1,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
 def diff(
     input: Tensor | _Number,
     n: _int = 1,
     dim: _int = -1,
     prepend: Tensor | _Number | None = None,
     append: Tensor | _Number | None = None,
+    *,
+    out: Tensor | None = None,
 ) -> Tensor: ...
-def digamma(input: Tensor | _Number) -> Tensor: ...
-def div(input: Tensor | _Number, other: Tensor | _Number, *, rounding_mode: _str | None = None) -> Tensor: ...
+def digamma(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def dist(
+    input: Tensor | _Number,
+    other: Tensor | _Number,
+    p: _Number = 2,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def div(
+    input: Tensor | _Number,
+    other: Tensor | _Number,
+    *,
+    rounding_mode: _str | None = None,
+    out: Tensor | None = None,
+) -> Tensor: ...
 def divide(
     input: Tensor | _Number,
     other: Tensor | _Number,
     *,
     rounding_mode: _str | None = None,
+    out: Tensor | None = None,
 ) -> Tensor: ...
+def dot(input: Tensor | _Number, tensor: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
 def dropout(
     input: Tensor | _Number,
     p: _float = 0.5,
     training: _bool = True,
     *,
     generator: Generator | None = None,
+    out: Any = None,
     requires_grad: _bool = False,
 ) -> Tensor: ...
-def einsum(equation: _str, *operands: Tensor | Sequence[Tensor]) -> Tensor: ...
-def elu(input: Tensor | _Number, alpha: _float = 1.0) -> Tensor: ...
+def dropout_(input: Tensor, p: _float, train: _bool) -> Tensor: ...
+def dsplit(input: Tensor | _Number, indices_or_sections: Any) -> _tuple[Tensor, ...]: ...
+def dstack(tensors: Sequence[Tensor], *, out: Tensor | None = None) -> Tensor: ...
+def einsum(equation: _str, *operands: Tensor | Sequence[Tensor], out: Any = None) -> Tensor: ...
+def elu(input: Tensor | _Number, alpha: _float = 1.0, *, out: Tensor | None = None) -> Tensor: ...
 def embedding(
     input: Tensor,
     weight: Tensor | _Number,
     padding_idx: _int | None = None,
     scale_grad_by_freq: _bool = False,
+    *,
+    out: Tensor | None = None,
 ) -> Tensor: ...
+def embedding_bag(
+    weight: Tensor | _Number,
+    indices: Tensor,
+    offsets: Tensor,
+    scale_grad_by_freq: _bool = False,
+    mode: _int = 0,
+    sparse: _bool = False,
+    per_sample_weights: Tensor | _Number | None = None,
+    include_last_offset: _bool = False,
+    padding_idx: _int | None = None,
+    *,
+    out: _Sequence[Tensor] | None = None,
+) -> _EmbeddingBagResult: ...
 def empty(
     *size: _int | Sequence[_int],
+    out: Any = None,
     requires_grad: _bool = False,
+    layout: Any = ...,
+    pin_memory: _bool = False,
+    memory_format: Any = ...,
     dtype: dtype | None = None,
     device: device | _str | None = None,
 ) -> Tensor: ...
@@ -361,15 +968,52 @@ def empty_like(
     *,
     dtype: dtype | None = None,
     device: device | _str | None = None,
+    out: Any = None,
     requires_grad: _bool = False,
+    layout: Any = None,
+    pin_memory: _bool = False,
+    memory_format: Any = ...,
 ) -> Tensor: ...
-def eq(input: Tensor | _Number, other: Tensor | _Number) -> Tensor: ...
+def empty_permuted(
+    size: Any,
+    physical_layout: Any,
+    *,
+    dtype: Any = None,
+    layout: Any = None,
+    device: Any = None,
+    requires_grad: _bool = False,
+    pin_memory: _bool = False,
+) -> Tensor: ...
+def empty_strided(
+    size: Any,
+    stride: Any,
+    *,
+    dtype: Any = None,
+    layout: Any = None,
+    device: Any = None,
+    requires_grad: _bool = False,
+    pin_memory: _bool = False,
+) -> Tensor: ...
+def eq(input: Tensor | _Number, other: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
 def equal(input: Tensor, other: Tensor) -> _bool: ...
-def erf(input: Tensor | _Number) -> Tensor: ...
-def erfinv(input: Tensor | _Number) -> Tensor: ...
-def exp(input: Tensor | _Number) -> Tensor: ...
+def erf(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def erf_(input: Tensor | _Number) -> Tensor: ...
+def erfc(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def erfc_(input: Tensor | _Number) -> Tensor: ...
+def erfinv(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def exp(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def exp2(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def exp2_(input: Tensor | _Number) -> Tensor: ...
+def exp_(input: Tensor | _Number) -> Tensor: ...
 def expand(input: Tensor | _Number, size: _int | Sequence[_int]) -> Tensor: ...
-def expm1(input: Tensor | _Number) -> Tensor: ...
+def expand_copy(
+    input: Tensor | _Number,
+    size: _int | Sequence[_int],
+    *,
+    implicit: _bool = False,
+) -> Tensor: ...
+def expm1(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def expm1_(input: Tensor | _Number) -> Tensor: ...
 def exponential_(
     self: Tensor | _Number,
     lambd: _float = 1.0,
@@ -382,19 +1026,82 @@ def eye(
     *,
     dtype: dtype | None = None,
     device: device | _str | None = None,
+    out: Any = None,
     requires_grad: _bool = False,
+    layout: Any = ...,
+    pin_memory: _bool = False,
 ) -> Tensor: ...
+def feature_alpha_dropout(input: Any, p: _float, train: _bool) -> Any: ...
+def feature_alpha_dropout_(input: Any, p: _float, train: _bool) -> Any: ...
+def fill(input: Tensor | _Number, value: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def fill_(input: Tensor | _Number, value: Tensor | _Number) -> Tensor: ...
+def fix(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def fix_(input: Any, *args: Any, **kwargs: Any) -> Any: ...
 def flatten(input: Tensor | _Number, start_dim: _int = 0, end_dim: _int = -1) -> Tensor: ...
-def flip(input: Tensor | _Number, dims: _int | Sequence[_int]) -> Tensor: ...
-def floor(input: Tensor | _Number) -> Tensor: ...
-def floor_divide(input: Tensor | _Number, other: Tensor | _Number) -> Tensor: ...
+def flip(input: Tensor | _Number, dims: _int | Sequence[_int], *, out: Tensor | None = None) -> Tensor: ...
+def fliplr(input: Tensor | _Number) -> Tensor: ...
+def flipud(input: Tensor | _Number) -> Tensor: ...
+def float_power(
+    input: Tensor | _Number,
+    exponent: Tensor | _Number,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def floor(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def floor_(input: Tensor | _Number) -> Tensor: ...
+def floor_divide(
+    input: Tensor | _Number,
+    other: Tensor | _Number,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def fmax(input: Tensor | _Number, other: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def fmin(input: Tensor | _Number, other: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def fmod(input: Tensor | _Number, other: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def frac(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def frac_(input: Tensor | _Number) -> Tensor: ...
+def fractional_max_pool2d(
+    input: Tensor | _Number,
+    kernel_size: _int | Sequence[_int],
+    output_size: _int | Sequence[_int],
+    random_samples: Tensor | _Number,
+    *,
+    out: _Sequence[Tensor] | None = None,
+) -> _FractionalMaxPool2dResult: ...
+def fractional_max_pool3d(
+    input: Tensor | _Number,
+    kernel_size: _int | Sequence[_int],
+    output_size: _int | Sequence[_int],
+    random_samples: Tensor | _Number,
+    *,
+    out: _Sequence[Tensor] | None = None,
+) -> _FractionalMaxPool3dResult: ...
+def frexp(input: Tensor | _Number, *, out: _Sequence[Tensor] | None = None) -> _FrexpResult: ...
+def frobenius_norm(
+    input: Tensor | _Number,
+    dim: _int | Sequence[_int] | None,
+    keepdim: _bool = False,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
 def from_dlpack(ext_tensor: Any, *, device: Any = None, copy: _bool | None = None) -> Tensor: ...
 def from_numpy(array: _ndarray) -> Tensor: ...
+def frombuffer(
+    buffer: Any,
+    *,
+    dtype: Any,
+    count: _int = -1,
+    offset: _int = 0,
+    requires_grad: _bool = False,
+) -> Tensor: ...
 def full(
     size: _int | Sequence[_int],
     fill_value: _Number,
     *,
+    out: Any = None,
     requires_grad: _bool = False,
+    layout: Any = ...,
+    pin_memory: _bool = False,
     dtype: dtype | None = None,
     device: device | _str | None = None,
 ) -> Tensor: ...
@@ -404,37 +1111,175 @@ def full_like(
     *,
     dtype: dtype | None = None,
     device: device | _str | None = None,
+    out: Any = None,
     requires_grad: _bool = False,
+    layout: Any = None,
+    pin_memory: _bool = False,
+    memory_format: Any = ...,
 ) -> Tensor: ...
-def gather(input: Tensor | _Number, dim: _int, index: Tensor) -> Tensor: ...
-def ge(input: Tensor | _Number, other: Tensor | _Number) -> Tensor: ...
-def gelu(input: Tensor | _Number, *, approximate: _str = 'none') -> Tensor: ...
+def gather(input: Tensor | _Number, dim: _int, index: Tensor, *, out: Tensor | None = None) -> Tensor: ...
+def gaussian_nll_loss(
+    input: Tensor | _Number,
+    target: Tensor | _Number,
+    var: Tensor | _Number,
+    full: _bool = False,
+    eps: _float = 1e-06,
+    reduction: _str = 'mean',
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def gcd(input: Tensor | _Number, other: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def gcd_(input: Tensor | _Number, other: Tensor | _Number) -> Tensor: ...
+def ge(input: Tensor | _Number, other: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def gelu(input: Tensor | _Number, *, approximate: _str = 'none', out: Tensor | None = None) -> Tensor: ...
 def geometric_(self: Tensor | _Number, p: _float, *, generator: Generator | None = None) -> Tensor: ...
+def geqrf(input: Tensor | _Number, *, out: _Sequence[Tensor] | None = None) -> _GeqrfResult: ...
+def ger(input: Tensor | _Number, vec2: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
 def get_autocast_cpu_dtype() -> dtype: ...
 def get_autocast_dtype(device_type: _str) -> dtype: ...
 def get_autocast_gpu_dtype() -> dtype: ...
 def get_default_device() -> device: ...
 def get_default_dtype() -> dtype: ...
+def get_deterministic_debug_mode() -> _int: ...
+def get_device(input: Any) -> _int: ...
+def get_device_module(device: Any = None) -> Any: ...
 def get_float32_matmul_precision() -> _str: ...
+def get_num_threads() -> _int: ...
+def get_printoptions() -> _dict: ...
 def get_rng_state() -> Any: ...
-def greater(input: Tensor | _Number, other: Tensor | _Number) -> Tensor: ...
-def greater_equal(input: Tensor | _Number, other: Tensor | _Number) -> Tensor: ...
+def glu(input: Tensor | _Number, dim: _int = -1, *, out: Tensor | None = None) -> Tensor: ...
+def gradient(
+    input: Tensor | _Number,
+    *,
+    spacing: Any = 1,
+    dim: Any = None,
+    edge_order: _int = 1,
+    out: _Sequence[Tensor] | None = None,
+) -> _tuple[Tensor, ...]: ...
+def greater(input: Tensor | _Number, other: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def greater_equal(
+    input: Tensor | _Number,
+    other: Tensor | _Number,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def grid_sampler(
+    input: Tensor | _Number,
+    grid: Tensor | _Number,
+    interpolation_mode: _int,
+    padding_mode: _int,
+    align_corners: _bool,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
 def group_norm(
     input: Tensor | _Number,
     num_groups: _int,
     weight: Tensor | _Number | None = None,
     bias: Tensor | _Number | None = None,
     eps: _float = 1e-05,
+    *,
+    out: Tensor | None = None,
 ) -> Tensor: ...
-def gt(input: Tensor | _Number, other: Tensor | _Number) -> Tensor: ...
-def hardtanh(input: Tensor | _Number, min_val: _float = -1.0, max_val: _float = 1.0) -> Tensor: ...
+def gt(input: Tensor | _Number, other: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def hamming_window(
+    window_length: _int,
+    periodic: _bool = True,
+    alpha: _float = 0.54,
+    beta: _float = 0.46,
+    *,
+    dtype: dtype | None = None,
+    device: device | _str | None = None,
+    out: Any = None,
+    requires_grad: _bool = False,
+    layout: Any = ...,
+    pin_memory: _bool = False,
+) -> Tensor: ...
+def hann_window(
+    window_length: _int,
+    periodic: _bool = True,
+    *,
+    dtype: dtype | None = None,
+    device: device | _str | None = None,
+    out: Any = None,
+    requires_grad: _bool = False,
+    layout: Any = ...,
+    pin_memory: _bool = False,
+) -> Tensor: ...
+def hardshrink(input: Tensor | _Number, lambd: _float = 0.5, *, out: Tensor | None = None) -> Tensor: ...
+def hardsigmoid(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def hardswish(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def hardtanh(
+    input: Tensor | _Number,
+    min_val: _float = -1.0,
+    max_val: _float = 1.0,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def heaviside(input: Tensor | _Number, values: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def hinge_embedding_loss(
+    input: Tensor | _Number,
+    target: Tensor | _Number,
+    margin: _float = 1.0,
+    reduction: _str = 'mean',
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def histc(
+    input: Tensor | _Number,
+    bins: _int = 100,
+    min: _Number = 0,
+    max: _Number = 0,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def histogram(
+    input: Tensor | _Number,
+    bins: Any,
+    *,
+    range: Any = None,
+    weight: Tensor | _Number | None = None,
+    density: _bool = False,
+    out: _Sequence[Tensor] | None = None,
+) -> _HistogramResult: ...
+def histogramdd(
+    input: Any,
+    bins: Any = None,
+    *,
+    range: Any = None,
+    weight: Any = None,
+    density: _bool = False,
+) -> Any: ...
+def hsplit(input: Tensor | _Number, indices_or_sections: Any) -> _tuple[Tensor, ...]: ...
+def hstack(tensors: Sequence[Tensor], *, out: Tensor | None = None) -> Tensor: ...
 def huber_loss(
     input: Tensor | _Number,
     target: Tensor | _Number,
     reduction: _str = 'mean',
     delta: _float = 1.0,
+    *,
+    out: Tensor | None = None,
 ) -> Tensor: ...
-def index(input: Tensor | _Number, indices: Sequence[Tensor | None]) -> Tensor: ...
+def hypot(input: Tensor | _Number, other: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def i0(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def i0_(input: Tensor | _Number) -> Tensor: ...
+def igamma(input: Tensor | _Number, other: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def igammac(input: Tensor | _Number, other: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def im2col(
+    input: Tensor | _Number,
+    kernel_size: _int | Sequence[_int],
+    dilation: _int | Sequence[_int] = 1,
+    padding: _int | Sequence[_int] = 0,
+    stride: _int | Sequence[_int] = 1,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def index(
+    input: Tensor | _Number,
+    indices: Sequence[Tensor | None],
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
 def index_add(
     input: Tensor | _Number,
     dim: _int,
@@ -442,6 +1287,31 @@ def index_add(
     source: Tensor | _Number,
     *,
     alpha: _Number = 1,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def index_copy(
+    input: Tensor | _Number,
+    dim: _int,
+    index: Tensor,
+    source: Tensor | _Number,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def index_fill(
+    input: Tensor | _Number,
+    dim: _int,
+    index: Tensor,
+    value: Tensor | _Number,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def index_put(
+    input: Tensor | _Number,
+    indices: Sequence[Tensor | None],
+    values: Tensor | _Number,
+    accumulate: _bool = False,
+    *,
+    out: Tensor | None = None,
 ) -> Tensor: ...
 def index_put_(
     self: Tensor | _Number,
@@ -449,49 +1319,341 @@ def index_put_(
     values: Tensor | _Number,
     accumulate: _bool = False,
 ) -> Tensor: ...
-def index_select(input: Tensor | _Number, dim: _int, index: Tensor) -> Tensor: ...
+def index_reduce(
+    input: Tensor | _Number,
+    dim: _int,
+    index: Tensor,
+    source: Tensor | _Number,
+    reduce: _str,
+    *,
+    include_self: _bool = True,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def index_select(
+    input: Tensor | _Number,
+    dim: _int,
+    index: Tensor,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
 def initial_seed() -> _int: ...
+def inner(input: Tensor | _Number, other: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def instance_norm(
+    input: Tensor | _Number,
+    weight: Tensor | _Number | None,
+    bias: Tensor | _Number | None,
+    running_mean: Tensor | _Number | None,
+    running_var: Tensor | _Number | None,
+    use_input_stats: _bool,
+    momentum: _float,
+    eps: _float,
+    cudnn_enabled: _bool,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def inverse(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def is_anomaly_check_nan_enabled() -> _bool: ...
+def is_anomaly_enabled() -> _bool: ...
 def is_autocast_cache_enabled() -> _bool: ...
 def is_autocast_cpu_enabled() -> _bool: ...
 def is_autocast_enabled(device_type: _str | None = None) -> _bool: ...
 def is_deterministic_algorithms_warn_only_enabled() -> _bool: ...
+def is_distributed(input: Tensor) -> _bool: ...
+def is_floating_point(input: Tensor) -> _bool: ...
 def is_grad_enabled() -> _bool: ...
+def is_inference(input: Tensor) -> _bool: ...
+def is_inference_mode_enabled() -> _bool: ...
+def is_neg(input: Tensor) -> _bool: ...
+def is_nonzero(input: Tensor) -> _bool: ...
+def is_same_size(input: Tensor, other: Tensor) -> _bool: ...
+def is_signed(input: Tensor) -> _bool: ...
 def is_tensor(obj: Any) -> _bool: ...
+def is_warn_always_enabled() -> _bool: ...
 def isclose(
     input: Tensor | _Number,
     other: Tensor | _Number,
     rtol: _float = 1e-05,
     atol: _float = 1e-08,
     equal_nan: _bool = False,
+    *,
+    out: Tensor | None = None,
 ) -> Tensor: ...
-def isfinite(input: Tensor | _Number) -> Tensor: ...
-def isinf(input: Tensor | _Number) -> Tensor: ...
-def isnan(input: Tensor | _Number) -> Tensor: ...
+def isfinite(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def isin(
+    elements: Tensor | _Number,
+    test_elements: Tensor | _Number,
+    *,
+    assume_unique: _bool = False,
+    invert: _bool = False,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def isinf(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def isnan(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def isneginf(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def isposinf(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def isreal(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def kaiser_window(
+    window_length: _int,
+    periodic: _bool = True,
+    beta: _float = 12.0,
+    *,
+    dtype: dtype | None = None,
+    device: device | _str | None = None,
+    out: Any = None,
+    requires_grad: _bool = False,
+    layout: Any = ...,
+    pin_memory: _bool = False,
+) -> Tensor: ...
 def kl_div(
     input: Tensor | _Number,
     target: Tensor | _Number,
     reduction: _str = 'mean',
     *,
     log_target: _bool = False,
+    out: Tensor | None = None,
 ) -> Tensor: ...
-def l1_loss(input: Tensor | _Number, target: Tensor | _Number, reduction: _str = 'mean') -> Tensor: ...
+def kron(input: Tensor | _Number, other: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def kthvalue(
+    input: Tensor | _Number,
+    k: _int,
+    dim: _int | None = None,
+    keepdim: _bool = False,
+    *,
+    out: _Sequence[Tensor] | None = None,
+) -> _KthvalueResult: ...
+def l1_loss(
+    input: Tensor | _Number,
+    target: Tensor | _Number,
+    reduction: _str = 'mean',
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
 def layer_norm(
     input: Tensor | _Number,
     normalized_shape: _int | Sequence[_int],
     weight: Tensor | _Number | None = None,
     bias: Tensor | _Number | None = None,
     eps: _float = 1e-05,
+    *,
+    out: Tensor | None = None,
 ) -> Tensor: ...
-def le(input: Tensor | _Number, other: Tensor | _Number) -> Tensor: ...
-def leaky_relu(input: Tensor | _Number, negative_slope: _float = 0.01) -> Tensor: ...
-def lerp(input: Tensor | _Number, end: Tensor | _Number, weight: Tensor | _Number) -> Tensor: ...
-def less(input: Tensor | _Number, other: Tensor | _Number) -> Tensor: ...
-def less_equal(input: Tensor | _Number, other: Tensor | _Number) -> Tensor: ...
-def lgamma(input: Tensor | _Number) -> Tensor: ...
+def lcm(input: Tensor | _Number, other: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def lcm_(input: Tensor | _Number, other: Tensor | _Number) -> Tensor: ...
+def ldexp(input: Tensor | _Number, other: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def ldexp_(input: Tensor | _Number, other: Tensor | _Number) -> Tensor: ...
+def le(input: Tensor | _Number, other: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def leaky_relu(
+    input: Tensor | _Number,
+    negative_slope: _float = 0.01,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def lerp(
+    input: Tensor | _Number,
+    end: Tensor | _Number,
+    weight: Tensor | _Number,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def less(input: Tensor | _Number, other: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def less_equal(input: Tensor | _Number, other: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def lgamma(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def linalg_cholesky(A: Tensor | _Number, *, upper: _bool = False, out: Tensor | None = None) -> Tensor: ...
+def linalg_cholesky_ex(
+    input: Tensor | _Number,
+    *,
+    upper: _bool = False,
+    out: _Sequence[Tensor] | None = None,
+) -> _LinalgCholeskyExResult: ...
+def linalg_cond(A: Tensor | _Number, p: Any = None, *, out: Tensor | None = None) -> Tensor: ...
+def linalg_cross(
+    input: Tensor | _Number,
+    other: Tensor | _Number,
+    *,
+    dim: _int = -1,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def linalg_det(A: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def linalg_eigh(
+    A: Tensor | _Number,
+    UPLO: _str = 'L',
+    *,
+    out: _Sequence[Tensor] | None = None,
+) -> _LinalgEighResult: ...
+def linalg_eigvalsh(A: Tensor | _Number, UPLO: _str = 'L', *, out: Tensor | None = None) -> Tensor: ...
+def linalg_householder_product(
+    A: Tensor | _Number,
+    tau: Tensor | _Number,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def linalg_inv(A: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def linalg_inv_ex(A: Tensor | _Number, *, out: _Sequence[Tensor] | None = None) -> _LinalgInvExResult: ...
+def linalg_ldl_factor(
+    A: Tensor | _Number,
+    *,
+    hermitian: _bool = False,
+    out: _Sequence[Tensor] | None = None,
+) -> _LinalgLdlFactorResult: ...
+def linalg_ldl_factor_ex(
+    A: Tensor | _Number,
+    *,
+    hermitian: _bool = False,
+    out: _Sequence[Tensor] | None = None,
+) -> _LinalgLdlFactorExResult: ...
+def linalg_ldl_solve(
+    LD: Tensor | _Number,
+    pivots: Tensor,
+    B: Tensor | _Number,
+    *,
+    hermitian: _bool = False,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def linalg_lstsq(
+    A: Tensor | _Number,
+    B: Tensor | _Number,
+    rcond: _float | None = None,
+    *,
+    driver: _str | None = None,
+    out: _Sequence[Tensor] | None = None,
+) -> _LinalgLstsqResult: ...
+def linalg_lu(
+    A: Tensor | _Number,
+    *,
+    pivot: _bool = True,
+    out: _Sequence[Tensor] | None = None,
+) -> _LinalgLuResult: ...
+def linalg_lu_factor(
+    A: Tensor | _Number,
+    *,
+    pivot: _bool = True,
+    out: _Sequence[Tensor] | None = None,
+) -> _LinalgLuFactorResult: ...
+def linalg_lu_factor_ex(
+    A: Tensor | _Number,
+    *,
+    pivot: _bool = True,
+    out: _Sequence[Tensor] | None = None,
+) -> _LinalgLuFactorExResult: ...
+def linalg_lu_solve(
+    LU: Tensor | _Number,
+    pivots: Tensor,
+    B: Tensor | _Number,
+    *,
+    left: _bool = True,
+    adjoint: _bool = False,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def linalg_matrix_exp(A: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def linalg_matrix_norm(
+    A: Tensor | _Number,
+    ord: Any = 'fro',
+    dim: _int | Sequence[_int] = [-2, -1],
+    keepdim: _bool = False,
+    *,
+    dtype: dtype | None = None,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def linalg_matrix_power(A: Tensor | _Number, n: _int, *, out: Tensor | None = None) -> Tensor: ...
+def linalg_matrix_rank(
+    A: Tensor | _Number,
+    *,
+    atol: _float | None = None,
+    rtol: _float | None = None,
+    hermitian: _bool = False,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def linalg_multi_dot(tensors: Sequence[Tensor], *, out: Tensor | None = None) -> Tensor: ...
+def linalg_norm(
+    input: Tensor | _Number,
+    ord: Any = None,
+    dim: _int | Sequence[_int] | None = None,
+    keepdim: _bool = False,
+    *,
+    dtype: dtype | None = None,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def linalg_pinv(
+    A: Tensor | _Number,
+    *,
+    atol: _float | None = None,
+    rtol: _float | None = None,
+    hermitian: _bool = False,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def linalg_qr(
+    A: Tensor | _Number,
+    mode: _str = 'reduced',
+    *,
+    out: _Sequence[Tensor] | None = None,
+) -> _LinalgQrResult: ...
+def linalg_slogdet(A: Tensor | _Number, *, out: _Sequence[Tensor] | None = None) -> _LinalgSlogdetResult: ...
+def linalg_solve(
+    A: Tensor | _Number,
+    B: Tensor | _Number,
+    *,
+    left: _bool = True,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def linalg_solve_ex(
+    A: Tensor | _Number,
+    B: Tensor | _Number,
+    *,
+    left: _bool = True,
+    out: _Sequence[Tensor] | None = None,
+) -> _LinalgSolveExResult: ...
+def linalg_solve_triangular(
+    A: Tensor | _Number,
+    B: Tensor | _Number,
+    *,
+    upper: _bool,
+    left: _bool = True,
+    unitriangular: _bool = False,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def linalg_svd(
+    A: Tensor | _Number,
+    full_matrices: _bool = True,
+    *,
+    out: _Sequence[Tensor] | None = None,
+) -> _LinalgSvdResult: ...
+def linalg_svdvals(
+    A: Tensor | _Number,
+    *,
+    driver: _str | None = None,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def linalg_tensorinv(A: Tensor | _Number, ind: _int = 2, *, out: Tensor | None = None) -> Tensor: ...
+def linalg_tensorsolve(
+    A: Tensor | _Number,
+    B: Tensor | _Number,
+    dims: _int | Sequence[_int] | None = None,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def linalg_vander(x: Tensor | _Number, N: _int | None = None, *, out: Tensor | None = None) -> Tensor: ...
+def linalg_vecdot(
+    x: Tensor | _Number,
+    y: Tensor | _Number,
+    *,
+    dim: _int = -1,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def linalg_vector_norm(
+    x: Tensor | _Number,
+    ord: _Number = 2,
+    dim: _int | Sequence[_int] | None = None,
+    keepdim: _bool = False,
+    *,
+    dtype: dtype | None = None,
+    out: Tensor | None = None,
+) -> Tensor: ...
 def linear(
     input: Tensor | _Number,
     weight: Tensor | _Number,
     bias: Tensor | _Number | None = None,
+    *,
+    out: Tensor | None = None,
 ) -> Tensor: ...
 def linspace(
     start: _Number,
@@ -500,12 +1662,29 @@ def linspace(
     *,
     dtype: dtype | None = None,
     device: device | _str | None = None,
+    out: Any = None,
     requires_grad: _bool = False,
+    layout: Any = ...,
+    pin_memory: _bool = False,
 ) -> Tensor: ...
 def load(f: Any, map_location: Any = None, weights_only: _bool = True) -> Any: ...
-def log(input: Tensor | _Number) -> Tensor: ...
-def log1p(input: Tensor | _Number) -> Tensor: ...
-def log2(input: Tensor | _Number) -> Tensor: ...
+def local_response_norm(
+    input: Tensor | _Number,
+    size: _int,
+    alpha: _float = 0.0001,
+    beta: _float = 0.75,
+    k: _float = 1.0,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def log(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def log10(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def log10_(input: Tensor | _Number) -> Tensor: ...
+def log1p(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def log1p_(input: Tensor | _Number) -> Tensor: ...
+def log2(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def log2_(input: Tensor | _Number) -> Tensor: ...
+def log_(input: Tensor | _Number) -> Tensor: ...
 def log_normal_(
     self: Tensor | _Number,
     mean: _float = 1.0,
@@ -513,16 +1692,43 @@ def log_normal_(
     *,
     generator: Generator | None = None,
 ) -> Tensor: ...
-def log_softmax(input: Tensor | _Number, dim: _int, dtype: dtype | None = None) -> Tensor: ...
-def logical_and(input: Tensor | _Number, other: Tensor | _Number) -> Tensor: ...
-def logical_not(input: Tensor | _Number) -> Tensor: ...
-def logical_or(input: Tensor | _Number, other: Tensor | _Number) -> Tensor: ...
-def logical_xor(input: Tensor | _Number, other: Tensor | _Number) -> Tensor: ...
-def logsigmoid(input: Tensor | _Number) -> Tensor: ...
+def log_softmax(
+    input: Tensor | _Number,
+    dim: _int,
+    dtype: dtype | None = None,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def logaddexp(input: Tensor | _Number, other: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def logaddexp2(input: Tensor | _Number, other: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def logcumsumexp(input: Tensor | _Number, dim: _int, *, out: Tensor | None = None) -> Tensor: ...
+def logdet(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def logical_and(input: Tensor | _Number, other: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def logical_not(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def logical_or(input: Tensor | _Number, other: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def logical_xor(input: Tensor | _Number, other: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def logit(input: Tensor | _Number, eps: _float | None = None, *, out: Tensor | None = None) -> Tensor: ...
+def logit_(input: Tensor | _Number, eps: _float | None = None) -> Tensor: ...
+def logsigmoid(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def logspace(
+    start: _Number,
+    end: _Number,
+    steps: _int,
+    base: _float = 10.0,
+    *,
+    dtype: dtype | None = None,
+    device: device | _str | None = None,
+    out: Any = None,
+    requires_grad: _bool = False,
+    layout: Any = ...,
+    pin_memory: _bool = False,
+) -> Tensor: ...
 def logsumexp(
     input: Tensor | _Number,
     dim: _int | Sequence[_int] | None,
     keepdim: _bool = False,
+    *,
+    out: Tensor | None = None,
 ) -> Tensor: ...
 def lstm_layer(
     input: Tensor | _Number,
@@ -535,19 +1741,82 @@ def lstm_layer(
     w_hr: Tensor | _Number | None = None,
     *,
     reverse: _bool = False,
+    out: _Sequence[Tensor] | None = None,
 ) -> _LstmLayerResult: ...
-def lt(input: Tensor | _Number, other: Tensor | _Number) -> Tensor: ...
+def lt(input: Tensor | _Number, other: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def lu(A: Any, pivot: _bool = True, get_infos: _bool = False, out: Any = None) -> Any: ...
+def lu_pivots_to_permutation(pivots: Tensor, m: _int, *, out: Tensor | None = None) -> Tensor: ...
+def lu_solve(
+    b: Tensor | _Number,
+    LU_data: Tensor | _Number,
+    LU_pivots: Tensor,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def lu_unpack(
+    LU_data: Tensor | _Number,
+    LU_pivots: Tensor,
+    unpack_data: _bool = True,
+    unpack_pivots: _bool = True,
+    *,
+    out: _Sequence[Tensor] | None = None,
+) -> _LuUnpackResult: ...
 def manual_seed(seed: _int) -> Any: ...
-def masked_fill(input: Tensor | _Number, mask: Tensor, value: Tensor | _Number) -> Tensor: ...
-def masked_select(input: Tensor | _Number, mask: Tensor) -> Tensor: ...
-def matmul(input: Tensor | _Number, other: Tensor | _Number) -> Tensor: ...
+def margin_ranking_loss(
+    input1: Tensor | _Number,
+    input2: Tensor | _Number,
+    target: Tensor | _Number,
+    margin: _float = 0.0,
+    reduction: _str = 'mean',
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def masked_fill(
+    input: Tensor | _Number,
+    mask: Tensor,
+    value: Tensor | _Number,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def masked_scatter(
+    input: Tensor | _Number,
+    mask: Tensor,
+    source: Tensor | _Number,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def masked_select(input: Tensor | _Number, mask: Tensor, *, out: Tensor | None = None) -> Tensor: ...
+def matmul(input: Tensor | _Number, other: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def matrix_exp(A: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def matrix_power(input: Tensor | _Number, n: _int, *, out: Tensor | None = None) -> Tensor: ...
 def max(
     input: Tensor | _Number,
     dim: _int | None = None,
     keepdim: _bool = False,
     *,
     other: Any = None,
+    out: Any = None,
 ) -> Any: ...
+def max_pool1d(
+    input: Tensor | _Number,
+    kernel_size: _int | Sequence[_int],
+    stride: _int | Sequence[_int] | None = None,
+    padding: _int | Sequence[_int] = 0,
+    dilation: _int | Sequence[_int] = 1,
+    ceil_mode: _bool = False,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def max_pool1d_with_indices(
+    input: Tensor | _Number,
+    kernel_size: _int | Sequence[_int],
+    stride: _int | Sequence[_int] | None = None,
+    padding: _int | Sequence[_int] = 0,
+    dilation: _int | Sequence[_int] = 1,
+    ceil_mode: _bool = False,
+    *,
+    out: _Sequence[Tensor] | None = None,
+) -> _MaxPool1dWithIndicesResult: ...
 def max_pool2d(
     input: Tensor | _Number,
     kernel_size: _int | Sequence[_int],
@@ -555,6 +1824,8 @@ def max_pool2d(
     padding: _int | Sequence[_int] = 0,
     dilation: _int | Sequence[_int] = 1,
     ceil_mode: _bool = False,
+    *,
+    out: Tensor | None = None,
 ) -> Tensor: ...
 def max_pool2d_backward(
     grad_output: Tensor | _Number,
@@ -564,37 +1835,194 @@ def max_pool2d_backward(
     padding: _int | Sequence[_int] = 0,
     dilation: _int | Sequence[_int] = 1,
     ceil_mode: _bool = False,
+    *,
+    out: Tensor | None = None,
 ) -> Tensor: ...
-def maximum(input: Tensor | _Number, other: Tensor | _Number) -> Tensor: ...
+def max_pool2d_with_indices(
+    input: Tensor | _Number,
+    kernel_size: _int | Sequence[_int],
+    stride: _int | Sequence[_int] | None = None,
+    padding: _int | Sequence[_int] = 0,
+    dilation: _int | Sequence[_int] = 1,
+    ceil_mode: _bool = False,
+    *,
+    out: _Sequence[Tensor] | None = None,
+) -> _MaxPool2dWithIndicesResult: ...
+def max_pool3d(
+    input: Tensor | _Number,
+    kernel_size: _int | Sequence[_int],
+    stride: _int | Sequence[_int] | None = None,
+    padding: _int | Sequence[_int] = 0,
+    dilation: _int | Sequence[_int] = 1,
+    ceil_mode: _bool = False,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def max_pool3d_with_indices(
+    input: Tensor | _Number,
+    kernel_size: _int | Sequence[_int],
+    stride: _int | Sequence[_int] | None = None,
+    padding: _int | Sequence[_int] = 0,
+    dilation: _int | Sequence[_int] = 1,
+    ceil_mode: _bool = False,
+    *,
+    out: _Sequence[Tensor] | None = None,
+) -> _MaxPool3dWithIndicesResult: ...
+def max_unpool2d(
+    input: Tensor | _Number,
+    indices: Tensor,
+    output_size: _int | Sequence[_int],
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def max_unpool3d(
+    input: Tensor | _Number,
+    indices: Tensor,
+    output_size: _int | Sequence[_int],
+    stride: _int | Sequence[_int],
+    padding: _int | Sequence[_int],
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def maximum(input: Tensor | _Number, other: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
 def mean(
     input: Tensor | _Number,
     dim: _int | Sequence[_int] | None = None,
     keepdim: _bool = False,
     *,
     dtype: dtype | None = None,
+    out: Tensor | None = None,
 ) -> Tensor: ...
+def median(
+    input: Tensor | _Number,
+    dim: _int | None = None,
+    keepdim: _bool = False,
+    *,
+    out: Any = None,
+) -> Any: ...
+def meshgrid(*tensors: Tensor | Sequence[Tensor], indexing: _str | None = None) -> _tuple: ...
 def min(
     input: Tensor | _Number,
     dim: _int | None = None,
     keepdim: _bool = False,
     *,
     other: Any = None,
+    out: Any = None,
 ) -> Any: ...
-def minimum(input: Tensor | _Number, other: Tensor | _Number) -> Tensor: ...
-def mish(input: Tensor | _Number) -> Tensor: ...
-def mm(input: Tensor | _Number, mat2: Tensor | _Number) -> Tensor: ...
-def mse_loss(input: Tensor | _Number, target: Tensor | _Number, reduction: _str = 'mean') -> Tensor: ...
-def mul(input: Tensor | _Number, other: Tensor | _Number) -> Tensor: ...
+def minimum(input: Tensor | _Number, other: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def mish(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def mm(input: Tensor | _Number, mat2: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def mode(
+    input: Tensor | _Number,
+    dim: _int = -1,
+    keepdim: _bool = False,
+    *,
+    out: _Sequence[Tensor] | None = None,
+) -> _ModeResult: ...
+def moveaxis(
+    input: Tensor | _Number,
+    source: _int | Sequence[_int] | None,
+    destination: _int | Sequence[_int] | None,
+) -> Tensor: ...
+def movedim(
+    input: Tensor | _Number,
+    source: _int | Sequence[_int] | None,
+    destination: _int | Sequence[_int] | None,
+) -> Tensor: ...
+def mse_loss(
+    input: Tensor | _Number,
+    target: Tensor | _Number,
+    reduction: _str = 'mean',
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def msort(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def mul(input: Tensor | _Number, other: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def multi_margin_loss(
+    input: Tensor | _Number,
+    target: Tensor,
+    p: _int = 1,
+    margin: _float = 1.0,
+    weight: Tensor | _Number | None = None,
+    reduction: _str = 'mean',
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def multilabel_margin_loss(
+    input: Tensor | _Number,
+    target: Tensor,
+    reduction: _str = 'mean',
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def multilabel_soft_margin_loss(
+    input: Tensor | _Number,
+    target: Tensor | _Number,
+    weight: Tensor | _Number | None = None,
+    reduction: _str = 'mean',
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
 def multinomial(
     input: Tensor | _Number,
     num_samples: _int,
     replacement: _bool = False,
     *,
     generator: Generator | None = None,
+    out: Any = None,
     requires_grad: _bool = False,
 ) -> Tensor: ...
-def multiply(input: Tensor | _Number, other: Tensor | _Number) -> Tensor: ...
+def multiply(input: Tensor | _Number, other: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def mv(input: Tensor | _Number, vec: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def mvlgamma(input: Tensor | _Number, p: _int, *, out: Tensor | None = None) -> Tensor: ...
+def nan_to_num(
+    input: Tensor | _Number,
+    nan: _float | None = 0.0,
+    posinf: _float | None = None,
+    neginf: _float | None = None,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def nan_to_num_(
+    input: Tensor | _Number,
+    nan: _float | None = 0.0,
+    posinf: _float | None = None,
+    neginf: _float | None = None,
+) -> Tensor: ...
+def nanmean(
+    input: Tensor | _Number,
+    dim: _int | Sequence[_int] | None = None,
+    keepdim: _bool = False,
+    *,
+    dtype: dtype | None = None,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def nanmedian(
+    input: Tensor | _Number,
+    dim: _int | None = None,
+    keepdim: _bool = False,
+    *,
+    out: Any = None,
+) -> Any: ...
+def nanquantile(
+    input: Tensor | _Number,
+    q: Tensor | _Number,
+    dim: _int | None = None,
+    keepdim: _bool = False,
+    *,
+    interpolation: _str = 'linear',
+    out: Tensor | None = None,
+) -> Tensor: ...
+def nansum(
+    input: Tensor | _Number,
+    dim: _int | Sequence[_int] | None = None,
+    keepdim: _bool = False,
+    *,
+    dtype: dtype | None = None,
+    out: Tensor | None = None,
+) -> Tensor: ...
 def narrow(input: Tensor, dim: _int, start: Any, length: _int) -> Tensor: ...
+def narrow_copy(input: Tensor | _Number, dim: _int, start: _int, length: _int) -> Tensor: ...
 def native_batch_norm(
     input: Tensor | _Number,
     weight: Tensor | _Number | None,
@@ -604,16 +2032,24 @@ def native_batch_norm(
     training: _bool,
     momentum: _float,
     eps: _float,
+    *,
+    out: _Sequence[Tensor] | None = None,
 ) -> _NativeBatchNormResult: ...
-def ne(input: Tensor | _Number, other: Tensor | _Number) -> Tensor: ...
-def neg(input: Tensor | _Number) -> Tensor: ...
-def negative(input: Tensor | _Number) -> Tensor: ...
+def native_channel_shuffle(input: Tensor | _Number, groups: _int, *, out: Tensor | None = None) -> Tensor: ...
+def ne(input: Tensor | _Number, other: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def neg(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def neg_(input: Tensor | _Number) -> Tensor: ...
+def negative(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def negative_(input: Any, *args: Any, **kwargs: Any) -> Any: ...
+def nextafter(input: Tensor | _Number, other: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
 def nll_loss(
     input: Tensor | _Number,
     target: Tensor,
     weight: Tensor | _Number | None = None,
     ignore_index: _int = -100,
     reduction: _str = 'mean',
+    *,
+    out: Tensor | None = None,
 ) -> Tensor: ...
 def nll_loss_backward(
     grad_output: Tensor | _Number,
@@ -622,8 +2058,11 @@ def nll_loss_backward(
     weight: Tensor | _Number | None = None,
     ignore_index: _int = -100,
     reduction: _str = 'mean',
+    *,
+    out: Tensor | None = None,
 ) -> Tensor: ...
-def nonzero(input: Tensor | _Number, *, as_tuple: _bool = False) -> Tensor: ...
+def nonzero(input: Tensor | _Number, *, as_tuple: _bool = False, out: Tensor | None = None) -> Tensor: ...
+def nonzero_static(input: Tensor, *, size: _int, fill_value: _int = -1) -> Tensor: ...
 def norm(
     input: Tensor | _Number,
     p: Any = 'fro',
@@ -631,6 +2070,14 @@ def norm(
     keepdim: _bool = False,
     *,
     dtype: dtype | None = None,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def norm_except_dim(
+    v: Tensor | _Number,
+    pow: _int = 2,
+    dim: _int = 0,
+    *,
+    out: Tensor | None = None,
 ) -> Tensor: ...
 def normal(
     mean: Tensor | _Number,
@@ -638,6 +2085,7 @@ def normal(
     size: Any = None,
     *,
     generator: Generator | None = None,
+    out: Any = None,
     requires_grad: _bool = False,
 ) -> Tensor: ...
 def normal_(
@@ -647,12 +2095,22 @@ def normal_(
     *,
     generator: Generator | None = None,
 ) -> Tensor: ...
-def not_equal(input: Tensor | _Number, other: Tensor | _Number) -> Tensor: ...
+def not_equal(input: Tensor | _Number, other: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def nuclear_norm(
+    input: Tensor | _Number,
+    dim: _int | Sequence[_int] = [-2, -1],
+    keepdim: _bool = False,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
 def numel(t: Tensor) -> _int: ...
-def one_hot(tensor: Tensor, num_classes: _int = -1) -> Tensor: ...
+def one_hot(tensor: Tensor, num_classes: _int = -1, *, out: Tensor | None = None) -> Tensor: ...
 def ones(
     *size: _int | Sequence[_int],
+    out: Any = None,
     requires_grad: _bool = False,
+    layout: Any = ...,
+    pin_memory: _bool = False,
     dtype: dtype | None = None,
     device: device | _str | None = None,
 ) -> Tensor: ...
@@ -661,35 +2119,107 @@ def ones_like(
     *,
     dtype: dtype | None = None,
     device: device | _str | None = None,
+    out: Any = None,
     requires_grad: _bool = False,
+    layout: Any = None,
+    pin_memory: _bool = False,
+    memory_format: Any = ...,
 ) -> Tensor: ...
-def outer(input: Tensor | _Number, vec2: Tensor | _Number) -> Tensor: ...
+def orgqr(input: Tensor | _Number, tau: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def ormqr(
+    input: Tensor | _Number,
+    tau: Tensor | _Number,
+    other: Tensor | _Number,
+    left: _bool = True,
+    transpose: _bool = False,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def outer(input: Tensor | _Number, vec2: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
 def pad(
     input: Tensor | _Number,
     pad: _int | Sequence[_int],
     mode: _str = 'constant',
     value: _float | None = None,
+    *,
+    out: Tensor | None = None,
 ) -> Tensor: ...
+def pairwise_distance(
+    x1: Tensor | _Number,
+    x2: Tensor | _Number,
+    p: _float = 2.0,
+    eps: _float = 1e-06,
+    keepdim: _bool = False,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def pdist(input: Tensor | _Number, p: _float = 2, *, out: Tensor | None = None) -> Tensor: ...
 def permute(input: Tensor | _Number, dims: _int | Sequence[_int]) -> Tensor: ...
+def permute_copy(input: Tensor | _Number, dims: _int | Sequence[_int]) -> Tensor: ...
+def pinverse(input: Tensor | _Number, rcond: _float = 1e-15, *, out: Tensor | None = None) -> Tensor: ...
+def pixel_shuffle(input: Tensor | _Number, upscale_factor: _int, *, out: Tensor | None = None) -> Tensor: ...
+def pixel_unshuffle(
+    input: Tensor | _Number,
+    downscale_factor: _int,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
 def poisson(
     input: Tensor | _Number,
     generator: Generator | None = None,
     *,
+    out: Any = None,
     requires_grad: _bool = False,
 ) -> Tensor: ...
-def polygamma(n: _int, input: Tensor | _Number) -> Tensor: ...
-def pow(input: Tensor | _Number, other: Tensor | _Number) -> Tensor: ...
+def poisson_nll_loss(
+    input: Tensor | _Number,
+    target: Tensor | _Number,
+    log_input: _bool = True,
+    full: _bool = False,
+    eps: _float = 1e-08,
+    reduction: _str = 'mean',
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def polygamma(n: _int, input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def positive(input: Any) -> Any: ...
+def pow(input: Tensor | _Number, other: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def prelu(input: Tensor | _Number, weight: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
 def prod(
     input: Tensor | _Number,
     dim: _int | None = None,
     keepdim: _bool = False,
     *,
     dtype: dtype | None = None,
+    out: Tensor | None = None,
 ) -> Tensor: ...
 def promote_types(*args: Any, **kwargs: Any) -> Any: ...
+def put(
+    input: Tensor | _Number,
+    index: Tensor,
+    source: Tensor | _Number,
+    accumulate: _bool = False,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def qr(input: Tensor | _Number, some: _bool = True, *, out: _Sequence[Tensor] | None = None) -> _QrResult: ...
+def quantile(
+    input: Tensor | _Number,
+    q: Tensor | _Number,
+    dim: _int | None = None,
+    keepdim: _bool = False,
+    *,
+    interpolation: _str = 'linear',
+    out: Tensor | None = None,
+) -> Tensor: ...
+def rad2deg(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def rad2deg_(input: Tensor | _Number) -> Tensor: ...
 def rand(
     *size: _int | Sequence[_int],
+    out: Any = None,
     requires_grad: _bool = False,
+    layout: Any = ...,
+    pin_memory: _bool = False,
     generator: Generator | None = None,
     dtype: dtype | None = None,
     device: device | _str | None = None,
@@ -702,7 +2232,10 @@ def rand_int(
     generator: Generator | None = None,
     dtype: dtype | None = None,
     device: device | _str | None = None,
+    out: Any = None,
     requires_grad: _bool = False,
+    layout: Any = ...,
+    pin_memory: _bool = False,
 ) -> Tensor: ...
 def rand_like(
     input: Tensor | _Number,
@@ -710,7 +2243,11 @@ def rand_like(
     generator: Generator | None = None,
     dtype: dtype | None = None,
     device: device | _str | None = None,
+    out: Any = None,
     requires_grad: _bool = False,
+    layout: Any = None,
+    pin_memory: _bool = False,
+    memory_format: Any = ...,
 ) -> Tensor: ...
 def rand_normal(
     size: _int | Sequence[_int],
@@ -720,7 +2257,10 @@ def rand_normal(
     generator: Generator | None = None,
     dtype: dtype | None = None,
     device: device | _str | None = None,
+    out: Any = None,
     requires_grad: _bool = False,
+    layout: Any = ...,
+    pin_memory: _bool = False,
 ) -> Tensor: ...
 def rand_uniform(
     size: _int | Sequence[_int],
@@ -730,14 +2270,20 @@ def rand_uniform(
     generator: Generator | None = None,
     dtype: dtype | None = None,
     device: device | _str | None = None,
+    out: Any = None,
     requires_grad: _bool = False,
+    layout: Any = ...,
+    pin_memory: _bool = False,
 ) -> Tensor: ...
 def randint(
     low: _int,
     high: _int | None = None,
     size: _int | Sequence[_int] | None = None,
     *,
+    out: Any = None,
     requires_grad: _bool = False,
+    layout: Any = ...,
+    pin_memory: _bool = False,
     generator: Generator | None = None,
     dtype: dtype | None = None,
     device: device | _str | None = None,
@@ -747,14 +2293,21 @@ def randint_like(
     low: _int = 0,
     high: _int | None = None,
     *,
+    out: Any = None,
     requires_grad: _bool = False,
+    layout: Any = None,
+    pin_memory: _bool = False,
+    memory_format: Any = ...,
     generator: Generator | None = None,
     dtype: dtype | None = None,
     device: device | _str | None = None,
 ) -> Tensor: ...
 def randn(
     *size: _int | Sequence[_int],
+    out: Any = None,
     requires_grad: _bool = False,
+    layout: Any = ...,
+    pin_memory: _bool = False,
     generator: Generator | None = None,
     dtype: dtype | None = None,
     device: device | _str | None = None,
@@ -765,7 +2318,11 @@ def randn_like(
     generator: Generator | None = None,
     dtype: dtype | None = None,
     device: device | _str | None = None,
+    out: Any = None,
     requires_grad: _bool = False,
+    layout: Any = None,
+    pin_memory: _bool = False,
+    memory_format: Any = ...,
 ) -> Tensor: ...
 def random_(
     self: Tensor | _Number,
@@ -780,14 +2337,57 @@ def randperm(
     generator: Generator | None = None,
     dtype: dtype | None = None,
     device: device | _str | None = None,
+    out: Any = None,
     requires_grad: _bool = False,
+    layout: Any = ...,
+    pin_memory: _bool = False,
 ) -> Tensor: ...
-def reciprocal(input: Tensor | _Number) -> Tensor: ...
-def relu(input: Tensor | _Number) -> Tensor: ...
-def remainder(input: Tensor | _Number, other: Tensor | _Number) -> Tensor: ...
+def range(
+    start: _Number,
+    end: _Number,
+    step: _Number = 1,
+    *,
+    dtype: dtype | None = None,
+    device: device | _str | None = None,
+    out: Any = None,
+    requires_grad: _bool = False,
+    layout: Any = ...,
+    pin_memory: _bool = False,
+) -> Tensor: ...
+def ravel(input: Tensor | _Number) -> Tensor: ...
+def reciprocal(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def reciprocal_(input: Tensor | _Number) -> Tensor: ...
+def relu(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def relu_(input: Tensor | _Number) -> Tensor: ...
+def remainder(input: Tensor | _Number, other: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def renorm(
+    input: Tensor | _Number,
+    p: _Number,
+    dim: _int,
+    maxnorm: _Number,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
 def repeat(input: Tensor | _Number, repeats: _int | Sequence[_int]) -> Tensor: ...
+def repeat_interleave(
+    input: Tensor | _Number,
+    repeats: Any = None,
+    dim: _int | None = None,
+    *,
+    output_size: _int | None = None,
+) -> Tensor: ...
 def reshape(input: Tensor | _Number, shape: _int | Sequence[_int]) -> Tensor: ...
+def resize_as_(input: Any, *args: Any, **kwargs: Any) -> Any: ...
+def resolve_neg(input: Tensor) -> Tensor: ...
 def result_type(a: Any, b: Any) -> dtype: ...
+def rms_norm(
+    input: Tensor | _Number,
+    normalized_shape: _int | Sequence[_int],
+    weight: Tensor | _Number | None = None,
+    eps: _float | None = None,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
 def rnn_layer(
     input: Tensor | _Number,
     hx: Tensor | _Number,
@@ -798,15 +2398,51 @@ def rnn_layer(
     *,
     mode: _str = 'RNN_TANH',
     reverse: _bool = False,
+    out: _Sequence[Tensor] | None = None,
 ) -> _RnnLayerResult: ...
 def roll(
     input: Tensor | _Number,
     shifts: _int | Sequence[_int],
     dims: _int | Sequence[_int] | None = None,
+    *,
+    out: Tensor | None = None,
 ) -> Tensor: ...
-def round(input: Tensor | _Number, *, decimals: _int = 0) -> Tensor: ...
-def rsqrt(input: Tensor | _Number) -> Tensor: ...
+def rot90(input: Tensor | _Number, k: _int = 1, dims: _int | Sequence[_int] = [0, 1]) -> Tensor: ...
+def round(input: Tensor | _Number, *, decimals: _int = 0, out: Tensor | None = None) -> Tensor: ...
+def round_(input: Tensor | _Number, *, decimals: _int = 0) -> Tensor: ...
+def row_stack(tensors: Sequence[Tensor], *, out: Tensor | None = None) -> Tensor: ...
+def rrelu(
+    input: Tensor | _Number,
+    lower: _float = 0.125,
+    upper: _float = 0.3333333333333333,
+    training: _bool = False,
+    *,
+    generator: Generator | None = None,
+    out: Any = None,
+    requires_grad: _bool = False,
+) -> Tensor: ...
+def rrelu_(
+    input: Tensor | _Number,
+    lower: _float = 0.125,
+    upper: _float = 0.3333333333333333,
+    training: _bool = False,
+    *,
+    generator: Generator | None = None,
+) -> Tensor: ...
+def rsqrt(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def rsqrt_(input: Tensor | _Number) -> Tensor: ...
+def rsub(input: Tensor, other: Any, *, alpha: Any = 1) -> Tensor: ...
 def save(obj: Any, f: Any) -> None: ...
+def scalar_tensor(
+    s: _Number,
+    *,
+    dtype: dtype | None = None,
+    device: device | _str | None = None,
+    out: Any = None,
+    requires_grad: _bool = False,
+    layout: Any = ...,
+    pin_memory: _bool = False,
+) -> Tensor: ...
 def scaled_dot_product_attention(
     query: Tensor | _Number,
     key: Tensor | _Number,
@@ -817,11 +2453,58 @@ def scaled_dot_product_attention(
     *,
     scale: _float | None = None,
     enable_gqa: _bool = False,
+    out: Tensor | None = None,
 ) -> Tensor: ...
-def scatter(input: Tensor | _Number, dim: _int, index: Tensor, src: Tensor | _Number) -> Tensor: ...
-def scatter_add(input: Tensor | _Number, dim: _int, index: Tensor, src: Tensor | _Number) -> Tensor: ...
+def scatter(
+    input: Tensor | _Number,
+    dim: _int,
+    index: Tensor,
+    src: Tensor | _Number,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def scatter_add(
+    input: Tensor | _Number,
+    dim: _int,
+    index: Tensor,
+    src: Tensor | _Number,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def scatter_reduce(
+    input: Tensor | _Number,
+    dim: _int,
+    index: Tensor,
+    src: Tensor | _Number,
+    reduce: _str,
+    *,
+    include_self: _bool = True,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def searchsorted(
+    sorted_sequence: Tensor | _Number,
+    values: Tensor | _Number,
+    *,
+    out_int32: _bool = False,
+    right: _bool = False,
+    side: _str | None = None,
+    sorter: Tensor | None = None,
+    out: Tensor | None = None,
+) -> Tensor: ...
 def seed() -> _int: ...
 def select(input: Tensor | _Number, dim: _int, index: _int) -> Tensor: ...
+def select_copy(input: Tensor | _Number, dim: _int, index: _int) -> Tensor: ...
+def select_scatter(
+    input: Tensor | _Number,
+    src: Tensor | _Number,
+    dim: _int,
+    index: _int,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def selu(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def selu_(input: Tensor | _Number) -> Tensor: ...
+def set_anomaly_enabled(mode: _bool, check_nan: _bool = True) -> None: ...
 def set_autocast_cache_enabled(enabled: _bool) -> None: ...
 def set_autocast_cpu_dtype(dtype: Any) -> None: ...
 def set_autocast_cpu_enabled(enabled: _bool) -> None: ...
@@ -830,12 +2513,31 @@ def set_autocast_enabled(device_type: Any, enabled: _bool | None = None) -> None
 def set_autocast_gpu_dtype(dtype: Any) -> None: ...
 def set_default_device(dev: Any) -> None: ...
 def set_default_dtype(d: Any) -> None: ...
+def set_deterministic_debug_mode(debug_mode: _int | _str) -> None: ...
 def set_float32_matmul_precision(precision: _str) -> None: ...
+def set_num_threads(int: _int) -> None: ...
+def set_printoptions(
+    precision: _int | None = None,
+    threshold: _float | None = None,
+    edgeitems: _int | None = None,
+    linewidth: _int | None = None,
+    profile: _str | None = None,
+    sci_mode: _bool | None = None,
+) -> None: ...
 def set_rng_state(state: Any) -> None: ...
-def sigmoid(input: Tensor | _Number) -> Tensor: ...
-def sign(input: Tensor | _Number) -> Tensor: ...
-def silu(input: Tensor | _Number) -> Tensor: ...
-def sin(input: Tensor | _Number) -> Tensor: ...
+def set_warn_always(b: _bool) -> None: ...
+def sgn(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def sigmoid(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def sigmoid_(input: Tensor | _Number) -> Tensor: ...
+def sign(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def signbit(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def silu(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def sin(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def sin_(input: Tensor | _Number) -> Tensor: ...
+def sinc(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def sinc_(input: Tensor | _Number) -> Tensor: ...
+def sinh(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def sinh_(input: Tensor | _Number) -> Tensor: ...
 def slice(
     input: Tensor | _Number,
     dim: _int = 0,
@@ -843,52 +2545,272 @@ def slice(
     end: _int | None = None,
     step: _int = 1,
 ) -> Tensor: ...
+def slice_copy(
+    input: Tensor | _Number,
+    dim: _int = 0,
+    start: _int | None = None,
+    end: _int | None = None,
+    step: _int = 1,
+) -> Tensor: ...
+def slice_scatter(
+    input: Tensor | _Number,
+    src: Tensor | _Number,
+    dim: _int = 0,
+    start: _int | None = None,
+    end: _int | None = None,
+    step: _int = 1,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def slogdet(input: Tensor | _Number, *, out: _Sequence[Tensor] | None = None) -> _SlogdetResult: ...
 def smooth_l1_loss(
     input: Tensor | _Number,
     target: Tensor | _Number,
     reduction: _str = 'mean',
     beta: _float = 1.0,
+    *,
+    out: Tensor | None = None,
 ) -> Tensor: ...
-def softmax(input: Tensor | _Number, dim: _int, dtype: dtype | None = None) -> Tensor: ...
-def softplus(input: Tensor | _Number, beta: _float = 1.0, threshold: _float = 20.0) -> Tensor: ...
+def soft_margin_loss(
+    input: Tensor | _Number,
+    target: Tensor | _Number,
+    reduction: _str = 'mean',
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def softmax(
+    input: Tensor | _Number,
+    dim: _int,
+    dtype: dtype | None = None,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def softplus(
+    input: Tensor | _Number,
+    beta: _float = 1.0,
+    threshold: _float = 20.0,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def softshrink(input: Tensor | _Number, lambd: _float = 0.5, *, out: Tensor | None = None) -> Tensor: ...
 def sort(
     input: Tensor | _Number,
     dim: _int = -1,
     descending: _bool = False,
     *,
     stable: _bool = False,
+    out: _Sequence[Tensor] | None = None,
 ) -> _SortResult: ...
+def special_airy_ai(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def special_bessel_j0(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def special_bessel_j1(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def special_bessel_y0(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def special_bessel_y1(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def special_chebyshev_polynomial_t(
+    input: Tensor | _Number,
+    n: Tensor | _Number,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def special_chebyshev_polynomial_u(
+    input: Tensor | _Number,
+    n: Tensor | _Number,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def special_chebyshev_polynomial_v(
+    input: Tensor | _Number,
+    n: Tensor | _Number,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def special_chebyshev_polynomial_w(
+    input: Tensor | _Number,
+    n: Tensor | _Number,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def special_entr(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def special_erfcx(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def special_hermite_polynomial_h(
+    input: Tensor | _Number,
+    n: Tensor | _Number,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def special_hermite_polynomial_he(
+    input: Tensor | _Number,
+    n: Tensor | _Number,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def special_i0e(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def special_i1(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def special_i1e(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def special_laguerre_polynomial_l(
+    input: Tensor | _Number,
+    n: Tensor | _Number,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def special_legendre_polynomial_p(
+    input: Tensor | _Number,
+    n: Tensor | _Number,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def special_log_ndtr(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def special_modified_bessel_i0(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def special_modified_bessel_i1(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def special_modified_bessel_k0(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def special_modified_bessel_k1(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def special_ndtr(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def special_ndtri(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def special_scaled_modified_bessel_k0(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def special_scaled_modified_bessel_k1(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def special_shifted_chebyshev_polynomial_t(
+    input: Tensor | _Number,
+    n: Tensor | _Number,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def special_shifted_chebyshev_polynomial_u(
+    input: Tensor | _Number,
+    n: Tensor | _Number,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def special_shifted_chebyshev_polynomial_v(
+    input: Tensor | _Number,
+    n: Tensor | _Number,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def special_shifted_chebyshev_polynomial_w(
+    input: Tensor | _Number,
+    n: Tensor | _Number,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def special_spherical_bessel_j0(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def special_xlog1py(
+    input: Tensor | _Number,
+    other: Tensor | _Number,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def special_zeta(
+    input: Tensor | _Number,
+    other: Tensor | _Number,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
 def split(input: Tensor | _Number, split_size_or_sections: Any, dim: _int = 0) -> _tuple[Tensor, ...]: ...
-def sqrt(input: Tensor | _Number) -> Tensor: ...
+def split_copy(input: Tensor | _Number, split_size: Any, dim: _int = 0) -> _tuple[Tensor, ...]: ...
+def split_with_sizes(
+    input: Tensor | _Number,
+    split_sizes: _int | Sequence[_int],
+    dim: _int = 0,
+) -> _tuple[Tensor, ...]: ...
+def split_with_sizes_copy(
+    input: Tensor | _Number,
+    split_sizes: _int | Sequence[_int],
+    dim: _int = 0,
+) -> _tuple[Tensor, ...]: ...
+def sqrt(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def sqrt_(input: Tensor | _Number) -> Tensor: ...
+def square(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def square_(input: Tensor | _Number) -> Tensor: ...
 def squeeze(input: Tensor | _Number, dim: _int | Sequence[_int] | None = None) -> Tensor: ...
-def stack(tensors: Sequence[Tensor], dim: _int = 0) -> Tensor: ...
+def squeeze_copy(input: Tensor | _Number, dim: _int | Sequence[_int] | None = None) -> Tensor: ...
+def stack(tensors: Sequence[Tensor], dim: _int = 0, *, out: Any = None) -> Tensor: ...
 def std(
     input: Tensor | _Number,
     dim: _int | Sequence[_int] | None = None,
     *,
     correction: _int = 1,
     keepdim: _bool = False,
+    out: Tensor | None = None,
 ) -> Tensor: ...
-def sub(input: Tensor | _Number, other: Tensor | _Number, *, alpha: _Number = 1) -> Tensor: ...
-def subtract(input: Tensor | _Number, other: Tensor | _Number, *, alpha: _Number = 1) -> Tensor: ...
+def std_mean(
+    input: Tensor | _Number,
+    dim: _int | Sequence[_int] | None = None,
+    *,
+    correction: _int = 1,
+    keepdim: _bool = False,
+    out: _Sequence[Tensor] | None = None,
+) -> _StdMeanResult: ...
+def sub(
+    input: Tensor | _Number,
+    other: Tensor | _Number,
+    *,
+    alpha: _Number = 1,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def subtract(
+    input: Tensor | _Number,
+    other: Tensor | _Number,
+    *,
+    alpha: _Number = 1,
+    out: Tensor | None = None,
+) -> Tensor: ...
 def sum(
     input: Tensor | _Number,
     dim: _int | Sequence[_int] | None = None,
     keepdim: _bool = False,
     *,
     dtype: dtype | None = None,
+    out: Tensor | None = None,
 ) -> Tensor: ...
-def swapaxes(input: Tensor | _Number, dim0: _int, dim1: _int) -> Tensor: ...
+def svd(
+    input: Tensor | _Number,
+    some: _bool = True,
+    compute_uv: _bool = True,
+    *,
+    out: _Sequence[Tensor] | None = None,
+) -> _SvdResult: ...
+def swapaxes(input: Tensor, axis0: _int, axis1: _int) -> Tensor: ...
+def swapdims(input: Tensor | _Number, dim0: _int, dim1: _int) -> Tensor: ...
 def synchronize(dev: Any = None) -> None: ...
 def t(input: Tensor | _Number) -> Tensor: ...
-def tan(input: Tensor | _Number) -> Tensor: ...
-def tanh(input: Tensor | _Number) -> Tensor: ...
+def t_copy(input: Tensor | _Number) -> Tensor: ...
+def take(input: Tensor | _Number, index: Tensor, *, out: Tensor | None = None) -> Tensor: ...
+def take_along_dim(
+    input: Tensor | _Number,
+    indices: Tensor,
+    dim: _int | None = None,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def tan(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def tan_(input: Tensor | _Number) -> Tensor: ...
+def tanh(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def tanh_(input: Tensor | _Number) -> Tensor: ...
 def tensor(data: Any, *, dtype: Any = None, device: Any = None, requires_grad: _bool = False) -> Tensor: ...
+def tensor_split(input: Tensor | _Number, indices_or_sections: Any, dim: _int = 0) -> _tuple[Tensor, ...]: ...
+def tensordot(
+    a: Tensor | _Number,
+    b: Tensor | _Number,
+    dims: Any = 2,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def threshold(
+    input: Tensor | _Number,
+    threshold: _float,
+    value: _float,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def threshold_(input: Tensor | _Number, threshold: _float, value: _float) -> Tensor: ...
 def threshold_backward(
     grad_output: Tensor | _Number,
     input: Tensor | _Number,
     threshold: _float,
+    *,
+    out: Tensor | None = None,
 ) -> Tensor: ...
+def tile(input: Tensor | _Number, dims: _int | Sequence[_int]) -> Tensor: ...
 def to_dtype(input: Tensor | _Number, dtype: dtype) -> Tensor: ...
 def topk(
     input: Tensor | _Number,
@@ -896,19 +2818,95 @@ def topk(
     dim: _int = -1,
     largest: _bool = True,
     sorted: _bool = True,
+    *,
+    out: _Sequence[Tensor] | None = None,
 ) -> _TopkResult: ...
+def trace(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
 def transpose(input: Tensor | _Number, dim0: _int, dim1: _int) -> Tensor: ...
-def tril(input: Tensor | _Number, diagonal: _int = 0) -> Tensor: ...
-def triu(input: Tensor | _Number, diagonal: _int = 0) -> Tensor: ...
+def transpose_copy(input: Tensor | _Number, dim0: _int, dim1: _int) -> Tensor: ...
+def trapezoid(
+    y: Tensor | _Number,
+    x: Tensor | _Number | None = None,
+    *,
+    dx: _Number | None = None,
+    dim: _int = -1,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def trapz(
+    y: Tensor | _Number,
+    x: Tensor | _Number | None = None,
+    *,
+    dx: _Number | None = None,
+    dim: _int = -1,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def triangular_solve(
+    b: Tensor | _Number,
+    A: Tensor | _Number,
+    upper: _bool = True,
+    transpose: _bool = False,
+    unitriangular: _bool = False,
+    *,
+    out: _Sequence[Tensor] | None = None,
+) -> _TriangularSolveResult: ...
+def tril(input: Tensor | _Number, diagonal: _int = 0, *, out: Tensor | None = None) -> Tensor: ...
+def tril_indices(
+    row: _int,
+    col: _int,
+    offset: _int = 0,
+    *,
+    dtype: dtype | None = None,
+    device: device | _str | None = None,
+    out: Any = None,
+    requires_grad: _bool = False,
+    layout: Any = ...,
+    pin_memory: _bool = False,
+) -> Tensor: ...
+def triplet_margin_loss(
+    anchor: Tensor | _Number,
+    positive: Tensor | _Number,
+    negative: Tensor | _Number,
+    margin: _float = 1.0,
+    p: _float = 2,
+    eps: _float = 1e-06,
+    swap: _bool = False,
+    reduction: _str = 'mean',
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def triu(input: Tensor | _Number, diagonal: _int = 0, *, out: Tensor | None = None) -> Tensor: ...
+def triu_indices(
+    row: _int,
+    col: _int,
+    offset: _int = 0,
+    *,
+    dtype: dtype | None = None,
+    device: device | _str | None = None,
+    out: Any = None,
+    requires_grad: _bool = False,
+    layout: Any = ...,
+    pin_memory: _bool = False,
+) -> Tensor: ...
 def true_divide(
     input: Tensor | _Number,
     other: Tensor | _Number,
     *,
     rounding_mode: _str | None = None,
+    out: Tensor | None = None,
 ) -> Tensor: ...
-def unbind(input: Tensor | _Number, dim: _int = 0) -> _tuple[Tensor, ...]: ...
+def trunc(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def trunc_(input: Tensor | _Number) -> Tensor: ...
+def typename(obj: Any) -> _str: ...
+def unbind(
+    input: Tensor | _Number,
+    dim: _int = 0,
+    *,
+    out: _Sequence[Tensor] | None = None,
+) -> _tuple[Tensor, ...]: ...
+def unbind_copy(input: Tensor | _Number, dim: _int = 0) -> _tuple[Tensor, ...]: ...
 def unflatten(input: Tensor | _Number, dim: _int, sizes: _int | Sequence[_int]) -> Tensor: ...
 def unfold(input: Tensor | _Number, dimension: _int, size: _int, step: _int) -> Tensor: ...
+def unfold_copy(input: Tensor | _Number, dimension: _int, size: _int, step: _int) -> Tensor: ...
 def uniform_(
     self: Tensor | _Number,
     from_: _float = 0.0,
@@ -916,24 +2914,84 @@ def uniform_(
     *,
     generator: Generator | None = None,
 ) -> Tensor: ...
+def unique(
+    input: Any,
+    sorted: _bool = True,
+    return_inverse: _bool = False,
+    return_counts: _bool = False,
+    dim: Any = None,
+) -> Any: ...
+def unique_consecutive(
+    input: Any,
+    return_inverse: _bool = False,
+    return_counts: _bool = False,
+    dim: Any = None,
+) -> Any: ...
+def unravel_index(
+    indices: Tensor | _Number,
+    shape: _int | Sequence[_int],
+    *,
+    out: _Sequence[Tensor] | None = None,
+) -> _tuple[Tensor, ...]: ...
+def unsafe_chunk(input: Tensor | _Number, chunks: _int, dim: _int = 0) -> _tuple[Tensor, ...]: ...
+def unsafe_split(
+    input: Tensor | _Number,
+    split_size_or_sections: Any,
+    dim: _int = 0,
+) -> _tuple[Tensor, ...]: ...
+def unsafe_split_with_sizes(
+    input: Tensor | _Number,
+    split_sizes: _int | Sequence[_int],
+    dim: _int = 0,
+) -> _tuple[Tensor, ...]: ...
 def unsqueeze(input: Tensor | _Number, dim: _int) -> Tensor: ...
+def unsqueeze_copy(input: Tensor | _Number, dim: _int) -> Tensor: ...
 def use_deterministic_algorithms(mode: _bool, *, warn_only: _bool = False) -> None: ...
+def vander(
+    x: Tensor | _Number,
+    N: _int | None = None,
+    increasing: _bool = False,
+    *,
+    out: Any = None,
+    requires_grad: _bool = False,
+) -> Tensor: ...
 def var(
     input: Tensor | _Number,
     dim: _int | Sequence[_int] | None = None,
     *,
     correction: _int = 1,
     keepdim: _bool = False,
+    out: Tensor | None = None,
 ) -> Tensor: ...
+def var_mean(
+    input: Tensor | _Number,
+    dim: _int | Sequence[_int] | None = None,
+    *,
+    correction: _int = 1,
+    keepdim: _bool = False,
+    out: _Sequence[Tensor] | None = None,
+) -> _VarMeanResult: ...
+def vdot(input: Tensor | _Number, other: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
 def view(input: Tensor | _Number, size: _int | Sequence[_int]) -> Tensor: ...
+def view_copy(input: Tensor | _Number, size: _int | Sequence[_int]) -> Tensor: ...
+def vsplit(input: Tensor | _Number, indices_or_sections: Any) -> _tuple[Tensor, ...]: ...
+def vstack(tensors: Sequence[Tensor], *, out: Tensor | None = None) -> Tensor: ...
 def where(
     condition: Tensor,
     input: Tensor | _Number | None = None,
     other: Tensor | _Number | None = None,
+    *,
+    out: Any = None,
 ) -> Tensor: ...
+def xlogy(input: Tensor | _Number, other: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def xlogy_(input: Tensor | _Number, other: Tensor | _Number) -> Tensor: ...
+def zero_(input: Any, *args: Any, **kwargs: Any) -> Any: ...
 def zeros(
     *size: _int | Sequence[_int],
+    out: Any = None,
     requires_grad: _bool = False,
+    layout: Any = ...,
+    pin_memory: _bool = False,
     dtype: dtype | None = None,
     device: device | _str | None = None,
 ) -> Tensor: ...
@@ -942,5 +3000,9 @@ def zeros_like(
     *,
     dtype: dtype | None = None,
     device: device | _str | None = None,
+    out: Any = None,
     requires_grad: _bool = False,
+    layout: Any = None,
+    pin_memory: _bool = False,
+    memory_format: Any = ...,
 ) -> Tensor: ...

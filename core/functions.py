@@ -3,8 +3,14 @@ from __future__ import annotations
 
 import inspect
 
+from .aliases import ALIASES, TORCH_INPLACE_FUNCTIONS, inplace_function, positive
 from .dispatch.ops import F
+from .dispatch.ops import grids as _grids, histograms as _histograms, sets as _sets
+from .dispatch.out_argument import accepting_out
 from .dispatch.schema import OPS
+from .memory_format import (channels_last, channels_last_3d, check_layout, contiguous_format, preserve_format,
+                            strided, to_format)
+from .tensor import Tensor
 
 
 def _sizes(args) -> tuple:
@@ -100,6 +106,26 @@ max = _extremum("max", "amax", "maximum")
 min = _extremum("min", "amin", "minimum")
 
 
+def _whole_or_along(name: str):
+    """median/nanmedian: of every element (a 0-d value; NaN for an empty input), or (values, indices) along dim."""
+    along = getattr(F, name)
+
+    def function(input, dim=None, keepdim=False):
+        if dim is not None:
+            return along(input, dim, keepdim)
+        flat = F.reshape(input, (-1,))
+        if flat.shape[0] == 0:
+            return F.full((), float("nan"), dtype=input.dtype, device=input.device)
+        return along(flat, 0).values
+    function.__name__ = function.__qualname__ = name
+    function.__doc__ = f"{name}(input) -> tensor; {name}(input, dim, keepdim=False) -> (values, indices)"
+    return function
+
+
+median = _whole_or_along("median")
+nanmedian = _whole_or_along("nanmedian")
+
+
 def cat(tensors, dim=0):
     return F.cat(list(tensors), dim)
 
@@ -117,42 +143,62 @@ def where(condition, input=None, other=None):
     return F.where(condition, input, other)
 
 
-# Aliases PyTorch users reach for.
-absolute = F.abs
-negative = F.neg
-multiply = F.mul
-divide = F.div
-true_divide = F.div
-subtract = F.sub
-greater = F.gt
-greater_equal = F.ge
-less = F.lt
-less_equal = F.le
-not_equal = F.ne
-clip = F.clamp
-swapaxes = F.transpose
+swapaxes = F.transpose  # PyTorch's other names for ops are in ember.aliases
 
 
 def _overridden() -> set:
     return {"zeros", "ones", "empty", "rand", "randn", "full", "arange", "randint", "einsum", "max", "min",
-            "cat", "stack", "where", "normal", "randint_like"}
+            "cat", "stack", "where", "normal", "randint_like", "median", "nanmedian"}
 
 
-def _accepting_requires_grad(function):
-    """Creation functions take PyTorch's ``requires_grad=`` keyword."""
+_LIKE = ("empty_like", "zeros_like", "ones_like", "full_like", "rand_like", "randn_like", "randint_like")
+
+
+def _with_factory_keywords(function, op):
+    """Creation functions take PyTorch's factory keywords: ``requires_grad``; where they take a device, also
+    ``layout`` (Ember's tensors are all strided) and ``pin_memory`` (which, as in PyTorch, needs an
+    accelerator); ``empty`` and the ``*_like`` functions also take ``memory_format``."""
+    factory = "device" in op.param_index
+    formats = op.name == "empty" or op.name in _LIKE
+    default_format = preserve_format if op.name in _LIKE else contiguous_format
+    default_layout = None if op.name in _LIKE else strided  # PyTorch's defaults: the *_like ones follow the input
+
     def creator(*args, requires_grad: bool = False, **kwargs):
+        if factory:
+            check_layout(op.name, kwargs.pop("layout", default_layout))
+            pin = kwargs.pop("pin_memory", False)
+        if formats:
+            fmt = kwargs.pop("memory_format", default_format)
         out = function(*args, **kwargs)
+        if formats:
+            out = _laid_out(out, fmt, args[0] if op.name in _LIKE and args else kwargs.get("input"), op.name)
+        if factory and pin:
+            out = out.pin_memory()
         return out.requires_grad_() if requires_grad else out
     creator.__name__, creator.__doc__ = function.__name__, function.__doc__
-    creator.__signature__ = _with_requires_grad(inspect.signature(function))  # for help() and the .pyi stubs
+    keywords = [("out", None)] * op.accepts_out + [("requires_grad", False)] + ([("layout", default_layout), ("pin_memory", False)] if factory else []) + (
+        [("memory_format", default_format)] if formats else [])
+    creator.__signature__ = _with_keywords(inspect.signature(function), keywords)  # for help() and the stubs
     return creator
 
 
-def _with_requires_grad(signature: inspect.Signature) -> inspect.Signature:
+def _laid_out(out, fmt, like, name: str):
+    """``out`` in ``fmt``; ``preserve_format`` follows ``like``'s layout (channels_last stays channels_last)."""
+    if fmt is preserve_format:
+        if like is None or like.is_contiguous():
+            return out
+        fmt = next((f for f in (channels_last, channels_last_3d) if like.is_contiguous(memory_format=f)),
+                   contiguous_format)
+    return to_format(out, fmt, name)
+
+
+def _with_keywords(signature: inspect.Signature, keywords: list) -> inspect.Signature:
     params = [p for p in signature.parameters.values() if p.kind is not p.VAR_KEYWORD]
-    keywords = [p for p in signature.parameters.values() if p.kind is p.VAR_KEYWORD]
-    flag = inspect.Parameter("requires_grad", inspect.Parameter.KEYWORD_ONLY, default=False, annotation="bool")
-    return signature.replace(parameters=params + [flag] + keywords)
+    rest = [p for p in signature.parameters.values() if p.kind is p.VAR_KEYWORD]
+    added = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default,
+                               annotation="bool" if isinstance(default, bool) else inspect.Parameter.empty)
+             for name, default in keywords if name not in signature.parameters]
+    return signature.replace(parameters=params + added + rest)
 
 
 def export(namespace: dict) -> None:
@@ -160,9 +206,19 @@ def export(namespace: dict) -> None:
     own = globals()
     for name, op in OPS.items():
         function = own[name] if name in _overridden() else getattr(F, name)
+        if name in _overridden() and op.accepts_out and "out" not in inspect.signature(function).parameters:
+            function = accepting_out(function, name)
         if op.category in ("creation", "random") and not op.name.endswith("_"):
-            function = _accepting_requires_grad(function)
+            function = _with_factory_keywords(function, op)
         namespace[name] = function
-    for name in ("concat", "concatenate", "absolute", "negative", "multiply", "divide", "true_divide",
-                 "subtract", "greater", "greater_equal", "less", "less_equal", "not_equal", "clip", "swapaxes"):
+    for name in ("concat", "concatenate"):
+        namespace[name] = namespace["cat"]
+    for name in ("swapaxes", "positive"):
         namespace[name] = own[name]
+    for alias, name in ALIASES.items():
+        namespace[alias] = namespace[name]
+    for module in (_grids, _histograms, _sets):  # varargs forms, and functions picking an op's outputs
+        namespace.update(module.FUNCTIONS)
+    for name in TORCH_INPLACE_FUNCTIONS:
+        if hasattr(Tensor, name):  # the in-place op exists
+            namespace[name] = inplace_function(name)

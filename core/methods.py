@@ -1,9 +1,10 @@
 """Tensor methods and Python operators, generated from the op schema."""
 from __future__ import annotations
 
+from .aliases import ALIASES, positive
 from .dispatch import dispatcher
 from .dispatch.binding import tensor_argument
-from .dispatch.dtypes import bool_
+from .dispatch.dtypes import float64
 from .dispatch.errors import DtypeError, ShapeError
 from .dispatch.ops import F
 from .dispatch.promotion import can_cast
@@ -81,23 +82,13 @@ def _inplace_operator(name: str):
     return operator
 
 
-def _logical(name: str, reflected: bool = False):
-    op = OPS[name]
-
-    def operator(self, other):
-        operands = (other, self) if reflected else (self, other)
-        for o in operands:
-            if isinstance(o, Tensor) and o._dtype is not bool_:
-                raise DtypeError(f"{name}: bitwise operators on {o._dtype.name} tensors are not supported; "
-                                 f"Ember supports &, |, ^ and ~ on bool tensors")
-        return _call(op, operands, {})
-    return operator
-
-
-def _invert(self):
-    if self._dtype is not bool_:
-        raise DtypeError(f"logical_not: ~ on a {self._dtype.name} tensor is not supported; only on bool tensors")
-    return F.logical_not(self)
+def _float_power_(self, exponent):
+    """PyTorch computes float_power in float64, so only a float64 tensor can take its result in place."""
+    if self._dtype is not float64:
+        raise DtypeError(f"float_power_: the base given to float_power_ has dtype {self._dtype.name} but the "
+                         f"operation's result requires dtype float64 (tensor of shape {tuple(self.shape)} on "
+                         f"{self._device})")
+    return write_result(self, F.float_power(self, exponent), "float_power")
 
 
 def _copy_(self, src, non_blocking=False):
@@ -138,6 +129,15 @@ def _like_method(name: str, op):
     return method
 
 
+def _install_aliases() -> None:
+    """PyTorch's other names for ops (``Tensor.arccos`` is ``Tensor.acos``), in-place forms included."""
+    for alias, name in ALIASES.items():
+        for suffix in ("", "_"):
+            if hasattr(Tensor, name + suffix) and not hasattr(Tensor, alias + suffix):
+                setattr(Tensor, alias + suffix, getattr(Tensor, name + suffix))
+    Tensor.positive = positive
+
+
 def install() -> None:
     for name, op in OPS.items():
         if op.method and not hasattr(Tensor, name):
@@ -153,14 +153,18 @@ def install() -> None:
             setattr(Tensor, f"__i{dunder}__", _inplace_operator(name))
     for dunder, name in [("eq", "eq"), ("ne", "ne"), ("lt", "lt"), ("le", "le"), ("gt", "gt"), ("ge", "ge")]:
         setattr(Tensor, f"__{dunder}__", _binary_operator(name))
-    for dunder, name in [("and", "logical_and"), ("or", "logical_or"), ("xor", "logical_xor")]:
-        setattr(Tensor, f"__{dunder}__", _logical(name))
-        setattr(Tensor, f"__r{dunder}__", _logical(name, reflected=True))
+    for dunder, name in [("and", "bitwise_and"), ("or", "bitwise_or"), ("xor", "bitwise_xor"),
+                         ("lshift", "bitwise_left_shift"), ("rshift", "bitwise_right_shift")]:
+        setattr(Tensor, f"__{dunder}__", _binary_operator(name))
+        setattr(Tensor, f"__r{dunder}__", _binary_operator(name, reflected=True))
+        setattr(Tensor, f"__i{dunder}__", _inplace_operator(name))
     Tensor.__neg__ = lambda self: F.neg(self)
     Tensor.__pos__ = lambda self: self
     Tensor.__abs__ = lambda self: F.abs(self)
-    Tensor.__invert__ = _invert
+    Tensor.__invert__ = lambda self: F.bitwise_not(self)
+    _install_aliases()
     Tensor.copy_ = _copy_
+    Tensor.float_power_ = _float_power_
     Tensor.fill_ = _fill_
     Tensor.zero_ = _zero_
     Tensor.T = property(lambda self: F.permute(self, tuple(reversed(range(self.ndim)))))
@@ -172,6 +176,11 @@ def install() -> None:
     Tensor.expand_as = _like_method("expand_as", F.expand)
     Tensor.view_as = _like_method("view_as", F.view)
     Tensor.reshape_as = _like_method("reshape_as", F.reshape)
+    from .dispatch.ops import products, sets  # methods whose form differs from their op's: dot(other), unique
+    for name, method in {**products.METHODS, **sets.METHODS}.items():
+        setattr(Tensor, name, method)
     from . import functions
     Tensor.max = functions.max  # self binds to input; Python checks the argument count at the call
     Tensor.min = functions.min
+    Tensor.median = functions.median
+    Tensor.nanmedian = functions.nanmedian

@@ -1,9 +1,50 @@
-"""``repr(tensor)`` in PyTorch's format: ``tensor([1., 2.], dtype=ember.float64)``."""
+"""``repr(tensor)`` in PyTorch's format: ``tensor([1., 2.], dtype=ember.float64)``; ``set_printoptions``."""
 from __future__ import annotations
+
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from .dispatch.dtypes import bool_, float32, get_default_dtype, int64
+
+
+@dataclass
+class PrintOptions:
+    """What ``set_printoptions`` sets; the defaults are PyTorch's "default" profile."""
+
+    precision: int = 4
+    threshold: float = 1000
+    edgeitems: int = 3
+    linewidth: int = 80
+    sci_mode: bool | None = None  # None: scientific notation only when the values' range asks for it
+
+
+PROFILES = {"default": PrintOptions(), "short": PrintOptions(precision=2, edgeitems=2),
+            "full": PrintOptions(threshold=float("inf"))}
+_options = PrintOptions()
+
+
+def set_printoptions(precision: int | None = None, threshold: float | None = None, edgeitems: int | None = None,
+                     linewidth: int | None = None, profile: str | None = None, sci_mode: bool | None = None) -> None:
+    """How tensors print: ``precision`` digits after the point, summarise (``...``) past ``threshold``
+    elements showing ``edgeitems`` at each end, lines of ``linewidth`` characters, ``sci_mode`` True/False to
+    force or forbid scientific notation (None: automatic). ``profile`` ('default', 'short', 'full') resets
+    everything first; the other arguments then apply on top, as in PyTorch."""
+    global _options
+    if profile is not None:
+        if profile not in PROFILES:
+            raise ValueError(f"set_printoptions: profile must be one of {', '.join(PROFILES)}, got {profile!r}")
+        _options = replace(PROFILES[profile])
+    for name, value in (("precision", precision), ("threshold", threshold), ("edgeitems", edgeitems),
+                        ("linewidth", linewidth)):
+        if value is not None:
+            setattr(_options, name, value)
+    _options.sci_mode = sci_mode
+
+
+def get_printoptions() -> dict:
+    """The current print options, as a dict of ``set_printoptions``'s argument names."""
+    return dict(vars(_options))
 
 
 def _format_values(values: np.ndarray, floating: bool) -> str:
@@ -12,18 +53,23 @@ def _format_values(values: np.ndarray, floating: bool) -> str:
         finite = values[np.isfinite(values)]
         integral = finite.size == 0 or bool(np.all(finite == np.round(finite)))
         big = finite.size and (np.abs(finite).max() >= 1e8 or (np.abs(finite[finite != 0]).min(initial=1) < 1e-4))
+        if _options.sci_mode is not None:
+            big = _options.sci_mode
+        digits = _options.precision
 
         def fmt(x):
             if not np.isfinite(x):
                 return "nan" if np.isnan(x) else ("inf" if x > 0 else "-inf")
             if big:
-                return f"{x:.4e}"
-            return f"{x:.0f}." if integral else f"{x:.4f}"
+                return f"{x:.{digits}e}"
+            return f"{x:.0f}." if integral else f"{x:.{digits}f}"
         formatter = {"float_kind": fmt}
     else:
         formatter = None
-    return np.array2string(values, separator=", ", prefix="tensor(", formatter=formatter, threshold=1000,
-                           edgeitems=3, max_line_width=80)
+    threshold = _options.threshold
+    return np.array2string(values, separator=", ", prefix="tensor(", formatter=formatter,
+                           threshold=int(min(threshold, np.iinfo(np.int64).max)), edgeitems=_options.edgeitems,
+                           max_line_width=_options.linewidth)
 
 
 def tensor_repr(t) -> str:

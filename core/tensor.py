@@ -9,6 +9,7 @@ from .dispatch.transfer import transfer
 from .dispatch.device import device as Device
 from .dispatch.dtypes import as_dtype, dtype as DType, float16, float32, float64, int64
 from .dispatch.errors import DeviceError, DtypeError
+from .memory_format import contiguous_format, is_contiguous_as, preserve_format, strided, to_format
 
 
 class Size(tuple[int, ...]):
@@ -28,7 +29,7 @@ class Tensor:
     """An n-dimensional array on one device. Create with ``ember.tensor``, ``ember.zeros``, ..."""
 
     __slots__ = ("_data", "_dtype", "_device", "_version", "_base", "requires_grad", "grad", "grad_fn",
-                 "_output_nr", "_accumulator", "__weakref__")
+                 "_output_nr", "_accumulator", "_inference", "__weakref__")
     __array_priority__ = 1000  # NumPy defers to our reflected operators
     requires_grad: bool
     grad: Tensor | None
@@ -114,7 +115,10 @@ class Tensor:
         dim = int_argument("stride", "dim", dim, position=1)
         return strides[dispatcher.wrap_dim("stride", dim, len(strides), self, scalar_ok=False)]
 
-    def is_contiguous(self) -> bool:
+    def is_contiguous(self, memory_format=contiguous_format) -> bool:
+        """Row-major dense; with another ``memory_format`` (e.g. ``ember.channels_last``), dense in that order."""
+        if memory_format is not contiguous_format:
+            return is_contiguous_as(self, memory_format)
         expected = 1
         for size, stride in zip(reversed(self._data.shape), reversed(self.stride())):
             if size != 1 and stride != expected:
@@ -207,6 +211,7 @@ class Tensor:
 
     def to(self, *args, **kwargs) -> "Tensor":
         """``to(device)``, ``to(dtype)``, ``to(device, dtype)``, ``to(other)``; ``copy=True`` forces a copy."""
+        memory_format = kwargs.pop("memory_format", preserve_format)
         dev, dt, copy = _parse_to_args(self, args, kwargs)
         out = self
         if dt is not None and dt is not out._dtype:
@@ -215,6 +220,8 @@ class Tensor:
             out = _to_device(out, dev)
         if copy and out is self:
             out = self.clone()
+        if memory_format is not preserve_format:
+            out = to_format(out, memory_format, "to")
         return out
 
     def cpu(self) -> "Tensor":
@@ -261,8 +268,22 @@ class Tensor:
     def char(self) -> "Tensor":
         return self.to(as_dtype("int8"))
 
-    def contiguous(self) -> "Tensor":
+    def contiguous(self, memory_format=contiguous_format) -> "Tensor":
+        """This tensor if it is dense in ``memory_format`` (default row-major), else a dense copy in it."""
+        if memory_format is not contiguous_format:
+            if memory_format is preserve_format:
+                raise RuntimeError("contiguous: preserve memory format is unsupported by the contiguous operator")
+            return to_format(self, memory_format)
         return self if self.is_contiguous() else self.clone()
+
+    @property
+    def layout(self):
+        """``ember.strided``: every Ember tensor is dense and strided."""
+        return strided
+
+    def get_device(self) -> int:
+        """The device index, -1 for the CPU (as PyTorch)."""
+        return -1 if self._device.type == "cpu" else (self._device.index or 0)
 
     def __repr__(self) -> str:
         from .printing import tensor_repr
@@ -301,6 +322,7 @@ def wrap(native, dt: DType, dev: Device) -> Tensor:
     t.grad_fn = None
     t._output_nr = 0
     t._accumulator = None
+    t._inference = links.recorder.state.inference  # made under ember.inference_mode: an inference tensor
     return t
 
 
@@ -317,6 +339,10 @@ def wrap_view(native, dt: DType, dev: Device, base: Tensor) -> Tensor:
     t.grad_fn = None
     t._output_nr = 0
     t._accumulator = None
+    try:
+        t._inference = base._inference
+    except AttributeError:  # a placeholder built field by field (nn.modules.lazy) is no inference tensor
+        t._inference = False
     return t
 
 

@@ -88,7 +88,9 @@ def test_signature_from_a_docstring_first_line_and_from_the_op_schema():
     assert from_doc(sort, "sort") == (Param("dim", default=-1), Param("descending", default=False))
     assert from_doc(raises_on_one_branch, "raises_on_one_branch") is None
     add = signature_of(F.add, "add")
-    assert [p.name for p in add] == [p.name for p in F.add.op.params]
+    out = ["out"] if getattr(F.add.op, "accepts_out", False) else []  # the dispatcher's out= on functions
+    assert [p.name for p in add] == [p.name for p in F.add.op.params] + out
+    assert [p.name for p in signature_of(F.add, "add", method=True)] == [p.name for p in F.add.op.params]
     assert add[0].default is REQUIRED
 
 
@@ -181,6 +183,35 @@ def test_reasons_group_known_families_only():
     assert reason_for("Tensor") is None and reason_for("add") is None and reason_for("linalg") is None
 
 
+def test_out_of_scope_reasons_follow_patterns_and_namespaces():
+    assert reason_for("float8_e4m3fn").startswith("dtypes Ember does not have")
+    assert reason_for("uint32").startswith("dtypes") and reason_for("int4").startswith("dtypes")
+    assert reason_for("int8") is None and reason_for("uint8") is None  # Ember has these
+    assert reason_for("rfft2", namespace="torch.fft").startswith("FFT")
+    assert reason_for("Tensor", namespace="torch.fft").startswith("FFT")  # the whole namespace, by design
+    assert reason_for("stft", namespace="torch").startswith("FFT")
+    assert reason_for("nested") == "nested and jagged tensors" and reason_for("vmap").startswith("functional")
+    assert reason_for("IterDataPipe", namespace="torch.utils.data").startswith("TorchData")
+    assert reason_for("graph", namespace="torch") is None  # scoped to torch.utils.data
+    assert reason_for("native_layer_norm", namespace="torch").startswith("ATen internals")
+    assert reason_for("native_layer_norm", namespace="torch.Tensor") is None
+    assert reason_for("flipud") is None and reason_for("is_xla").startswith("device-specific")
+    assert reason_for("adjoint") is None  # a transpose for real tensors: a real gap, not a complex one
+    assert reason_for("has_lapack", namespace="torch").startswith("native build")
+    assert reason_for("set_num_interop_threads", namespace="torch").startswith("native build")
+    assert reason_for("set_num_threads", namespace="torch") is None  # Ember has real intra-op threads
+
+
+def test_in_scope_coverage_leaves_out_only_reasoned_misses():
+    from ember.compat.render import rows
+    from ember.compat.report import NamespaceReport
+    report = NamespaceReport("torch", ["add", "sub", "float8_e5m2", "vmap"], present=["add"],
+                             missing={"sub": None, "float8_e5m2": "dtypes", "vmap": "transforms"})
+    assert report.in_scope == 2 and report.in_scope_coverage == 50.0 and report.coverage == 25.0
+    row = rows([report])[0]
+    assert row[3:6] == ("25.0%", "2", "50.0%")
+
+
 def _run(*args: str, cwd) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, *args], cwd=cwd, capture_output=True, text=True, timeout=300)
 
@@ -196,6 +227,8 @@ def test_the_command_reports_every_namespace_against_real_torch(tmp_path):
         assert f"## `{label}`" in text
         assert any(line.startswith(label + " ") for line in result.stdout.splitlines())
     assert "| **all** |" in text and "Signature mismatches" in text
+    assert "coverage in scope" in result.stdout.splitlines()[0] and "| coverage in scope |" in text
+    assert "FFT and spectral ops" in text  # torch.fft is out of scope as a whole, by design
     # ember.nn.Linear exists, so it is never reported missing
     missing = _run("-m", "ember.compat", "--namespace", "nn", "--missing", cwd=tmp_path)
     lines = missing.stdout.split()

@@ -36,9 +36,10 @@ ATTR_CASES = {"add": [{"alpha": 2}], "sub": [{"alpha": 3}], "gelu": [{"approxima
 #: ops whose formula is not the CPU kernel's arithmetic, so they agree within the op's tolerance only:
 #: the kernel calls scipy's expit and erf, or NumPy's log2, where the formula spells the function out;
 #: and NumPy's vectorized float32 power differs in the last bit from its scalar one; float32 exp renders as
-#: ember.dispatch.fast_exp's (within 1 ulp of NumPy's), so do the ops whose formulas call it
+#: ember.dispatch.fast_exp's (within 1 ulp of NumPy's), so do the ops whose formulas call it; atanh and log10
+#: spell out through log1p and log what the kernel calls NumPy for, logaddexp's composite calls fast exp
 NOT_THE_KERNELS_ARITHMETIC = {"sigmoid", "erf", "gelu", "log2", "pow", "exp", "silu", "mish", "softplus",
-                              "logsigmoid"}
+                              "logsigmoid", "atanh", "log10", "logaddexp"}
 
 
 def _attr_cases(op):

@@ -217,3 +217,16 @@ def test_generator_argument_draws_reproducibly_and_leaves_the_default_alone(fill
     ember.manual_seed(1)
     fill(param(6, 5), ember.Generator().manual_seed(7))
     np.testing.assert_array_equal(values(ember.rand(10)), expected)
+
+
+@pytest.mark.parametrize("old", ["uniform", "normal", "constant", "eye", "dirac", "xavier_uniform", "xavier_normal",
+                                 "kaiming_uniform", "kaiming_normal", "orthogonal", "sparse"])
+def test_deprecated_names_warn_and_initialise_like_the_underscore_ones(old):
+    shape = (4, 2, 3) if old == "dirac" else (4, 6)
+    args = {"constant": (0.5,), "sparse": (0.5,)}.get(old, ())
+    ember.manual_seed(3)
+    expected = getattr(init, old + "_")(ember.empty(*shape), *args)
+    ember.manual_seed(3)
+    with pytest.warns(FutureWarning, match=rf"`nn.init.{old}` is now deprecated in favor of `nn.init.{old}_`"):
+        got = getattr(init, old)(ember.empty(*shape), *args)
+    assert ember.equal(got, expected)

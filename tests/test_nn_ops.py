@@ -436,7 +436,7 @@ ERRORS = [
     (lambda: ember.avg_pool2d(ember.ones(1, 1, 8, 8, dtype=ember.int64), 2), DtypeError, r"avg_pool2d"),
     (lambda: ember.adaptive_avg_pool2d(ember.ones(1, 1, 0, 2), 2), ShapeError, r"adaptive_avg_pool2d: expected"),
     (lambda: ember.adaptive_avg_pool2d(ember.ones(1, 2, 2), -1), ValueError, r"must be non-negative"),
-    (lambda: ember.adaptive_avg_pool2d(ember.ones(1, 2, 2), (1, 2, 3)), ValueError, r"an int or a pair"),
+    (lambda: ember.adaptive_avg_pool2d(ember.ones(1, 2, 2), (1, 2, 3)), ValueError, r"output_size must be an int or 2 values"),
     (lambda: ember.softmax(ember.ones(2, 3), 2), IndexError, r"softmax: dim 2 is out of range"),
     (lambda: ember.one_hot(ember.tensor([-1, 2])), ValueError, r"one_hot: class values must be non-negative"),
     (lambda: ember.one_hot(ember.tensor([1, 5]), 3), ValueError,

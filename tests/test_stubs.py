@@ -105,10 +105,11 @@ def test_every_public_tensor_attribute_is_declared():
 def test_ember_functions_are_typed_from_the_schema():
     functions = _functions(_tree("__init__.pyi").body)
     add = functions["add"]
-    assert _params(add) == (["input", "other"], ["alpha"], None)
+    assert _params(add) == (["input", "other"], ["alpha", "out"], None)
     assert ast.unparse(add.args.kw_defaults[0]) == "1" and ast.unparse(add.returns) == "Tensor"
-    assert _params(functions["zeros"]) == ([], ["requires_grad", "dtype", "device"], "size")
-    assert _params(functions["cat"]) == (["tensors", "dim"], [], None)
+    assert _params(functions["zeros"]) == ([], ["out", "requires_grad", "layout", "pin_memory", "dtype", "device"],
+                                         "size")
+    assert _params(functions["cat"]) == (["tensors", "dim"], ["out"], None)
     assert ast.unparse(functions["cat"].args.args[0].annotation) == "Sequence[Tensor]"
     assert ast.unparse(functions["chunk"].returns) == "_tuple[Tensor, ...]"
     assert ast.unparse(functions["is_tensor"].returns) == "_bool"

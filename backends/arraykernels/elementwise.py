@@ -139,4 +139,32 @@ def build(lib: ArrayLib) -> dict:
         # composites that run faster as one ufunc
         "reciprocal": _unary(xp.reciprocal), "sigmoid": _in_kind(lib.expit),
         "isinf": _unary(xp.isinf), "isfinite": _unary(xp.isfinite), "log2": _unary(xp.log2),
+        **_math_composites(xp, _in_kind, _binary, _operands, _integral),
+    }
+
+
+def _math_composites(xp, in_kind, binary, operands, integral) -> dict:
+    """Composites of core/dispatch/ops (trigonometric, rounding, bitwise) as the array library's own functions."""
+    def binary_in_kind(ufunc):
+        """A binary float function: half precision computes in float32 and answers in the input dtype."""
+        def kernel(a, b):
+            a, b = operands(a, b)
+            dtype = getattr(a, "dtype", None) or b.dtype
+            if dtype.itemsize == 2:
+                return xp.asarray(ufunc(xp.asarray(a, np.float32), xp.asarray(b, np.float32))).astype(dtype)
+            return xp.asarray(ufunc(a, b))
+        return kernel
+
+    def trunc(a):
+        return a.copy() if integral(a) else xp.trunc(a)
+
+    return {
+        "asin": in_kind(xp.arcsin), "acos": in_kind(xp.arccos), "atan": in_kind(xp.arctan),
+        "sinh": in_kind(xp.sinh), "cosh": in_kind(xp.cosh), "asinh": in_kind(xp.arcsinh),
+        "acosh": in_kind(xp.arccosh), "atanh": in_kind(xp.arctanh), "log10": in_kind(xp.log10), "trunc": trunc,
+        "atan2": binary_in_kind(xp.arctan2), "hypot": binary_in_kind(xp.hypot),
+        "copysign": binary_in_kind(xp.copysign),
+        "bitwise_and": binary(xp.bitwise_and), "bitwise_or": binary(xp.bitwise_or),
+        "bitwise_xor": binary(xp.bitwise_xor), "bitwise_not": lambda a: xp.asarray(xp.invert(a)),
+        "gcd": binary(xp.gcd), "lcm": binary(xp.lcm),
     }

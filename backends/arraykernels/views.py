@@ -1,6 +1,8 @@
 """Views share the input's memory; copies, casts and joins make new arrays."""
 from __future__ import annotations
 
+from ember.dispatch import diagonal_view
+
 from .library import ArrayLib
 
 
@@ -26,6 +28,11 @@ def build(lib: ArrayLib) -> dict:
                                       for s, n, st in zip(a.shape, size[lead:], a.strides))
         return as_strided(a, size, strides, True)
 
+    def _diagonal(a, offset, dim1, dim2):
+        """The diagonal's first element, then one step along both dims per element."""
+        corner, size, strides = diagonal_view(a.shape, a.strides, offset, dim1, dim2)
+        return as_strided(a[corner], size, strides, True)
+
     def _copy_(dst, src):
         xp.copyto(dst, src, casting="unsafe")
         return dst
@@ -36,6 +43,7 @@ def build(lib: ArrayLib) -> dict:
         "expand": _expand,
         "slice": _slice,
         "unfold": _unfold,
+        "diagonal": _diagonal,
         "clone": lambda a: xp.array(a, order="C", copy=True),
         "to_dtype": lambda a, dtype: a.astype(dtypes[dtype]),
         "copy_": _copy_,

@@ -50,28 +50,38 @@ class detect_anomaly:
         self._mode = AnomalyMode()
 
     def __enter__(self):
-        self._saved = state.anomaly
+        self._saved = (state.anomaly, _switches["enabled"], _switches["check_nan"])
+        _switches.update(enabled=True, check_nan=self.check_nan)
         state.anomaly = self.check_nan
         self._mode.__enter__()
         return self
 
     def __exit__(self, *exc) -> None:
         self._mode.__exit__(*exc)
-        state.anomaly = self._saved
+        state.anomaly, _switches["enabled"], _switches["check_nan"] = self._saved
 
 
 _global_mode = AnomalyMode()
+# PyTorch's two switches: anomaly mode (forward stacks kept for the error messages) and, within it, the check
+# of gradients for NaN/inf, which the engine reads as ``state.anomaly``
+_switches = {"enabled": False, "check_nan": True}
 
 
-def set_detect_anomaly(mode: bool) -> None:
-    state.anomaly = bool(mode)
+def set_detect_anomaly(mode: bool, check_nan: bool = True) -> None:
+    """Turn anomaly mode on or off for the whole process; ``check_nan`` also checks gradients for NaN/inf."""
+    _switches.update(enabled=bool(mode), check_nan=bool(check_nan))
+    state.anomaly = bool(mode) and bool(check_nan)
     _global_mode.__exit__(None, None, None)
     if mode:
         _global_mode.__enter__()
 
 
 def is_anomaly_enabled() -> bool:
-    return state.anomaly
+    return _switches["enabled"]
+
+
+def is_anomaly_check_nan_enabled() -> bool:
+    return _switches["check_nan"]
 
 
 def check_gradients(node, grads) -> None:

@@ -1,11 +1,11 @@
 """The report as text for a terminal and as Markdown for docs/compat.md."""
 from __future__ import annotations
 
-from .reasons import REASONS
+from .reasons import LABELS
 from .report import NamespaceReport
 
-HEADERS = ("namespace", "torch names", "Ember has", "coverage", "signatures compared", "mismatched",
-           "only `out=` missing", "signature unknown")
+HEADERS = ("namespace", "torch names", "Ember has", "coverage", "in scope", "coverage in scope",
+           "signatures compared", "mismatched", "only `out=` missing", "signature unknown")
 
 
 def _only_out(problems: list[str]) -> bool:
@@ -13,16 +13,19 @@ def _only_out(problems: list[str]) -> bool:
 
 
 def rows(reports: list[NamespaceReport], quote=lambda name: name) -> list[tuple[str, ...]]:
-    def row(label, total, present, compared, mismatches, unknown):
-        coverage = f"{100.0 * present / total:.1f}%" if total else "-"
+    def percent(part, whole):
+        return f"{100.0 * part / whole:.1f}%" if whole else "-"
+
+    def row(label, total, present, in_scope, compared, mismatches, unknown):
         only_out = sum(_only_out(p) for p in mismatches)
-        return (label, str(total), str(present), coverage, str(compared), str(len(mismatches)), str(only_out),
-                str(unknown))
+        return (label, str(total), str(present), percent(present, total), str(in_scope), percent(present, in_scope),
+                str(compared), str(len(mismatches)), str(only_out), str(unknown))
     table = [row(quote(r.namespace) + ("" if r.ember_found else " (no Ember namespace)"), len(r.torch_names),
-                 len(r.present), r.compared, list(r.mismatches.values()), len(r.unknown)) for r in reports]
+                 len(r.present), r.in_scope, r.compared, list(r.mismatches.values()), len(r.unknown))
+             for r in reports]
     table.append(row("all", sum(len(r.torch_names) for r in reports), sum(len(r.present) for r in reports),
-                     sum(r.compared for r in reports), [p for r in reports for p in r.mismatches.values()],
-                     sum(len(r.unknown) for r in reports)))
+                     sum(r.in_scope for r in reports), sum(r.compared for r in reports),
+                     [p for r in reports for p in r.mismatches.values()], sum(len(r.unknown) for r in reports)))
     return table
 
 
@@ -41,10 +44,10 @@ def markdown_table(reports: list[NamespaceReport]) -> str:
 
 
 def grouped_missing(report: NamespaceReport) -> list[tuple[str, list[str]]]:
-    """(reason, names) pairs: ungrouped names first, then each known family in REASONS order."""
+    """(reason, names) pairs: the real gaps ("other") first, then each out-of-scope family in table order."""
     def label(name: str) -> str:
         return f"{name} (stub)" if name in report.stubs else name
-    order = [None] + [reason for reason, _ in REASONS]
+    order = [None, *LABELS]
     groups = [(reason or "other", [label(n) for n, why in report.missing.items() if why == reason])
               for reason in order]
     return [(reason, names) for reason, names in groups if names]
@@ -73,7 +76,8 @@ def markdown(reports: list[NamespaceReport], torch_version: str, ember_version: 
         "`NotImplementedError` counts as missing, marked *stub*), and, for callables both have, whether the "
         "parameters agree (names, defaults, order; *signature unknown* where one side's cannot be read). "
         "What counts as a public name, and why, is in the docstring of `ember/compat/names.py` "
-        "(`core/compat/names.py`); the reasons that group missing names are in `core/compat/reasons.py`.",
+        "(`core/compat/names.py`); the reasons that group missing names are in `core/compat/reasons.py`. "
+        "*In scope* counts the names that no such reason excludes; *other* lists the real gaps.",
         "",
         markdown_table(reports),
     ]
@@ -81,7 +85,8 @@ def markdown(reports: list[NamespaceReport], torch_version: str, ember_version: 
         parts += ["", f"## `{report.namespace}`", ""]
         if not report.ember_found:
             parts += ["Ember has no such namespace.", ""]
-        parts.append(f"{len(report.present)} of {len(report.torch_names)} names, {report.coverage:.1f}%.")
+        parts.append(f"{len(report.present)} of {len(report.torch_names)} names, {report.coverage:.1f}%; "
+                     f"{report.in_scope_coverage:.1f}% of the {report.in_scope} names in scope.")
         if report.missing:
             parts += ["", f"### Missing ({len(report.missing)})", ""]
             parts += [f"- {reason} ({len(names)}): " + ", ".join(f"`{n}`" for n in names)

@@ -35,6 +35,15 @@ class NamespaceReport:
     def coverage(self) -> float:
         return 100.0 * len(self.present) / len(self.torch_names) if self.torch_names else 100.0
 
+    @property
+    def in_scope(self) -> int:
+        """How many torch names no out-of-scope reason excludes (present ones always count)."""
+        return len(self.torch_names) - sum(reason is not None for reason in self.missing.values())
+
+    @property
+    def in_scope_coverage(self) -> float:
+        return 100.0 * len(self.present) / self.in_scope if self.in_scope else 100.0
+
 
 def resolve(root: ModuleType, path: str) -> Any:
     """``root.<path>`` as a module or attribute (``"torch"``: root itself); None where it does not exist."""
@@ -97,7 +106,7 @@ def compare_namespace(label: str, theirs: Any, ours: Any) -> NamespaceReport:
             our_obj = _lookup(ours, name, is_class)
             stubbed = our_obj is not _ABSENT and _is_stubbed(our_obj, their_obj)
             if our_obj is _ABSENT or stubbed:
-                report.missing[name] = reason_for(name, their_obj)
+                report.missing[name] = reason_for(name, their_obj, label)
                 if stubbed:
                     report.stubs.append(name)
                 continue

@@ -119,16 +119,18 @@ def from_inspect(obj: Any) -> Signature | None:
                  for p in signature.parameters.values())
 
 
-def from_op(op: Any) -> Signature:
-    return tuple(Param(p.name, KEYWORD if p.kw_only else POSITIONAL,
-                       REQUIRED if p.default is SCHEMA_REQUIRED else p.default) for p in op.params)
+def from_op(op: Any, function: bool = True) -> Signature:
+    """An op's parameters; as a function (not a Tensor method), with the ``out=`` the dispatcher accepts."""
+    params = tuple(Param(p.name, KEYWORD if p.kw_only else POSITIONAL,
+                         REQUIRED if p.default is SCHEMA_REQUIRED else p.default) for p in op.params)
+    return params + ((Param("out", KEYWORD, None),) if function and getattr(op, "accepts_out", False) else ())
 
 
-def signature_of(obj: Any, name: str) -> Signature | None:
+def signature_of(obj: Any, name: str, *, method: bool = False) -> Signature | None:
     """The parameters of ``obj`` (``None``: unknown), from the sources in this module's docstring."""
     op = getattr(obj, "op", None)
     if op is not None and hasattr(op, "params"):
-        return from_op(op)
+        return from_op(op, function=not method)
     inspected = from_inspect(obj)
     if inspected is not None and not _forwards_everything(inspected):
         return inspected
@@ -146,7 +148,7 @@ def method_signature(obj: Any, name: str, *, has_self: bool) -> Signature | None
     PyTorch's C methods document themselves without ``self``; its Python methods, and every
     Ember method (schema ops list the tensor as their first input), take it first.
     """
-    params = signature_of(obj, name)
+    params = signature_of(obj, name, method=True)
     if params is None:
         return None
     if has_self or (params and params[0].name == "self"):
@@ -171,13 +173,17 @@ def _normal(value: Any) -> Any:
         return tuple(_normal(v) for v in value)
     if value is None or isinstance(value, (int, float, str)):
         return value
-    return re.sub(r"^<?(torch|ember)\.", "", show(value).replace("torch._C.", "torch."))
+    return _unqualified(show(value))
+
+
+def _unqualified(text: str) -> str:
+    return re.sub(r"^<?(torch|ember)\.", "", text.replace("torch._C.", "torch."))
 
 
 def same_default(theirs: Any, ours: Any) -> bool:
     """Equal defaults; one known only as text is compared by its text, ``torch.``/``ember.`` dropped."""
     if isinstance(theirs, Text) or isinstance(ours, Text):
-        return _normal(show(theirs)) == _normal(show(ours))
+        return _unqualified(show(theirs)) == _unqualified(show(ours))
     return _normal(theirs) == _normal(ours)
 
 

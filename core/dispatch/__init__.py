@@ -17,12 +17,13 @@ from .hookspecs import PLUGIN_API_VERSION, hookimpl, hookspec
 from .modes import DispatchMode, TorchDispatchMode
 from .plan import cached as cached_plans, clear as clear_plans, use_composite
 from .promotion import can_cast, promote_types
+from .ops.diagonals import diagonal_view
 from .ops.views import view_strides
 from .schema import OPS, OpDef, composites, primitives
 
 __all__ = ["Backend", "DeviceTimer", "device", "dtype", "dtypes", "hookimpl", "hookspec", "PLUGIN_API_VERSION", "OPS", "OpDef",
            "primitives", "composites", "promote_types", "can_cast", "ALL_DTYPES", "FLOAT_DTYPES", "INT_DTYPES",
            "bool_", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32", "float64",
-           "view_strides", "EmberError", "DeviceError", "DtypeError", "ShapeError", "BackendError", "OutOfRangeError",
+           "view_strides", "diagonal_view", "EmberError", "DeviceError", "DtypeError", "ShapeError", "BackendError", "OutOfRangeError",
            "OutOfMemoryError", "NumberOverflowError", "DispatchMode",
            "TorchDispatchMode", "use_composite", "clear_plans", "cached_plans"]

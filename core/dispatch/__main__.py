@@ -1,6 +1,7 @@
-"""``python -m ember.dispatch``: print the op schema (primitives, then composites) or one category.
+"""``python -m ember.dispatch``: print the op schema (primitives, then composites), one category, or one op.
 
     python -m ember.dispatch                 # every op, grouped by kind
+    python -m ember.dispatch conv2d          # one op: declaration, derivative, which backends implement it
     python -m ember.dispatch --kind primitive
     python -m ember.dispatch --markdown      # a Markdown table for docs
     python -m ember.dispatch --autocast      # only the ops autocast casts, with their categories
@@ -8,8 +9,11 @@
 from __future__ import annotations
 
 import argparse
+import difflib
+import sys
 
 from . import ops  # noqa: F401  (declares every op)
+from .op_report import report
 from .schema import AUTOCAST_LISTS, CATEGORIES, KINDS, OPS, OpDef
 
 
@@ -21,12 +25,15 @@ def autocast_text(op: OpDef) -> str:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ember.dispatch", description="List Ember's operators.")
+    parser.add_argument("op", nargs="?", help="print this op's declaration and implementations")
     parser.add_argument("--kind", choices=KINDS, help="only primitives or only composites")
     parser.add_argument("--category", choices=CATEGORIES)
     parser.add_argument("--markdown", action="store_true", help="print a Markdown table")
     parser.add_argument("--autocast", action="store_true",
                         help="only ops with an autocast category (other device types follow the cuda list)")
     args = parser.parse_args(argv)
+    if args.op is not None:
+        return _one(args.op)
     for kind in KINDS:
         if args.kind and kind != args.kind:
             continue
@@ -41,6 +48,17 @@ def main(argv=None) -> int:
             else:
                 cast = autocast_text(op)
                 print(f"  {op.category:<12} {op.signature}" + (f"  [autocast {cast}]" if cast else ""))
+    return 0
+
+
+def _one(name: str) -> int:
+    op = OPS.get(name)
+    if op is None:
+        close = difflib.get_close_matches(name, OPS, n=3)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        print(f"python -m ember.dispatch: no op named {name!r}{hint}", file=sys.stderr)
+        return 2
+    print(report(op))
     return 0
 
 

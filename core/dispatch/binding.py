@@ -79,6 +79,16 @@ def tensor_argument(function: str, name: str, value, position: int | None = None
     raise TypeError(f"{_argument(function, name, position)} must be Tensor, not {type(value).__name__}")
 
 
+def size_argument(function: str, name: str, value) -> tuple[int, ...]:
+    """A shape given as an int or a sequence of ints, each a size an int64 holds, else a clear TypeError or
+    ValueError naming ``function`` and the argument."""
+    sizes = tuple(value) if isinstance(value, (list, tuple)) else (value,)
+    sizes = tuple(int_argument(function, name, s) for s in sizes)
+    if any(not 0 <= s < 2 ** 63 for s in sizes):
+        raise ValueError(f"{function}(): {name} must hold non-negative sizes below 2**63, got {sizes}")
+    return sizes
+
+
 def _as_int(op, name, v):
     return int_argument(op.name, name, v)
 

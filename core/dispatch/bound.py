@@ -12,40 +12,39 @@ class BoundArgs:
     """A name-keyed window onto the dispatcher's list of bound values; writes go through to the list."""
 
     __slots__ = ("op", "values")
+    __iter__ = None  # no unpacking by position: a new parameter would shift what a hook reads
 
     def __init__(self, op, values: list) -> None:
         self.op = op
         self.values = values
 
     def _position(self, name: str) -> int:
+        if not isinstance(name, str):
+            raise TypeError(f"{self.op.name}: a declaration hook reads arguments by parameter name, not by "
+                            f"position (got {name!r}; the parameters are {', '.join(self.op.param_index)})")
         try:
             return self.op.param_index[name]
         except KeyError:
             raise KeyError(f"{self.op.name} has no parameter {name!r} "
-                           f"(it has {', '.join(p.name for p in self.op.params)})") from None
+                           f"(it has {', '.join(self.op.param_index)})") from None
 
     def __getitem__(self, name: str) -> Any:
-        if not isinstance(name, str):
-            return self.values[name]
         return self.values[self._position(name)]
 
     def __setitem__(self, name: str, value: Any) -> None:
-        if not isinstance(name, str):
-            self.values[name] = value
-            return
         self.values[self._position(name)] = value
 
     def __contains__(self, name: str) -> bool:
         return name in self.op.param_index
 
+    @property
+    def first_input(self) -> Any:
+        """The value of the op's first parameter, whatever its name (input, self, tensor): for hooks shared by
+        ops that name it differently."""
+        return self.values[0]
+
     def get(self, name: str, default: Any = None) -> Any:
         return self[name] if name in self.op.param_index else default
-
-    def __len__(self) -> int:
-        return len(self.values)
-
-    def __iter__(self):
-        return iter(self.values)
 
     def items(self):
         """(name, value) pairs in signature order."""

@@ -16,6 +16,7 @@ from __future__ import annotations
 from . import links, modes, registry
 from .kernel_errors import KERNEL_ERRORS, kernel_error
 from .memory import check_addressable
+from .out_argument import call_with_out
 from .binding import NUMBER_TYPES as _NUMBER, bind, convert, wrap_dim
 from .defaults import get_default_device
 from .device import device as Device
@@ -36,6 +37,8 @@ def call(op: OpDef, args: tuple, kwargs: dict, modes_seeing_it: list | tuple = _
 
     The active dispatch modes see the call first; below the last of them (``run``) it finds or makes
     the call's plan and runs it."""
+    if kwargs and "out" in kwargs and op.accepts_out:
+        return call_with_out(call, op, args, kwargs)
     if modes_seeing_it:
         return modes.dispatch(op, args, kwargs, run)
     if not kwargs and op.min_args <= len(args) <= op.positional_count:
@@ -211,6 +214,21 @@ def _operands_key(op: OpDef, values: list, Tensor):
 # -- validation ------------------------------------------------------------------------------
 
 _validating = 0  # > 0 while a call is validated: its reads of values are checks, not the program's
+
+
+class checking_results:
+    """Reads of values inside an op's definition that are checks of its results (a factorization's info, read to
+    raise LinAlgError): like a validation's reads, not the program's, so tracers see no break. The op also reads
+    values in its ``normalize`` hook (``note_value_read``), so that ``ember.compile`` replays it whole, checks
+    included."""
+
+    def __enter__(self) -> None:
+        global _validating
+        _validating += 1
+
+    def __exit__(self, *exc) -> None:
+        global _validating
+        _validating -= 1
 
 
 def _validate_and_plan(op: OpDef, values: list, grad: bool, key) -> CallPlan:

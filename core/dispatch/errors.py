@@ -49,3 +49,8 @@ def describe(value) -> str:
 
 def describe_all(values) -> str:
     return ", ".join(describe(v) for v in values)
+
+
+class LinAlgError(EmberError):
+    """A matrix a linear-algebra op cannot factor or invert (singular, not positive-definite): PyTorch's
+    ``torch.linalg.LinAlgError``, also a RuntimeError."""

@@ -176,14 +176,19 @@ def _generator_native(backend, dev, generator):
 _result_types: dict = {}
 
 
+def result_type(op) -> type:
+    """The named tuple class of ``op``'s results (one per op, so ``isinstance`` checks hold)."""
+    cls = _result_types.get(op.name)
+    if cls is None:
+        cls = _result_types[op.name] = namedtuple(op.name, op.outputs)
+    return cls
+
+
 def named(op, results: tuple):
     """Multi-output results as a named tuple (``values, indices = ember.max(x, 1)``), like torch.return_types."""
     if op.outputs == ("*",):
         return tuple(results)
-    cls = _result_types.get(op.name)
-    if cls is None:
-        cls = _result_types[op.name] = namedtuple(op.name, op.outputs)
-    return cls(*results)
+    return result_type(op)(*results)
 
 
-__all__ = ["runner", "named", "DATA", "PASS"]
+__all__ = ["runner", "named", "result_type", "DATA", "PASS"]

@@ -12,14 +12,14 @@ in-place ops write their result back with the device's own ``copy_``.
 from __future__ import annotations
 
 import os
-import sys
 import warnings
-from pathlib import Path
 from typing import Callable
 
 from . import links, plan, registry
+from .caller import caller_stacklevel
 from .device import device as Device
 from .errors import BackendError
+from .flags import FLAGS
 from .schema import OPS, OpDef
 from .transfer import transfer
 
@@ -27,7 +27,6 @@ ENV_VAR = "EMBER_FALLBACK"
 _CHOICES = ("cpu",)
 _OFF = ("", "0", "off", "none")
 
-_EMBER_DIR = str(Path(__file__).resolve().parents[1]) + os.sep  # the ember package, whose frames a warning skips
 
 _target: str | None = None
 _warned: set[tuple[str, str]] = set()
@@ -74,19 +73,11 @@ def refuse_or_warn(op: OpDef, dev: Device) -> None:
     if op.name == "copy_":
         raise BackendError(f"copy_: the {dev.type} backend has no kernel for copy_, which the {target} fallback "
                            f"needs to write results back")
-    if (op.name, dev.type) not in _warned:
+    if FLAGS.warn_always or (op.name, dev.type) not in _warned:
         _warned.add((op.name, dev.type))
         warnings.warn(f"{op.name}: the {dev.type} backend has no kernel for this op; running it on {target} "
                       f"({ENV_VAR}={target}), copying its inputs there and its results back", RuntimeWarning,
-                      stacklevel=_caller_level())
-
-
-def _caller_level() -> int:
-    """The ``stacklevel`` that points a warning at the first frame outside Ember: the user's line."""
-    frame, level = sys._getframe(1), 1
-    while frame is not None and frame.f_code.co_filename.startswith(_EMBER_DIR):
-        frame, level = frame.f_back, level + 1
-    return level
+                      stacklevel=caller_stacklevel())
 
 
 def run_elsewhere(plan, values: list, run_op: Callable):

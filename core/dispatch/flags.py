@@ -37,6 +37,7 @@ class Flags:
     cudnn_allow_tf32: bool = True
     deterministic: bool = False
     deterministic_warn_only: bool = False
+    warn_always: bool = False  # warnings given once per process are given every time (torch.set_warn_always)
 
 
 FLAGS = Flags()

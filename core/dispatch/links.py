@@ -23,6 +23,7 @@ class TensorLink:
 
 class GradState(Protocol):
     enabled: bool  # whether op calls record the graph (read on every call, so an attribute, not a method)
+    inference: bool  # whether tensors made now are inference tensors (ember.inference_mode)
 
 
 class Recorder(Protocol):
@@ -48,6 +49,7 @@ class _NoRecording:
 
     class state:  # noqa: N801  (read as ``recorder.state.enabled``)
         enabled = False
+        inference = False
 
     def record(self, plan, values, outputs) -> None:
         return None

@@ -10,10 +10,12 @@ formula that fusion renders into kernels.
 from __future__ import annotations
 
 import ast
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from .bound import BoundArgs
+from .out_argument import accepts_out
 
 CATEGORIES = ("elementwise", "reduction", "view", "linalg", "indexing", "creation", "random", "nn")
 KINDS = ("primitive", "composite")
@@ -108,6 +110,11 @@ class OpDef:
     # exporter's graph builder ``g`` (``ember.onnx.builder``) and returns the output names; None: not exportable
     # (a composite is then exported through the ops it is made of)
     onnx: str | Callable[..., Any] | None = None
+    # where the op is declared: (file, line) of the module-level statement that declares it (set by defop)
+    source: tuple[str, int] | None = None
+    # a primitive that a backend may leave out (LAPACK-backed decompositions): calls on such a backend need the
+    # explicit CPU fallback (``ember.dispatch.fallback``), and the conformance suite reports them so
+    optional_kernel: bool = False
 
     def __post_init__(self) -> None:
         self.param_index = {p.name: i for i, p in enumerate(self.params)}
@@ -134,6 +141,7 @@ class OpDef:
         self.leading_tensors = leading if (not self.list_positions
                                            and self.tensor_positions == tuple(range(leading))) else None
         self.autocast_policy = _autocast_policy(self.name, self.autocast)
+        self.accepts_out = accepts_out(self)  # the dispatcher takes PyTorch's out= keyword for it
 
     def normalize_values(self, values: list) -> None:
         """Run the ``normalize`` hook on a call's bound values (in place), the hook reading them by name."""
@@ -255,10 +263,20 @@ def defop(signature: str, category: str, *, kind: str = "primitive", promotion, 
         raise ValueError(f"{name}: unknown kind {kind!r}")
     if kind == "composite" and composite is None:
         raise ValueError(f"{name}: a composite op needs its definition")
+    fields.setdefault("source", _declaring_statement())
     op = OpDef(name=name, params=params, category=category, kind=kind, promotion=promotion, meta=meta,
                composite=composite, **fields)
     OPS[name] = op
     return op
+
+
+def _declaring_statement() -> tuple[str, int] | None:
+    """(file, line) of the module-level statement that led to this ``defop`` call: the line to search for,
+    also where a factory in the module makes the call."""
+    frame = sys._getframe(2)
+    while frame is not None and frame.f_code.co_name != "<module>":
+        frame = frame.f_back
+    return None if frame is None else (frame.f_code.co_filename, frame.f_lineno)
 
 
 def primitives() -> list[OpDef]:

@@ -2,7 +2,8 @@
 
 Everything here is written in Ember tensor ops only, so it runs unchanged on every backend.
 """
-from . import functional, init, parallel, utils  # noqa: F401
+from . import common_types, functional, grad, init, parallel, utils  # noqa: F401
 from .modules import *  # noqa: F401,F403
 from .modules import Module
 from .parameter import Buffer, Parameter
+from .parallel import DataParallel

@@ -220,3 +220,29 @@ def orthogonal_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:
             q = F.transpose(q, 0, 1)
         return F.copy_(tensor, F.reshape(F.mul(q, gain), tuple(tensor.shape)))
 
+
+
+def _deprecated(initializer):
+    """PyTorch's old names without the trailing underscore: they warn, then run the in-place initialiser."""
+    old = initializer.__name__[:-1]
+
+    def deprecated(*args, **kwargs):
+        warnings.warn(f"`nn.init.{old}` is now deprecated in favor of `nn.init.{initializer.__name__}`.",
+                      FutureWarning, stacklevel=2)
+        return initializer(*args, **kwargs)
+    deprecated.__name__ = deprecated.__qualname__ = old
+    deprecated.__doc__ = f"Deprecated: use ``{initializer.__name__}``."
+    return deprecated
+
+
+uniform = _deprecated(uniform_)
+normal = _deprecated(normal_)
+constant = _deprecated(constant_)
+eye = _deprecated(eye_)
+dirac = _deprecated(dirac_)
+xavier_uniform = _deprecated(xavier_uniform_)
+xavier_normal = _deprecated(xavier_normal_)
+kaiming_uniform = _deprecated(kaiming_uniform_)
+kaiming_normal = _deprecated(kaiming_normal_)
+orthogonal = _deprecated(orthogonal_)
+sparse = _deprecated(sparse_)

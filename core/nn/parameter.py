@@ -9,6 +9,7 @@ from __future__ import annotations
 import weakref
 
 from ..tensor import Tensor
+from .lazy_paths import lazy_attributes
 
 _parameters: dict[int, weakref.ref] = {}
 
@@ -52,3 +53,6 @@ class Buffer:
     def __init__(self, data: Tensor, persistent: bool = True) -> None:
         self.data = data
         self.persistent = persistent
+
+
+__getattr__ = lazy_attributes(__name__, ("UninitializedParameter", "UninitializedBuffer"))  # defined in .modules.lazy

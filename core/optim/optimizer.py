@@ -204,13 +204,7 @@ class Optimizer:
         ones. State tensors are copied onto each parameter's device; floating ones also
         take the parameter's dtype, as in PyTorch.
         """
-        if not isinstance(state_dict, dict) or "state" not in state_dict or "param_groups" not in state_dict:
-            raise ValueError("load_state_dict: expected a dict with keys 'state' and 'param_groups', as returned "
-                             "by Optimizer.state_dict()")
-        saved_groups = state_dict["param_groups"]
-        if len(saved_groups) != len(self.param_groups):
-            raise ValueError(f"loaded state dict has a different number of parameter groups: "
-                             f"{len(saved_groups)} saved, {len(self.param_groups)} in this optimizer")
+        saved_groups = saved_param_groups(self, state_dict, "load_state_dict", "state_dict", ValueError)
         for i, (group, saved) in enumerate(zip(self.param_groups, saved_groups)):
             if len(group["params"]) != len(saved["params"]):
                 raise ValueError(f"loaded state dict contains a parameter group that doesn't match the size of "
@@ -249,6 +243,20 @@ class Optimizer:
             lines.append(f"Parameter Group {i}")
             lines.extend(f"    {key}: {group[key]}" for key in sorted(group) if key != "params")
         return "\n".join(lines) + "\n)"
+
+
+def saved_param_groups(optimizer: Optimizer, state_dict: dict[str, Any], caller: str, argument: str,
+                       mismatch: type[Exception]) -> list[dict[str, Any]]:
+    """``state_dict["param_groups"]``, after checking ``state_dict`` looks like ``Optimizer.state_dict()``'s
+    (else ValueError) and has as many groups as ``optimizer`` (else ``mismatch``)."""
+    if not isinstance(state_dict, dict) or "state" not in state_dict or "param_groups" not in state_dict:
+        raise ValueError(f"{caller}: {argument} must be a dict with keys 'state' and 'param_groups', as returned "
+                         f"by Optimizer.state_dict()")
+    groups = state_dict["param_groups"]
+    if len(groups) != len(optimizer.param_groups):
+        raise mismatch(f"{caller}: {argument} has a different number of parameter groups: {len(groups)} saved, "
+                       f"{len(optimizer.param_groups)} in the optimizer")
+    return groups
 
 
 def _cast_state(param: Tensor, value, key=None):

@@ -57,7 +57,7 @@ class Encoder:
             return obj
         if kind is float:
             return obj if math.isfinite(obj) else {"$": "float", "value": repr(obj)}
-        if isinstance(obj, Tensor):
+        if isinstance(obj, Tensor) and not _pickled_whole(obj):
             return {"$": "tensor", "index": self.tensor(obj)}
         if kind is bytes:
             node = {"$": "bytes"}
@@ -163,11 +163,16 @@ class _Pickler(pickle.Pickler):
         self.encoder = encoder
 
     def persistent_id(self, obj):
-        if isinstance(obj, Tensor):
+        if isinstance(obj, Tensor) and not _pickled_whole(obj):
             return ("tensor", self.encoder.tensor(obj))
         if is_data_array(obj):
             return ("ndarray", self.encoder.array(obj))
         return None
+
+
+def _pickled_whole(t: Tensor) -> bool:
+    """A tensor with no values to store yet (a lazy module's uninitialized parameter) pickles as its class."""
+    return getattr(type(t), "saved_without_values", False)
 
 
 def _le_bytes(array: np.ndarray) -> memoryview:

@@ -116,7 +116,7 @@ def function_signature(function: Any, name: str, types_: Types) -> Signature:
     """The typed signature of a module-level function exported as ``name`` (see ``signatures``)."""
     op = getattr(function, "op", None)
     if isinstance(op, OpDef):
-        return from_op(op, types_)
+        return from_op(op, types_, with_out=op.accepts_out)
     op, inplace = op_named(name, getattr(function, "__name__", name))
     try:
         return from_python(function, types_, op, inplace)

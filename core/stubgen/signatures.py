@@ -137,8 +137,14 @@ def _schema_arg(p: Param, types: Types, kind=None) -> Arg:
     return Arg(_safe(p.name), kind, _with_none(types.schema(p.type), default), default)
 
 
-def from_op(op: OpDef, types: Types, returns: str | None = None) -> Signature:
-    return Signature(tuple(_schema_arg(p, types) for p in op.params), returns or types.outputs(op))
+def from_op(op: OpDef, types: Types, returns: str | None = None, with_out: bool = False) -> Signature:
+    """The op's parameters, and for a function that takes it the dispatcher's ``out=`` keyword."""
+    args = tuple(_schema_arg(p, types) for p in op.params)
+    if with_out:
+        several = len(op.outputs) > 1 or op.outputs == ("*",)
+        written = f"{types.names.imported('typing', 'Sequence')}[{types.tensor}]" if several else types.tensor
+        args += (Arg("out", KEYWORD, f"{written} | None", "None"),)
+    return Signature(args, returns or types.outputs(op))
 
 
 def op_named(*names: str) -> tuple[OpDef | None, bool]:

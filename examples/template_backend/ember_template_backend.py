@@ -212,6 +212,12 @@ def _unfold(a, dim, size, step):
     return windows[(slice(None),) * dim + (slice(None, None, step),)]
 
 
+def _diagonal(a, offset, dim1, dim2):
+    """From the diagonal's first element, one step along both dims per element."""
+    corner, size, strides = ed.diagonal_view(a.shape, a.strides, offset, dim1, dim2)
+    return np.lib.stride_tricks.as_strided(a[corner], size, strides, writeable=True)
+
+
 def _copy_(dst, src):
     np.copyto(dst, src, casting="unsafe")  # broadcast and cast, C-style (floats truncate, ints wrap)
     return dst
@@ -219,7 +225,8 @@ def _copy_(dst, src):
 
 VIEWS = {
     "view": _view, "permute": lambda a, dims: np.transpose(a, dims), "expand": _expand, "slice": _slice,
-    "unfold": _unfold, "clone": lambda a: a.copy(), "to_dtype": lambda a, dtype: a.astype(NATIVE[dtype]),
+    "unfold": _unfold, "diagonal": _diagonal, "clone": lambda a: a.copy(),
+    "to_dtype": lambda a, dtype: a.astype(NATIVE[dtype]),
     "copy_": _copy_, "cat": lambda tensors, dim: np.concatenate(tensors, axis=dim),
 }
 

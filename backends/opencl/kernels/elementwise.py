@@ -222,4 +222,14 @@ KERNELS = {
     "sigmoid": unary({"float": "1 / (1 + exp(-x0))"}),
     "isinf": unary({"float": "isinf(x0)", "int": "0"}, out_bool=True),
     "isfinite": unary({"float": "isfinite(x0)", "int": "1"}, out_bool=True),
+    # composites of core/dispatch/ops/trigonometric.py, rounding.py and bitwise.py as OpenCL C's own functions
+    "asin": unary({"float": "asin(x0)"}), "acos": unary({"float": "acos(x0)"}), "atan": unary({"float": "atan(x0)"}),
+    "sinh": unary({"float": "sinh(x0)"}), "cosh": unary({"float": "cosh(x0)"}),
+    "asinh": unary({"float": "asinh(x0)"}), "acosh": unary({"float": "acosh(x0)"}),
+    "atanh": unary({"float": "atanh(x0)"}), "log10": unary({"float": "log10(x0)"}),
+    "trunc": unary({"float": "trunc(x0)", "int": "x0"}),
+    "atan2": binary({"float": "atan2(x0, x1)"}), "hypot": binary({"float": "hypot(x0, x1)"}),
+    "copysign": binary({"float": "copysign(x0, x1)"}),
+    "bitwise_and": binary(_same("x0 & x1")), "bitwise_or": binary(_same("x0 | x1")),
+    "bitwise_xor": binary(_same("x0 ^ x1")), "bitwise_not": unary({"int": "~x0", "bool": "!x0"}),
 }

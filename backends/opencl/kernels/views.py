@@ -40,6 +40,14 @@ def _unfold(a: CLArray, dim, size, step):
     return a.view_as(tuple(shape) + (size,), tuple(strides) + (a.strides[dim],))
 
 
+def _diagonal(a: CLArray, offset, dim1, dim2):
+    length = max(0, min(a.shape[dim1] + min(offset, 0), a.shape[dim2] - max(offset, 0)))
+    kept = [d for d in range(a.ndim) if d not in (dim1, dim2)]
+    start = a.strides[dim1] * max(-offset, 0) + a.strides[dim2] * max(offset, 0) if length else 0
+    return a.view_as(tuple(a.shape[d] for d in kept) + (length,),
+                     tuple(a.strides[d] for d in kept) + (a.strides[dim1] + a.strides[dim2],), a.offset + start)
+
+
 def clone(a: CLArray) -> CLArray:
     return strided.run(a.runtime, "x0", [a], a.dtype)
 
@@ -69,6 +77,6 @@ def _cat(tensors, dim):
 
 
 KERNELS = {
-    "view": _view, "permute": _permute, "expand": _expand, "slice": _slice, "unfold": _unfold,
+    "view": _view, "permute": _permute, "expand": _expand, "slice": _slice, "unfold": _unfold, "diagonal": _diagonal,
     "clone": clone, "to_dtype": _to_dtype, "copy_": _copy_, "cat": _cat,
 }

@@ -51,10 +51,10 @@ def _non_finite_check_and_unscale(grads, inv_scale):
     return (*unscaled, F.to_dtype(F.logical_not(all_finite), float32))
 
 
-def _unscale_promotion(rt, op, values):
-    grads = _each(values[0])
+def _unscale_promotion(rt, op, args):
+    grads = _each(args["grads"])
     _require_floating(op.name, "gradients", grads)
-    _require_floating(op.name, "inv_scale", _each(values[1]))
+    _require_floating(op.name, "inv_scale", _each(args["inv_scale"]))
     return None, (*(g._dtype for g in grads), float32)  # each gradient keeps its dtype; found_inf is float32
 
 
@@ -78,8 +78,8 @@ def _unscale_samples(make, dtype):
     yield Sample(([make((3,))], make((), dtype="float32", low=1.0, high=1.5)), note="one gradient, inv_scale 1")
 
 
-defop(f"{_UNSCALE}(Tensor[] grads, Tensor inv_scale)", "nn", kind="composite", promotion=_unscale_promotion,
-      dtypes="float", meta=_unscale_meta, composite=_non_finite_check_and_unscale, reference=_unscale_reference,
+defop("_amp_foreach_non_finite_check_and_unscale(Tensor[] grads, Tensor inv_scale)", "nn", kind="composite",
+      promotion=_unscale_promotion, dtypes="float", meta=_unscale_meta, composite=_non_finite_check_and_unscale, reference=_unscale_reference,
       samples=_unscale_samples, method=False, differentiable=False, outputs=("*",),
       tolerances={"float16": (1e-3, 1e-3), "bfloat16": (8e-3, 8e-3)},
       doc="each gradient times inv_scale, in its own dtype, and found_inf: a 0-d float32 1.0 where any "
@@ -99,10 +99,10 @@ def _update_scale(scale, growth_tracker, found_inf, growth_factor, backoff_facto
     return new_scale, F.where(restart, F.zeros_like(growth_tracker), successful)
 
 
-def _update_promotion(rt, op, values):
-    _require_floating(op.name, "scale", _each(values[0]))
-    _require_floating(op.name, "found_inf", _each(values[2]))
-    return None, (values[0]._dtype, values[1]._dtype)
+def _update_promotion(rt, op, args):
+    _require_floating(op.name, "scale", _each(args["scale"]))
+    _require_floating(op.name, "found_inf", _each(args["found_inf"]))
+    return None, (args["scale"]._dtype, args["growth_tracker"]._dtype)
 
 
 def _update_meta(scale, growth_tracker, found_inf, growth_factor, backoff_factor, growth_interval):
@@ -140,7 +140,7 @@ def _update_samples(make, dtype):
     yield Sample((scale, tracker(6), flag(0.0), 2.0, 0.5, 5), note="past a lowered growth_interval: counts on")
 
 
-defop(f"{_UPDATE}(Tensor scale, Index growth_tracker, Tensor found_inf, float growth_factor, "
+defop("_amp_update_scale(Tensor scale, Index growth_tracker, Tensor found_inf, float growth_factor, "
       "float backoff_factor, int growth_interval)", "nn", kind="composite", promotion=_update_promotion,
       dtypes="float", meta=_update_meta, composite=_update_scale, reference=_update_reference,
       samples=_update_samples, method=False, differentiable=False, outputs=("scale", "growth_tracker"),

@@ -94,15 +94,16 @@ def _scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0
 
 # -- checks ---------------------------------------------------------------------------------------------------
 
-def _promotion(rt, op, values):
+def _promotion(rt, op, args):
     """The query's dtype, which key and value share (the mask, bool or of the query's dtype, is an ``Index``
     parameter: it takes no part in promotion)."""
-    dt = getattr(values[0], "dtype", rt)
+    dt = getattr(args["query"], "dtype", rt)
     return dt, dt
 
 
-def _normalize(op, values) -> None:
-    query, key, value, attn_mask, dropout_p, is_causal = values[:6]
+def _normalize(op, args) -> None:
+    query, key, value, attn_mask = args["query"], args["key"], args["value"], args["attn_mask"]
+    dropout_p, is_causal = args["dropout_p"], args["is_causal"]
     dtypes = [getattr(t, "dtype", None) for t in (query, key, value)]
     if len(set(dtypes)) > 1:
         raise DtypeError(f"{_NAME}: expected query, key and value to have the same dtype, got query.dtype "

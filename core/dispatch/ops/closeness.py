@@ -17,8 +17,8 @@ from ..schema import Sample, defop
 from . import F
 
 
-def _check(op, values):
-    x, other, rtol, atol = values[:4]
+def _check(op, args):
+    x, other, rtol, atol = args["input"], args["other"], args["rtol"], args["atol"]
     for name, value in (("input", x), ("other", other)):
         if not hasattr(value, "_data"):
             raise TypeError(f"isclose: {name} must be a tensor, got {type(value).__name__}")

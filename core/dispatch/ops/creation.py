@@ -87,8 +87,8 @@ def _empty_onnx(g, size, dtype=None, device=None):
     return _full_onnx(g, size, 0)
 
 
-def _arange_normalize(op, values):
-    start, end, step = values[0], values[1], values[2]
+def _arange_normalize(op, args):
+    start, end, step = args["start"], args["end"], args["step"]
     if end is None:
         start, end = 0, start
     if step == 0:
@@ -98,7 +98,7 @@ def _arange_normalize(op, values):
     if (end - start) * step < 0:
         raise ValueError(f"arange: upper bound and lower bound inconsistent with step sign "
                          f"(start={start}, end={end}, step={step})")
-    values[0], values[1] = start, end
+    args["start"], args["end"] = start, end
 
 
 defop(f"arange(Scalar start, Scalar? end=None, Scalar step=1, {_TAIL})", "creation", promotion=rules.creation,
@@ -107,20 +107,20 @@ defop(f"arange(Scalar start, Scalar? end=None, Scalar step=1, {_TAIL})", "creati
       reference=lambda start, end=None, step=1, dtype=None, device=None:
       np.arange(0, start, step) if end is None else np.arange(start, end, step),
       doc="start, start + step, ... up to but excluding end; integer arguments give int64")
-def _full_promotion(rt, op, values):
+def _full_promotion(rt, op, args):
     """rules.creation, and PyTorch's refusal of a fill value the dtype cannot hold (full((2,), 300,
     dtype=int8)); ``fill_``, ``zero_`` and item assignment store numbers through full, so this checks them too."""
-    compute, out = rules.creation(rt, op, values)
-    if isinstance(values[1], (int, float)):  # a number (the conformance suite asks about dtypes with none)
-        check_fits("full", values[1], out)
+    compute, out = rules.creation(rt, op, args)
+    if isinstance(args["fill_value"], (int, float)):  # a number (the conformance suite asks about dtypes with none)
+        check_fits("full", args["fill_value"], out)
     return compute, out
 
 
-def _full_normalize(op, values):
+def _full_normalize(op, args):
     """A Python int beyond int64 stored in a floating dtype is that float (NumPy cannot convert it directly)."""
-    value, dtype = values[1], values[op.param_index["dtype"]]
+    value, dtype = args["fill_value"], args["dtype"]
     if value.__class__ is int and dtype is not None and dtype.is_floating_point and abs(value) >= 2 ** 63:
-        values[1] = float(value)
+        args["fill_value"] = float(value)
 
 
 defop(f"full(int[] size, Scalar fill_value, {_TAIL})", "creation", promotion=_full_promotion, meta=_size_meta,
@@ -156,8 +156,8 @@ defop(f"eye(int n, int? m=None, {_TAIL})", "creation", kind="composite", promoti
       reference=lambda n, m=None, dtype=None, device=None: np.eye(n, m))
 
 
-def _linspace_promotion(rt, op, values):
-    dt = rules.requested_dtype(op, values) or get_default_dtype()
+def _linspace_promotion(rt, op, args):
+    dt = rules.requested_dtype(args) or get_default_dtype()
     return dt, dt
 
 
@@ -187,8 +187,8 @@ defop(f"linspace(Scalar start, Scalar end, int steps, {_TAIL})", "creation", kin
 
 # -- the *_like forms --------------------------------------------------------------------------
 
-def _like_promotion(rt, op, values):
-    dt = rules.requested_dtype(op, values) or values[0].dtype
+def _like_promotion(rt, op, args):
+    dt = rules.requested_dtype(args) or args["input"].dtype
     return dt, dt
 
 

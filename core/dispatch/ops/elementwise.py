@@ -231,9 +231,9 @@ def _is_bool(value) -> bool:
     return value.__class__ is bool or getattr(value, "_dtype", None) is bool_
 
 
-def _sub_promotion(rt, op, values):
+def _sub_promotion(rt, op, args):
     """PyTorch's rule: no bool operand at all, with its hint at what was meant."""
-    operands = values[:2]
+    operands = [args["input"], args["other"]]
     if _is_bool(operands[0]) and _is_bool(operands[1]):
         raise DtypeError("sub: Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` "
                          f"or `logical_xor()` operator instead. ({describe_all(operands)})")
@@ -241,7 +241,7 @@ def _sub_promotion(rt, op, values):
         raise DtypeError("sub: Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying "
                          "to invert a mask, use the `~` or `logical_not()` operator instead. "
                          f"({describe_all(operands)})")
-    return rules.same(rt, op, values)
+    return rules.same(rt, op, args)
 
 
 _binary("sub", lambda a, b, alpha=1: a - _scaled(a, b, alpha), extra=", *, Scalar alpha=1", dtypes="numeric",
@@ -252,13 +252,13 @@ _binary("mul", np.multiply, inplace=True, scalar="input * other", onnx=_mul_onnx
         derivative={"input": lambda grad, other: F.mul(grad, other), "other": lambda grad, input: F.mul(grad, input)})
 
 
-def _div_promotion(rt, op, values):
-    mode = values[op.param_index["rounding_mode"]]
+def _div_promotion(rt, op, args):
+    mode = args["rounding_mode"]
     if mode is None:
-        return rules.to_float(rt, op, values)
+        return rules.to_float(rt, op, args)
     if rt is bool_:
         raise DtypeError(f"div: rounding_mode={mode!r} is not supported for bool tensors, as in PyTorch")
-    return rules.same(rt, op, values)
+    return rules.same(rt, op, args)
 
 
 def _div_reference(a, b, rounding_mode=None):
@@ -269,8 +269,8 @@ def _div_reference(a, b, rounding_mode=None):
     return np.trunc(np.true_divide(a, b)).astype(np.result_type(a, b))
 
 
-def _check_rounding_mode(op, values):
-    mode = values[op.param_index["rounding_mode"]]
+def _check_rounding_mode(op, args):
+    mode = args["rounding_mode"]
     if mode not in (None, "trunc", "floor"):
         raise ValueError(f"div: rounding_mode must be None, 'trunc' or 'floor', got {mode!r}")
 
@@ -419,18 +419,22 @@ _binary("maximum", np.maximum, doc="elementwise max; NaN propagates", scalar="ma
 _binary("minimum", np.minimum, doc="elementwise min; NaN propagates", scalar="min(input, other)",
         onnx=_extremum_onnx("Min", "And"),
         derivative=_extremum_derivative(lambda a, b: F.lt(a, b)))
-for _name, _ref, _symbol, _lower in [
-        ("eq", np.equal, "==", _comparison_onnx("Equal")), ("ne", np.not_equal, "!=", _comparison_onnx("Equal", True)),
-        ("lt", np.less, "<", _comparison_onnx("Less")), ("le", np.less_equal, "<=", _comparison_onnx("LessOrEqual")),
-        ("gt", np.greater, ">", _comparison_onnx("Greater")),
-        ("ge", np.greater_equal, ">=", _comparison_onnx("GreaterOrEqual"))]:
-    _binary(_name, _ref, promotion=rules.to_bool, differentiable=False, inplace=True,
-            scalar=f"input {_symbol} other", onnx=_lower)
-for _name, _ref, _formula, _op_type in [("logical_and", np.logical_and, "input != 0 and other != 0", "And"),
-                                        ("logical_or", np.logical_or, "input != 0 or other != 0", "Or"),
-                                        ("logical_xor", np.logical_xor, "(input != 0) != (other != 0)", "Xor")]:
-    _binary(_name, _ref, promotion=rules.to_bool, differentiable=False, inplace=True, scalar=_formula,
-            onnx=_logical_onnx(_op_type))
+
+
+def _predicate(name: str, reference, formula: str, onnx) -> None:
+    """A comparison or logical connective: bool out, not differentiable."""
+    _binary(name, reference, promotion=rules.to_bool, differentiable=False, inplace=True, scalar=formula, onnx=onnx)
+
+
+_predicate("eq", np.equal, "input == other", _comparison_onnx("Equal"))
+_predicate("ne", np.not_equal, "input != other", _comparison_onnx("Equal", True))
+_predicate("lt", np.less, "input < other", _comparison_onnx("Less"))
+_predicate("le", np.less_equal, "input <= other", _comparison_onnx("LessOrEqual"))
+_predicate("gt", np.greater, "input > other", _comparison_onnx("Greater"))
+_predicate("ge", np.greater_equal, "input >= other", _comparison_onnx("GreaterOrEqual"))
+_predicate("logical_and", np.logical_and, "input != 0 and other != 0", _logical_onnx("And"))
+_predicate("logical_or", np.logical_or, "input != 0 or other != 0", _logical_onnx("Or"))
+_predicate("logical_xor", np.logical_xor, "(input != 0) != (other != 0)", _logical_onnx("Xor"))
 
 
 # -- selection and interpolation --------------------------------------------------------------
@@ -464,9 +468,9 @@ def _clamp(x, min=None, max=None):
     return x
 
 
-def _clamp_check(op, values):
+def _clamp_check(op, args):
     """PyTorch's overloads: bounds are both numbers (a 0-d tensor counts as one) or both tensors; not both None."""
-    x, low, high = values
+    x, low, high = args["input"], args["min"], args["max"]
     if low is None and high is None:
         raise ValueError("clamp: at least one of 'min' or 'max' must not be None")
     tensors = [b for b in (low, high) if hasattr(b, "_data") and b._data.shape != ()]

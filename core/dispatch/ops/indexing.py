@@ -1,25 +1,23 @@
-"""Indexing, gathering and scattering, sorting, and the reorderings built on them.
+"""Indexing, gathering and scattering (sorting is in ``sorting``, flips and rolls in ``reorderings``).
 
-Primitives: argwhere, index, index_put_, gather, scatter, scatter_add and sort; everything else
+Primitives: argwhere, index, index_put_, gather, scatter and scatter_add; everything else
 here is composed from them and from views. Index tensors are validated in ``normalize`` with Ember
 ops (dtype, bounds) and negative indices are wrapped there, so that kernels on every backend only
 ever see in-range, non-negative indices and need no checks of their own.
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from .. import rules
-from ..dispatcher import note_value_read, wrap_dim
+from ..dispatcher import note_value_read
 from ..dtypes import bool_, int32, int64
 from ..errors import DtypeError, OutOfRangeError, ShapeError, describe
 from ..meta import broadcast_shapes, numel, require, shape
 from ..overflow import check_fits
 from ..schema import Sample, defop
 from . import F
-from .onnx_support import INT64_MIN, as_ordered, index_as_int64, rank, size_of, where
+from .onnx_support import as_ordered, index_as_int64, rank, where
 from .value_checks import MISSING, CheckedValues
 
 
@@ -36,9 +34,9 @@ def _with_size(in_shape: tuple, dim: int, size) -> tuple:
     return in_shape[:dim] + (size,) + in_shape[dim + 1:] if in_shape else in_shape
 
 
-def _in_input_dtype(rt, op, values):
+def _in_input_dtype(rt, op, args):
     """Output (and computation) in the first input's dtype: other operands are cast to it."""
-    dt = values[0]._dtype if _is_tensor(values[0]) else rt
+    dt = args.first_input._dtype if _is_tensor(args.first_input) else rt
     return dt, dt
 
 
@@ -181,9 +179,9 @@ def _advanced_shape(op_name: str, in_shape: tuple, indices) -> tuple:
     return broadcast + tuple(s for d, s in enumerate(in_shape) if d not in dims)
 
 
-def _normalize_indices(op, values):
+def _normalize_indices(op, args):
     """Validate an ``Index?[]`` list (count, dtypes, shapes, bounds) and wrap negative indices."""
-    x, indices = values[0], list(values[1])
+    x, indices = args.first_input, list(args["indices"])
     in_shape = shape(x)
     if len(indices) > len(in_shape):
         raise OutOfRangeError(f"{op.name}: too many indices for a tensor of dimension {len(in_shape)} "
@@ -192,7 +190,7 @@ def _normalize_indices(op, values):
         if index is not None:
             _check_index_dtype(op.name, index, f"the index for dim {d}")
     _advanced_shape(op.name, in_shape, indices)  # shape errors before reading any data
-    values[1] = [None if index is None else _checked_index(op.name, index, d, in_shape[d])
+    args["indices"] = [None if index is None else _checked_index(op.name, index, d, in_shape[d])
                  for d, index in enumerate(indices)]
 
 
@@ -338,11 +336,11 @@ def _check_gather_shapes(op_name: str, x, dim: int, index, src=None) -> None:
                 f"index of shape {shape(index)} must be no larger than src of shape {shape(src)}", index, src)
 
 
-def _along_dim_normalize(op, values):
+def _along_dim_normalize(op, args):
     """gather and scatter: dtypes, then index bounds (no negative indices, as in PyTorch)."""
-    x, dim, index = values[:3]
+    x, dim, index = args["input"], args["dim"], args["index"]
     _check_index_dtype(op.name, index)
-    src = values[3] if len(values) > 3 else None
+    src = args.get("src")
     if _is_tensor(src) and src._dtype is not x._dtype:
         raise DtypeError(f"{op.name}: src must have input's dtype {x._dtype.name}, got {describe(src)}")
     _check_range(op.name, index, dim, _size(shape(x), dim), negative_ok=False)
@@ -493,24 +491,30 @@ _declare_scatter("scatter_add", True, "a copy of input with src[i][j] added at o
 
 # -- index_add: scatter_add by one index vector, composed of index_put_ ------------------------
 
-def _index_add_normalize(op, values):
-    """PyTorch's rules: an integer index of at most one dim, in range (no negatives), one entry per
-    slice of source along dim; source shaped like input off dim, of input's dtype."""
-    x, dim, index, source = values[:4]
-    _check_index_dtype("index_add", index)
+def check_index_vector(op_name: str, x, dim: int, index, source=None) -> None:
+    """PyTorch's rules for index_add and its kin (index_copy, index_fill, index_reduce): an integer index of
+    at most one dim, in range (no negatives); a source (where the op takes one) of input's dtype, shaped like
+    input off dim, with one slice per index."""
+    _check_index_dtype(op_name, index)
     if len(shape(index)) > 1:
-        raise OutOfRangeError(f"index_add: index must be a vector (0-d or 1-D), got {describe(index)}")
-    if not _is_tensor(source) or source._dtype is not x._dtype:
-        raise DtypeError(f"index_add: source must be a tensor of input's dtype {x._dtype.name}, "
-                         f"got {describe(source)}")
-    in_shape, source_shape = shape(x), shape(source)
-    require(len(source_shape) == len(in_shape) and all(
-        a == b for d, (a, b) in enumerate(zip(source_shape, in_shape)) if d != dim), "index_add",
-        f"source must have input's shape except along dim {dim}", x, source)
-    require(numel(shape(index)) == _size(source_shape, dim), "index_add",
-            f"the number of indices ({numel(shape(index))}) must equal source's size along dim {dim} "
-            f"({_size(source_shape, dim)})", index, source)
-    _check_range("index_add", index, dim, _size(in_shape, dim), negative_ok=False)
+        raise OutOfRangeError(f"{op_name}: index must be a vector (0-d or 1-D), got {describe(index)}")
+    in_shape = shape(x)
+    if source is not None:
+        if not _is_tensor(source) or source._dtype is not x._dtype:
+            raise DtypeError(f"{op_name}: source must be a tensor of input's dtype {x._dtype.name}, "
+                             f"got {describe(source)}")
+        source_shape = shape(source)
+        require(len(source_shape) == len(in_shape) and all(
+            a == b for d, (a, b) in enumerate(zip(source_shape, in_shape)) if d != dim), op_name,
+            f"source must have input's shape except along dim {dim}", x, source)
+        require(numel(shape(index)) == _size(source_shape, dim), op_name,
+                f"the number of indices ({numel(shape(index))}) must equal source's size along dim {dim} "
+                f"({_size(source_shape, dim)})", index, source)
+    _check_range(op_name, index, dim, _size(in_shape, dim), negative_ok=False)
+
+
+def _index_add_normalize(op, args):
+    check_index_vector("index_add", args["input"], args["dim"], args["index"], args["source"])
 
 
 def _index_add(x, dim, index, source, alpha=1):
@@ -573,8 +577,8 @@ defop("index_add(Tensor input, dim dim, Index index, Tensor source, *, Scalar al
 
 # -- index_select, masked_fill, masked_select --------------------------------------------------
 
-def _index_select_normalize(op, values):
-    x, dim, index = values
+def _index_select_normalize(op, args):
+    x, dim, index = args["input"], args["dim"], args["index"]
     _check_index_dtype("index_select", index)
     if len(shape(index)) > 1:
         raise ShapeError(f"index_select: index must be 0-d or 1-D, got {describe(index)}")
@@ -611,13 +615,13 @@ defop("index_select(Tensor input, dim dim, Index index)", "indexing", kind="comp
       samples=_index_select_samples, doc="the entries of index (a 0-d or 1-D integer tensor) along dim")
 
 
-def _masked_fill_normalize(op, values):
-    _check_mask_dtype("masked_fill", values[1])
-    value = values[2]
+def _masked_fill_normalize(op, args):
+    _check_mask_dtype("masked_fill", args["mask"])
+    value = args["value"]
     if _is_tensor(value) and shape(value):
         raise ShapeError(f"masked_fill: value must be a number or a 0-d tensor, got {describe(value)}")
     if not _is_tensor(value):
-        check_fits("masked_fill", value, values[0]._dtype)
+        check_fits("masked_fill", value, args["input"]._dtype)
 
 
 def _masked_fill_onnx(g, input, mask, value):
@@ -669,298 +673,63 @@ def _masked_select_meta(x, mask):
 
 defop("masked_select(Tensor input, Index mask)", "indexing", kind="composite", promotion=rules.passthrough,
       meta=_masked_select_meta,
-      normalize=lambda op, values: _check_mask_dtype("masked_select", values[1]), composite=_masked_select,
+      normalize=lambda op, args: _check_mask_dtype("masked_select", args["mask"]), composite=_masked_select,
       reference=lambda x, mask: np.broadcast_to(x, np.broadcast_shapes(x.shape, mask.shape))[
           np.broadcast_to(mask, np.broadcast_shapes(x.shape, mask.shape))],
       samples=_masked_select_samples, doc="a 1-D tensor of the elements where the (broadcast) bool mask is true")
 
 
-# -- reorderings: flip, roll, tril, triu, diff --------------------------------------------------
+# -- one_hot --------------------------------------------------------------------------------------------------
 
-def _wrap_dims(op_name: str, dims, ndim: int) -> tuple:
-    return tuple(wrap_dim(op_name, d, ndim) for d in dims)
-
-
-def _flip_normalize(op, values):
-    dims = _wrap_dims("flip", values[1], len(shape(values[0])))
-    if len(set(dims)) != len(dims):
-        raise ValueError(f"flip: dims {values[1]} name a dimension more than once")
-    values[1] = dims
-
-
-def _flip_onnx(g, input, dims):
-    """Slice with step -1 from the last element to before the first."""
-    if not dims or not rank(g, input):
-        return g.op("Identity", input)
-    count = len(dims)
-    return g.op("Slice", input, g.ints([-1] * count), g.ints([INT64_MIN] * count), g.ints(list(dims)),
-                g.ints([-1] * count))
-
-
-def _flip(x, dims):
-    if x.ndim == 0 or not dims:
-        return F.clone(x)
-    for d in dims:
-        x = F.index(x, [None] * d + [F.arange(x.shape[d] - 1, -1, -1, device=x.device)])
-    return x
-
-
-def _flip_samples(make, dtype):
-    yield Sample((make((3, 4, 5)), (0, -1)))
-    yield Sample((make((3, 4), noncontiguous=True), (1,)))
-    yield Sample((make((2, 0)), (0, 1)), note="empty")
-    yield Sample((make(()), (0,)), note="0-d")
-    yield Sample((make((3,)), ()), note="no dims: a copy")
-
-
-defop("flip(Tensor input, int[] dims)", "indexing", kind="composite", promotion=rules.passthrough,
-      meta=lambda x, dims: shape(x), normalize=_flip_normalize, composite=_flip, onnx=_flip_onnx,
-      reference=lambda x, dims: np.flip(x, tuple(dims)).copy() if x.ndim else x.copy(), samples=_flip_samples,
-      doc="a copy with the order of the elements reversed along dims")
-
-
-def _roll_normalize(op, values):
-    x, shifts, dims = values
-    if dims is None:
-        require(len(shifts) == 1, "roll", f"without dims, shifts must be one number, got {shifts}", x)
+def _one_hot_normalize(op, args):
+    """Resolves num_classes=-1 and checks the class values: this reads the data, as PyTorch does."""
+    note_value_read()
+    x, num_classes = args["tensor"], args["num_classes"]
+    if num_classes < -1:
+        raise ValueError(f"one_hot: num_classes must be -1 or non-negative, got {num_classes}")
+    if x.numel() == 0:
+        if num_classes == -1:
+            raise ValueError("one_hot: cannot infer the number of classes from an empty tensor; pass num_classes")
         return
-    require(len(shifts) == len(dims) and len(shifts) > 0, "roll",
-            f"shifts {shifts} and dims {dims} must have the same, non-zero length", x)
-    if not shape(x):
-        raise OutOfRangeError(f"roll: a 0-d tensor has no dims to roll along; dims {dims} ({describe(x)})")
-    values[2] = _wrap_dims("roll", dims, len(shape(x)))
+    low, high = F.amin(x).item(), F.amax(x).item()
+    if low < 0:
+        raise ValueError(f"one_hot: class values must be non-negative, got {low}")
+    if num_classes == -1:
+        args["num_classes"] = high + 1
+    elif high >= num_classes:
+        raise ValueError(f"one_hot: class values must be smaller than num_classes={num_classes}, got {high}")
 
 
-def _roll_along(x, shift, dim):
-    n = x.shape[dim]
-    shift = shift % n if n else 0
-    if not shift:
-        return x
-    return F.cat([F.slice(x, dim, n - shift), F.slice(x, dim, 0, n - shift)], dim)
+def _one_hot(x, num_classes=-1):
+    return F.to_dtype(F.eq(F.unsqueeze(x, -1), F.arange(num_classes, device=x.device)), int64)
 
 
-def _roll(x, shifts, dims=None):
-    if dims is None:
-        return F.reshape(_roll(F.reshape(x, (-1,)), shifts, (0,)), tuple(x.shape))
-    out = x
-    for shift, dim in zip(shifts, dims):
-        out = _roll_along(out, shift, dim)
-    return F.clone(out) if out is x else out
+def _one_hot_reference(x, num_classes=-1):
+    if num_classes == -1:
+        num_classes = int(np.max(x)) + 1
+    return (np.asarray(x)[..., None] == np.arange(num_classes)).astype(np.int64)
 
 
-def _roll_samples(make, dtype):
-    yield Sample((make((3, 4)), (1, -6), (0, 1)))
-    yield Sample((make((3, 4), noncontiguous=True), (2,)), note="flattened")
-    yield Sample((make((3, 4)), (1, 2), (1, 1)), note="one dim twice")
-    yield Sample((make((0, 4)), (1,), (0,)), note="empty")
-    yield Sample((make(()), (3,)), note="0-d")
+def _one_hot_samples(make, dtype):
+    yield Sample((make((6,), low=0, high=4),))
+    yield Sample((make((2, 3), low=0, high=5), 7))
+    yield Sample((make((), low=0, high=3), 3), note="0-d")
+    yield Sample((make((0,), low=0, high=3), 3), note="empty")
 
 
-defop("roll(Tensor input, int[] shifts, int[]? dims=None)", "indexing", kind="composite",
-      promotion=rules.passthrough, meta=lambda x, shifts, dims=None: shape(x), normalize=_roll_normalize,
-      composite=_roll, samples=_roll_samples,
-      reference=lambda x, shifts, dims=None: np.roll(x, shifts[0] if dims is None else tuple(shifts), axis=dims),
-      doc="elements shifted cyclically along dims (the flattened tensor without dims)")
+def _one_hot_onnx(g, tensor, num_classes):
+    """OneHot with int64 values 0 and 1 (a 0-d index as a vector of one: OneHot needs rank 1)."""
+    indices = index_as_int64(g, tensor)
+    scalar = not g.shape_of(tensor)
+    if scalar:
+        indices = g.unsqueeze(indices, [0])
+    out = g.op("OneHot", indices, g.const(num_classes, int64), g.const([0, 1], int64), axis=-1)
+    return g.squeeze(out, [0]) if scalar else out
 
 
-def _triangle(name, keep):
-    def composite(x, diagonal=0):
-        rows = F.unsqueeze(F.arange(x.shape[-2], device=x.device), 1)
-        columns = F.arange(x.shape[-1], device=x.device)
-        inside = keep(F.sub(columns, rows), diagonal)
-        return F.where(inside, x, F.zeros((), dtype=x.dtype, device=x.device))
-
-    def meta(x, diagonal=0):
-        require(len(shape(x)) >= 2, name, "input must have at least 2 dimensions", x)
-        return shape(x)
-
-    def samples(make, dtype):
-        yield Sample((make((4, 5)),))
-        yield Sample((make((2, 5, 4), noncontiguous=True), -1), note="batched, below the diagonal")
-        yield Sample((make((3, 3)), 2))
-        yield Sample((make((0, 3)), 0), note="empty")
-
-    def lower(g, input, diagonal=0):
-        return g.op("Trilu", input, g.scalar(diagonal), upper=int(name == "triu"))
-
-    reference = getattr(np, name)
-    defop(f"{name}(Tensor input, int diagonal=0)", "indexing", kind="composite", promotion=rules.passthrough,
-          onnx=lower,
-          meta=meta, composite=composite, reference=lambda x, diagonal=0: reference(x, diagonal), inplace=True,
-          samples=samples, doc=f"the {'lower' if name == 'tril' else 'upper'} triangle of the last two dims "
-                               f"(from diagonal), zeros elsewhere")
-
-
-_triangle("tril", lambda offset, diagonal: F.le(offset, diagonal))
-_triangle("triu", lambda offset, diagonal: F.ge(offset, diagonal))
-
-
-def _diff_normalize(op, values):
-    x, n, dim, prepend, append = values
-    require(len(shape(x)) >= 1, "diff", "input must have at least one dimension", x)
-    if n < 0:
-        raise ValueError(f"diff: n must be non-negative, got {n}")
-    for name, extra in (("prepend", prepend), ("append", append)):
-        if extra is None:
-            continue
-        require(_is_tensor(extra) and len(shape(extra)) == len(shape(x)), "diff",
-                f"{name} must be a tensor with as many dimensions as input", x, extra)
-        require(all(a == b for d, (a, b) in enumerate(zip(shape(extra), shape(x))) if d != dim), "diff",
-                f"{name}'s shape must match input's except along dim {dim}", x, extra)
-
-
-def _diff_meta(x, n=1, dim=-1, prepend=None, append=None):
-    length = sum(shape(t)[dim] for t in (prepend, x, append) if t is not None)
-    return _with_size(shape(x), dim, max(length - n, 0))
-
-
-def _diff(x, n=1, dim=-1, prepend=None, append=None):
-    pieces = [t for t in (prepend, x, append) if t is not None]
-    out = F.cat(pieces, dim) if len(pieces) > 1 else x
-    for _ in range(min(n, out.shape[dim])):  # past the length every further difference is empty too
-        later, earlier = F.slice(out, dim, 1), F.slice(out, dim, 0, -1)
-        out = F.ne(later, earlier) if out.dtype is bool_ else F.sub(later, earlier)
-    return F.clone(out) if out is x else out
-
-
-def _diff_reference(x, n=1, dim=-1, prepend=None, append=None):
-    pieces = [t for t in (prepend, x, append) if t is not None]
-    return np.diff(np.concatenate(pieces, axis=dim) if len(pieces) > 1 else x, n, axis=dim)
-
-
-def _diff_samples(make, dtype):
-    yield Sample((make((6,)),))
-    yield Sample((make((3, 5), noncontiguous=True), 2, 0), note="second difference along dim 0")
-    yield Sample((make((3, 4)), 1, -1, make((3, 2)), make((3, 1))), note="prepend and append")
-    yield Sample((make((2, 3)), 5), note="n beyond the length")
-    yield Sample((make((2, 3)), 0), note="n = 0")
-    yield Sample((make((0, 3)), 1, 0), note="empty")
-
-
-defop("diff(Tensor input, int n=1, dim dim=-1, Tensor? prepend=None, Tensor? append=None)", "indexing",
-      kind="composite", promotion=rules.same, meta=_diff_meta, normalize=_diff_normalize, composite=_diff,
-      reference=_diff_reference, samples=_diff_samples,
-      doc="the n-th forward difference along dim (logical xor for bool), after joining prepend and append")
-
-
-# -- sorting --------------------------------------------------------------------------------------
-
-def _sort_reference_1d(row, descending):
-    keys = [(v != v, 0 if v != v else v) for v in row.tolist()]  # v != v: NaN, sorted as the largest
-    return sorted(range(len(row)), key=keys.__getitem__, reverse=descending)  # sorted() is stable both ways
-
-
-def _sort_reference(x, dim=-1, descending=False, stable=False):
-    if x.ndim == 0:
-        return x.copy(), np.zeros((), np.int64)
-    order = np.apply_along_axis(_sort_reference_1d, dim, x, descending).astype(np.int64).reshape(x.shape)
-    return np.take_along_axis(x, order, dim), order
-
-
-def _with_nans(make, dtype, shape_):
-    """A sample input with NaNs (for float dtypes) and repeated values, to check order and stability."""
-    x = make(shape_)
-    x = F.cat([x, x], -1)
-    if not dtype.is_floating_point:
-        return x
-    return F.where(make(tuple(x.shape), dtype=bool_), F.full((), math.nan, dtype=dtype, device=x.device), x)
-
-
-def _sort_samples(make, dtype):
-    yield Sample((make((4, 5)),))
-    yield Sample((_with_nans(make, dtype, (3, 4)), -1, True), note="descending, ties and NaN")
-    yield Sample((_with_nans(make, dtype, (3, 4)), 0), {"stable": True}, note="ties and NaN")
-    yield Sample((make((2, 3, 4), noncontiguous=True), 1, True))
-    yield Sample((make((0, 3)), 0), note="empty")
-    yield Sample((make(()),), note="0-d")
-
-
-def _sort_meta(x, dim=-1, descending=False, stable=False):
-    return shape(x), shape(x)
-
-
-def _sort_derivative(grads, input, dim, results):
-    """Each sorted value's gradient goes back to where that value came from."""
-    if not tuple(input.shape):
-        return grads[0]
-    return F.scatter(F.zeros_like(input, dtype=grads[0].dtype), dim, results[1], grads[0])
-
-
-def _top_k(g, input, k, dim, largest):
-    """TopK, sorted: ties keep the lower index first and NaN counts as the largest value, as Ember's stable
-    sort; bools sort as int32 (no bool kernel). A 0-d input is its own result, at index 0."""
-    dtype = g.compute
-    if not rank(g, input):
-        return g.op("Identity", input), g.const(0, int64)
-    values, indices = g.op("TopK", as_ordered(g, input, dtype), k, axis=dim, largest=int(largest), sorted=1,
-                           outputs=2)
-    return (g.cast(values, dtype) if dtype is bool_ else values), indices
-
-
-def _sort_onnx(g, input, dim=-1, descending=False, stable=False):
-    """TopK over the whole length of dim."""
-    length = size_of(g, input, dim) if rank(g, input) else None
-    return _top_k(g, input, length, dim, descending)
-
-
-def _argsort_onnx(g, input, dim=-1, descending=False, stable=False):
-    return _sort_onnx(g, input, dim, descending)[1]
-
-
-def _topk_onnx(g, input, k, dim=-1, largest=True, sorted=True):
-    return _top_k(g, input, g.ints([k]), dim, largest)
-
-
-defop("sort(Tensor input, dim dim=-1, bool descending=False, *, bool stable=False)", "indexing",
-      onnx=_sort_onnx,
-      promotion=rules.with_indices, meta=_sort_meta, reference=_sort_reference, samples=_sort_samples,
-      derivative=_sort_derivative,
-      outputs=("values", "indices"),
-      doc="values and int64 indices sorted along dim; always stable; NaN sorts as the largest value")
-
-
-defop("argsort(Tensor input, dim dim=-1, bool descending=False, *, bool stable=False)", "indexing",
-      kind="composite", promotion=rules.to_int64, meta=lambda x, *rest: shape(x),
-      composite=lambda x, dim=-1, descending=False, stable=False: F.sort(x, dim, descending).indices,
-      onnx=_argsort_onnx,
-      reference=lambda x, dim=-1, descending=False, stable=False: _sort_reference(x, dim, descending)[1],
-      samples=_sort_samples, differentiable=False, doc="the indices that sort input along dim (stable)")
-
-
-def _topk_meta(x, k, dim=-1, largest=True, sorted=True):
-    size = _size(shape(x), dim)
-    require(0 <= k <= size, "topk", f"k={k} is out of range for dim {dim} of size {size}", x)
-    out = _with_size(shape(x), dim, k)
-    return out, out
-
-
-def _topk(x, k, dim=-1, largest=True, sorted=True):
-    values, indices = F.sort(x, dim, largest)
-    if x.ndim == 0:
-        return values, indices
-    return F.slice(values, dim, 0, k), F.slice(indices, dim, 0, k)
-
-
-def _topk_reference(x, k, dim=-1, largest=True, sorted=True):
-    values, indices = _sort_reference(x, dim, largest)
-    if x.ndim == 0:
-        return values, indices
-    window = (slice(None),) * (dim % x.ndim) + (slice(0, k),)
-    return values[window], indices[window]
-
-
-def _topk_samples(make, dtype):
-    yield Sample((make((4, 6)), 2))
-    yield Sample((_with_nans(make, dtype, (3, 10)), 3, -1, True), note="ties and NaN")
-    yield Sample((_with_nans(make, dtype, (3, 10)), 4, 1, False), note="smallest, ties and NaN")
-    yield Sample((make((5, 3), noncontiguous=True), 5, 0), note="k = size")
-    yield Sample((make((3, 4)), 0), note="k = 0")
-    yield Sample((make(()), 1), note="0-d")
-
-
-defop("topk(Tensor input, int k, dim dim=-1, bool largest=True, bool sorted=True)", "indexing",
-      kind="composite", promotion=rules.with_indices, dtypes="numeric", meta=_topk_meta, composite=_topk,
-      onnx=_topk_onnx,
-      reference=_topk_reference, samples=_topk_samples, outputs=("values", "indices"),
-      doc="the k largest (or smallest) values along dim and their indices, always in sorted order; "
-          "ties keep the lower index first")
+defop("one_hot(Index tensor, int num_classes=-1)", "nn", kind="composite",
+      promotion=rules.to_int64, dtypes="int",
+      meta=lambda x, num_classes=-1: shape(x) + (num_classes,), normalize=_one_hot_normalize,
+      composite=_one_hot, reference=_one_hot_reference, samples=_one_hot_samples, method=False,
+      differentiable=False, onnx=_one_hot_onnx,
+      doc="int64 indicators with a new last dim; num_classes=-1 means max + 1")

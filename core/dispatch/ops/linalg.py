@@ -210,10 +210,11 @@ def _einsum_dtype(equation, operands, promoted):
     return promoted
 
 
-def _einsum_promotion(rt, op, values):
+def _einsum_promotion(rt, op, args):
     """_einsum_dtype; asked about a dtype alone, with no equation (the conformance suite's dtype query), the
     operands' type."""
-    dt = _einsum_dtype(values[0], values[1], rt) if isinstance(values[0], str) else rt
+    equation = args["equation"]
+    dt = _einsum_dtype(equation, args["operands"], rt) if isinstance(equation, str) else rt
     return dt, dt
 
 

@@ -31,7 +31,7 @@ from ..errors import DtypeError, EmberError, OutOfRangeError, describe
 from ..meta import broadcast_shapes, require, shape
 from ..schema import Sample, defop
 from . import F
-from .nn import _log_softmax_reference
+from .softmax import _log_softmax_reference
 from .onnx_support import index_as_int64
 from .opmath import in_opmath
 from .value_checks import MISSING, CheckedValues
@@ -121,21 +121,19 @@ def _check_targets(op_name: str, target, classes: int, ignore_index: int) -> Non
     _checked_targets.remember(target, key)
 
 
-def _class_targets_normalize(op, values) -> None:
+def _class_targets_normalize(op, args) -> None:
     """Reduction, smoothing, target dtype, shapes and target values, for every op over class indices."""
-    def value(name):
-        return values[op.param_index[name]]
-    x, target, weight = value("input"), value("target"), value("weight")
-    check_reduction(op.name, value("reduction"))
-    if "label_smoothing" in op.param_index:
-        _check_smoothing(op.name, value("label_smoothing"))
+    x, target, weight = args["input"], args["target"], args["weight"]
+    check_reduction(op.name, args["reduction"])
+    if "label_smoothing" in args:
+        _check_smoothing(op.name, args["label_smoothing"])
     if target.dtype.kind != "int":
         raise DtypeError(f"{op.name}: expected target to hold class indices in an integer dtype, got "
                          f"{describe(target)}; class probabilities need a float target of the input's shape")
     if "grad_output" not in op.param_index:
         _refuse_weight_grad(op.name, weight)
     classes = _check_class_shapes(op.name, x, target, weight)
-    _check_targets(op.name, target, classes, value("ignore_index"))
+    _check_targets(op.name, target, classes, args["ignore_index"])
 
 
 def _class_loss_meta(x, target, weight, *attrs):
@@ -422,8 +420,8 @@ _class_loss_backward(f"cross_entropy_indices_backward(Tensor grad_output, Tensor
 
 # -- cross_entropy_probabilities --------------------------------------------------------------------------
 
-def _probabilities_normalize(op, values) -> None:
-    x, target, weight, label_smoothing, reduction = values
+def _probabilities_normalize(op, args) -> None:
+    target, label_smoothing, reduction = args["target"], args["label_smoothing"], args["reduction"]
     check_reduction(op.name, reduction)
     _check_smoothing(op.name, label_smoothing)
     if hasattr(target, "_data") and not target.dtype.is_floating_point:
@@ -515,11 +513,11 @@ def _check_unit_interval(op_name: str, t, what: str) -> None:
                          f"to {high} ({describe(t)})")
 
 
-def _bce_normalize(op, values) -> None:
-    x, target, weight, reduction = values
-    check_reduction(op.name, reduction)
+def _bce_normalize(op, args) -> None:
+    x, target, weight = args["input"], args["target"], args["weight"]
+    check_reduction(op.name, args["reduction"])
     _refuse_weight_grad(op.name, weight)
-    _bce_meta(*values)  # shapes before the values that they hold
+    _bce_meta(x, target, weight)  # shapes before the values that they hold
     _check_unit_interval(op.name, x, "input")
     _check_unit_interval(op.name, target, "target")
 

@@ -48,7 +48,7 @@ def _adam_meta(param, grad, exp_avg, exp_avg_sq, *attrs):
     return shape(param), shape(param), shape(param)
 
 
-def _adam_promotion(rt, op, values):
+def _adam_promotion(rt, op, args):
     return rt, (rt, rt, rt)
 
 

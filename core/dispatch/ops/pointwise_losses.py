@@ -31,8 +31,8 @@ def _pair_meta(op_name: str):
     return meta
 
 
-def _reduction_normalize(op, values) -> None:
-    check_reduction(op.name, values[op.param_index["reduction"]])
+def _reduction_normalize(op, args) -> None:
+    check_reduction(op.name, args["reduction"])
 
 
 def _pair_samples(*options: dict):
@@ -58,8 +58,9 @@ def _pointwise_loss(signature: str, composite, reference, samples, doc: str, **f
     fields.setdefault("meta", _pair_meta(name))
     fields.setdefault("promotion", rules.same)
     fields.setdefault("dtypes", "float")
+    fields.setdefault("autocast", "float32")
     defop(signature, "nn", kind="composite", composite=in_opmath(composite), reference=reference, samples=samples,
-          method=False, autocast="float32", doc=doc, **fields)
+          method=False, doc=doc, **fields)
 
 
 # -- mse_loss and l1_loss -----------------------------------------------------------------------------------
@@ -74,15 +75,15 @@ def _l1_loss(input, target, reduction="mean"):
     return reduced(F.abs(F.sub(input, target)), reduction)
 
 
-def _l1_promotion(rt, op, values):
+def _l1_promotion(rt, op, args):
     """PyTorch's l1_loss is sub, abs and sum, so integer inputs work unless averaged, and their sum is int64."""
-    if rt.is_floating_point or values[op.param_index["reduction"]] == "none":
+    if rt.is_floating_point or args["reduction"] == "none":
         return rt, rt
     return rt, int64
 
 
-def _l1_normalize(op, values) -> None:
-    input, target, reduction = values
+def _l1_normalize(op, args) -> None:
+    input, target, reduction = args["input"], args["target"], args["reduction"]
     check_reduction(op.name, reduction)
     floating = any(isinstance(v, float) or (hasattr(v, "_data") and v.dtype.is_floating_point) for v in (input, target))
     if reduction == "mean" and not floating:
@@ -118,11 +119,11 @@ def _huber_loss(input, target, reduction="mean", delta=1.0):
 
 
 def _threshold_normalize(threshold: str, allowed, wording: str):
-    def normalize(op, values) -> None:
-        check_reduction(op.name, values[2])
-        if not allowed(values[3]):
+    def normalize(op, args) -> None:
+        check_reduction(op.name, args["reduction"])
+        if not allowed(args[threshold]):
             raise ValueError(f"{op.name} does not support {wording} values for {threshold} (got {threshold}="
-                             f"{values[3]}).")
+                             f"{args[threshold]}).")
     return normalize
 
 
@@ -187,13 +188,13 @@ def _kl_div_samples(make, dtype):
                      note="zero targets contribute 0 (t log t is not differentiable from below at 0)")
 
 
-def _kl_div_promotion(rt, op, values):
+def _kl_div_promotion(rt, op, args):
     """PyTorch refuses integral inputs and targets alike (promotion alone would accept a float input with an
     integer target)."""
-    operands = values[:2]
+    operands = [args["input"], args["target"]]
     if any(getattr(v, "_dtype", None) is not None and not v._dtype.is_floating_point for v in operands):
         raise DtypeError(f"kl_div: Integral inputs not supported. ({describe_all(operands)})")
-    return rules.same(rt, op, values)
+    return rules.same(rt, op, args)
 
 
 _pointwise_loss("kl_div(Tensor input, Tensor target, str reduction='mean', *, bool log_target=False)", _kl_div,
@@ -216,9 +217,9 @@ def _bce_with_logits(input, target, weight=None, pos_weight=None, reduction="mea
     return reduced(losses, reduction)
 
 
-def _bce_with_logits_normalize(op, values) -> None:
-    _, _, weight, pos_weight, reduction = values
-    check_reduction(op.name, reduction)
+def _bce_with_logits_normalize(op, args) -> None:
+    weight, pos_weight = args["weight"], args["pos_weight"]
+    check_reduction(op.name, args["reduction"])
     _refuse_weight_grad(op.name, weight)
     _refuse_weight_grad(op.name, pos_weight, "pos_weight")
 
@@ -258,3 +259,90 @@ _pointwise_loss("binary_cross_entropy_with_logits(Tensor input, Tensor target, T
                 nondifferentiable_inputs=("weight", "pos_weight"),
                 doc="binary cross-entropy of sigmoid(input) against target, computed from the logits (stable for "
                     "every logit); pos_weight weighs the positive term, broadcast along the last dim")
+
+
+# -- poisson_nll_loss and gaussian_nll_loss ---------------------------------------------------------------------
+
+_HALF_LOG_2PI = 0.5 * float(np.log(2 * np.pi))
+
+
+def _poisson_nll_loss(input, target, log_input=True, full=False, eps=1e-8, reduction="mean"):
+    """exp(input) - target * input for log-rates, input - target * log(input + eps) for rates; ``full`` adds
+    Stirling's approximation of log(target!) where target > 1."""
+    if log_input:
+        losses = F.sub(F.exp(input), F.mul(target, input))
+    else:
+        losses = F.sub(input, F.mul(target, F.log(F.add(input, eps))))
+    if full:
+        counted = F.gt(target, 1)
+        safe = F.where(counted, target, 1.0)  # keeps log's gradient finite where the term is masked off
+        stirling = F.add(F.sub(F.mul(safe, F.log(safe)), safe), F.mul(F.log(F.mul(safe, 2 * np.pi)), 0.5))
+        losses = F.add(losses, F.where(counted, stirling, 0.0))
+    return reduced(losses, reduction)
+
+
+def _poisson_nll_reference(x, t, log_input=True, full=False, eps=1e-8, reduction="mean"):
+    losses = np.exp(x) - t * x if log_input else x - t * np.log(x + eps)
+    if full:
+        safe = np.where(t > 1, t, 1.0)
+        losses = losses + np.where(t > 1, safe * np.log(safe) - safe + 0.5 * np.log(2 * np.pi * safe), 0)
+    return reference_reduced(losses, reduction)
+
+
+def _poisson_nll_meta(input, target, log_input=True, full=False, eps=1e-8, reduction="mean"):
+    return _pair_meta("poisson_nll_loss")(input, target, reduction)
+
+
+def _poisson_nll_samples(make, dtype):
+    def counts(shape_):
+        return make(shape_, low=0, high=6)
+    yield Sample((make((4, 5), low=-2, high=2), counts((4, 5))), note="log-rates, mean")
+    yield Sample((make((3, 4), low=0.1, high=4), counts((3, 4)), False, True), {"reduction": "none"},
+                 note="rates, full")
+    yield Sample((make((2, 3), low=-2, high=2, noncontiguous=True), counts((2, 3)), True, True, 1e-8, "sum"),
+                 note="log-rates, full, sum")
+
+
+_pointwise_loss("poisson_nll_loss(Tensor input, Tensor target, bool log_input=True, bool full=False, float eps=1e-8, "
+                "str reduction='mean')", _poisson_nll_loss, _poisson_nll_reference, _poisson_nll_samples,
+                meta=_poisson_nll_meta, grad_domain={"input": {"low": 0.1, "high": 4}},
+                doc="negative log-likelihood of target under a Poisson distribution with rate exp(input) (log_input) "
+                    "or input; full adds the Stirling term of log(target!)")
+
+
+def _gaussian_nll_meta(input, target, var, full=False, eps=1e-6, reduction="mean"):
+    out = broadcast_shapes("gaussian_nll_loss", shape(input), shape(target), shape(var))
+    return out if reduction == "none" else ()
+
+
+def _gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
+    """0.5 * (log(var) + (input - target) ** 2 / var), var clamped below at eps the way PyTorch clamps it:
+    without recording, so the gradient reaches var as if unclamped."""
+    var = F.add(var, F.sub(F.clamp(var, eps), var).detach())
+    difference = F.sub(input, target)
+    losses = F.mul(F.add(F.log(var), F.div(F.mul(difference, difference), var)), 0.5)
+    if full:
+        losses = F.add(losses, _HALF_LOG_2PI)
+    return reduced(losses, reduction)
+
+
+def _gaussian_nll_reference(x, t, var, full=False, eps=1e-6, reduction="mean"):
+    var = np.maximum(var, eps)
+    losses = 0.5 * (np.log(var) + (x - t) ** 2 / var) + (_HALF_LOG_2PI if full else 0.0)
+    return reference_reduced(losses, reduction)
+
+
+def _gaussian_nll_samples(make, dtype):
+    yield Sample((make((4, 3)), make((4, 3)), make((4, 3), low=0.2, high=3)), note="heteroscedastic, mean")
+    yield Sample((make((4, 3)), make((4, 3)), make((4, 1), low=0.2, high=3), True), {"reduction": "none"},
+                 note="one variance per row, full")
+    yield Sample((make((5,), noncontiguous=True), make((5,)), make((5,), low=0.2, high=3), False, 1e-2, "sum"),
+                 note="sum")
+
+
+_pointwise_loss("gaussian_nll_loss(Tensor input, Tensor target, Tensor var, bool full=False, float eps=1e-6, "
+                "str reduction='mean')", _gaussian_nll_loss, _gaussian_nll_reference, _gaussian_nll_samples,
+                meta=_gaussian_nll_meta, grad_domain={"var": {"low": 0.2, "high": 3}},
+                autocast=None,  # PyTorch writes it in Python: its ops run in the autocast dtypes
+                doc="negative log-likelihood of target under normal distributions of mean input and variance var "
+                    "(clamped below at eps); full adds the constant 0.5 * log(2 pi)")

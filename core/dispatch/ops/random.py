@@ -62,19 +62,18 @@ def _randperm_samples(make, dtype):
         yield Sample((n,), {"dtype": dtype}, note=f"n={n}")
 
 
-def _float_only(rt, op, values):
-    dt, _ = rules.creation(rt, op, values)
+def _float_only(rt, op, args):
+    dt, _ = rules.creation(rt, op, args)
     if not dt.is_floating_point:
         raise DtypeError(f"{op.name}: expected a floating dtype, got {dt.name}")
     return dt, dt
 
 
-def _check_range(op, values):
-    low, high = values[1], values[2]
-    if op.name == "rand_int" and low >= high:
-        raise ValueError(f"randint: low ({low}) must be less than high ({high})")
-    if op.name == "rand_normal" and high < 0:
-        raise ValueError(f"normal: std must be non-negative, got {high}")
+def _check_range(op, args):
+    if op.name == "rand_int" and args["low"] >= args["high"]:
+        raise ValueError(f"randint: low ({args['low']}) must be less than high ({args['high']})")
+    if op.name == "rand_normal" and args["std"] < 0:
+        raise ValueError(f"normal: std must be non-negative, got {args['std']}")
 
 
 defop(f"rand_uniform(int[] size, float low=0.0, float high=1.0, {_TAIL})", "random", promotion=_float_only,
@@ -106,8 +105,8 @@ defop(f"randint(int low, int high, int[] size, {_TAIL})", "random", kind="compos
       F.rand_int(size, low, high, generator=generator, dtype=dtype, device=device))
 
 
-def _randperm_promotion(rt, op, values):
-    dt = rules.requested_dtype(op, values) or int64
+def _randperm_promotion(rt, op, args):
+    dt = rules.requested_dtype(args) or int64
     return dt, dt
 
 
@@ -184,8 +183,8 @@ _LIKE_TAIL = "*, Generator? generator=None, dtype? dtype=None, device? device=No
 
 
 def _like_promotion(floating: bool):
-    def promotion(rt, op, values):
-        dt = rules.requested_dtype(op, values) or values[0].dtype
+    def promotion(rt, op, args):
+        dt = rules.requested_dtype(args) or args["input"].dtype
         if floating and not dt.is_floating_point:
             raise DtypeError(f"{op.name}: expected a floating dtype, got {dt.name}")
         return dt, dt
@@ -200,9 +199,9 @@ def _like_samples(*params):
     return samples
 
 
-def _check_randint_like(op, values):
-    x, low, high = values[0], values[1], values[2]
-    check_integer_range("randint_like", rules.requested_dtype(op, values) or x.dtype, low, high)
+def _check_randint_like(op, args):
+    x, low, high = args["input"], args["low"], args["high"]
+    check_integer_range("randint_like", rules.requested_dtype(args) or x.dtype, low, high)
 
 
 defop(f"rand_like(Tensor input, {_LIKE_TAIL})", "random", kind="composite", promotion=_like_promotion(True),
@@ -243,26 +242,27 @@ def _wider(dtype, device):
     return precise_float(device)
 
 
-def _positive(name: str, what: str, at: int):
-    def normalize(op, values):
-        if not values[at] > 0:
-            raise ValueError(f"{name}: expects {what} > 0.0, but found {what}={values[at]}")
+def _positive(name: str, param: str, what: str):
+    """A check that the attribute ``param`` (PyTorch's messages call it ``what``) is positive."""
+    def normalize(op, args):
+        if not args[param] > 0:
+            raise ValueError(f"{name}: expects {what} > 0.0, but found {what}={args[param]}")
     return normalize
 
 
-def _check_std(op, values):
-    if values[2] < 0:
-        raise ValueError(f"normal_: expects std >= 0.0, but found std={values[2]}")
+def _check_std(op, args):
+    if args["std"] < 0:
+        raise ValueError(f"normal_: expects std >= 0.0, but found std={args['std']}")
 
 
-def _check_uniform(op, values):
-    if values[1] > values[2]:
-        raise ValueError(f"uniform_: expects a [from, to) range, but found from={values[1]} > to={values[2]}")
+def _check_uniform(op, args):
+    if args["from"] > args["to"]:
+        raise ValueError(f"uniform_: expects a [from, to) range, but found from={args['from']} > to={args['to']}")
 
 
-def _check_geometric(op, values):
-    if not 0 < values[1] < 1:
-        raise ValueError(f"geometric_: expects p to be in (0, 1), but got p={values[1]}")
+def _check_geometric(op, args):
+    if not 0 < args["p"] < 1:
+        raise ValueError(f"geometric_: expects p to be in (0, 1), but got p={args['p']}")
 
 
 def _fill(draw):
@@ -312,15 +312,15 @@ _defill("uniform_(Tensor self, float from=0.0, float to=1.0", lambda *a, **k: F.
 _defill("log_normal_(Tensor self, float mean=1.0, float std=2.0",
         _transformed(_unit_normal, lambda z, mean, std: F.exp(F.add(F.mul(z, std), mean))),
         "fills self with exp of normal samples (mean and std of the logarithm), in place",
-        normalize=_positive("log_normal_", "std", 2), samples=_fill_samples(0.5, 0.25))
+        normalize=_positive("log_normal_", "std", "std"), samples=_fill_samples(0.5, 0.25))
 _defill("exponential_(Tensor self, float lambd=1.0",
         _transformed(_unit_uniform, lambda u, lambd: F.div(F.neg(F.log(u)), lambd)),
         "fills self with exponential samples of rate lambd, in place",
-        normalize=_positive("exponential_", "lambda", 1), samples=_fill_samples(2.0))
+        normalize=_positive("exponential_", "lambd", "lambda"), samples=_fill_samples(2.0))
 _defill("cauchy_(Tensor self, float median=0.0, float sigma=1.0",
         _transformed(_unit_uniform,
                      lambda u, median, sigma: F.add(F.mul(F.tan(F.mul(F.sub(u, 0.5), math.pi)), sigma), median)),
-        "fills self with Cauchy samples, in place", normalize=_positive("cauchy_", "sigma", 2),
+        "fills self with Cauchy samples, in place", normalize=_positive("cauchy_", "sigma", "sigma"),
         samples=_fill_samples(1.0, 0.5))
 _defill("geometric_(Tensor self, float p",
         _transformed(_unit_uniform, lambda u, p: F.add(F.floor(F.div(F.log(u), math.log1p(-p))), 1.0)),
@@ -328,12 +328,12 @@ _defill("geometric_(Tensor self, float p",
         dtypes="numeric", normalize=_check_geometric, samples=_fill_samples(0.3, required=1))
 
 
-def _random_bounds(op, values):
+def _random_bounds(op, args):
     """random_(from, to=None): an unset ``to`` is one past the largest integer self's dtype holds."""
-    x = values[0]
-    if values[2] is None:
-        values[2] = integer_bounds(x.dtype)[1] + 1
-    check_integer_range("random_", x.dtype, values[1], values[2])
+    x = args["self"]
+    if args["to"] is None:
+        args["to"] = integer_bounds(x.dtype)[1] + 1
+    check_integer_range("random_", x.dtype, args["from"], args["to"])
 
 
 def _random_fill(x, low, high, generator=None):

@@ -136,7 +136,7 @@ def _lstm_layer_meta(x, hx, cx, w_ih, w_hh, b_ih=None, b_hh=None, w_hr=None, rev
 
 
 def _all_like_input(count: int):
-    def rule(rt, op, values):
+    def rule(rt, op, args):
         return rt, (rt,) * count
     rule.__doc__ = f"{count} outputs in the promoted input type"
     return rule

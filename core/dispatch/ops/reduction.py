@@ -265,10 +265,12 @@ def _scan_meta(x, dim, dtype=None):
 
 defop("cumsum(Tensor input, dim dim, *, dtype? dtype=None)", "reduction", promotion=rules.accumulate,
       meta=_scan_meta, reference=lambda x, dim, dtype=None: np.cumsum(x, axis=dim) if x.ndim else x.copy(),
-      derivative=_cumsum_derivative, samples=_accumulate_samples, autocast=FLOAT32_ON_CUDA, onnx=_scan_onnx(_cumsum))
+      derivative=_cumsum_derivative, samples=_accumulate_samples, autocast=FLOAT32_ON_CUDA, onnx=_scan_onnx(_cumsum),
+      inplace=True)
 defop("cumprod(Tensor input, dim dim, *, dtype? dtype=None)", "reduction", promotion=rules.accumulate,
       meta=_scan_meta, reference=lambda x, dim, dtype=None: np.cumprod(x, axis=dim) if x.ndim else x.copy(),
-      derivative=_cumprod_derivative, samples=_accumulate_samples, autocast=FLOAT32_ON_CUDA, onnx=_scan_onnx(_cumprod))
+      derivative=_cumprod_derivative, samples=_accumulate_samples, autocast=FLOAT32_ON_CUDA, onnx=_scan_onnx(_cumprod),
+      inplace=True)
 
 
 # -- composites -------------------------------------------------------------------------------
@@ -456,8 +458,8 @@ def _norm_of(x, p, dim, keepdim):
     return F.pow(F.sum(F.pow(magnitude, p), dim, keepdim), 1.0 / p)
 
 
-def _norm_check(op, values):
-    p = values[1]
+def _norm_check(op, args):
+    p = args["p"]
     if not (p == "fro" or (isinstance(p, (int, float)) and not isinstance(p, bool))):
         raise ValueError(f"norm: p must be a number or 'fro', got {p!r}")
 

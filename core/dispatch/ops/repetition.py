@@ -14,8 +14,8 @@ from ..schema import Sample, defop
 from . import F
 
 
-def _check(op, values):
-    x, repeats = values
+def _check(op, args):
+    x, repeats = args["input"], args["repeats"]
     if len(repeats) < len(shape(x)):
         raise ShapeError(f"repeat: the number of repeats ({len(repeats)}) can not be smaller than the number of "
                          f"dimensions of the tensor ({describe(x)})")

@@ -26,8 +26,8 @@ def _flags(*conditions) -> list:
 
 # -- multinomial -------------------------------------------------------------------------------
 
-def _check_multinomial(op, values):
-    weights, num_samples, replacement = values[0], values[1], values[2]
+def _check_multinomial(op, args):
+    weights, num_samples, replacement = args["input"], args["num_samples"], args["replacement"]
     where = f"multinomial: input {describe(weights)}"
     if weights.ndim not in (1, 2):
         raise ShapeError(f"{where}: prob_dist must be 1 or 2 dim")
@@ -133,13 +133,13 @@ def _bernoulli_samples(make, dtype):
 
 
 defop("bernoulli(Tensor input, float? p=None, *, Generator? generator=None)", "random", kind="composite",
-      samples=_bernoulli_samples, normalize=lambda op, values: _check_probability("bernoulli", values[1]),
+      samples=_bernoulli_samples, normalize=lambda op, args: _check_probability("bernoulli", args["p"]),
       promotion=rules.same, dtypes="float", meta=lambda x, *rest: tuple(x.shape), composite=_bernoulli,
       differentiable=False, doc="1 with probability input (or p), else 0")
 
 
-def _check_bernoulli_fill(op, values):
-    x, p = values[0], values[1]
+def _check_bernoulli_fill(op, args):
+    x, p = args["self"], args["p"]
     if not hasattr(p, "_data"):
         return _check_probability("bernoulli_", float_argument("bernoulli_", "p", p))
     if not p.dtype.is_floating_point:
@@ -163,7 +163,7 @@ def _bernoulli_fill_samples(make, dtype):
 
 
 defop("bernoulli_(Index self, Any p=0.5, *, Generator? generator=None)", "random", kind="composite",
-      promotion=lambda rt, op, values: (None, values[0].dtype), normalize=_check_bernoulli_fill,
+      promotion=lambda rt, op, args: (None, args["self"].dtype), normalize=_check_bernoulli_fill,
       meta=lambda x, *rest: tuple(x.shape),
       composite=_bernoulli_fill, samples=_bernoulli_fill_samples, differentiable=False,
       doc="fills self with 1 with probability p (a number or a float tensor broadcast to self), else 0")
@@ -171,8 +171,8 @@ defop("bernoulli_(Index self, Any p=0.5, *, Generator? generator=None)", "random
 
 # -- normal with tensor parameters ---------------------------------------------------------------
 
-def _check_std(op, values):
-    mean, std = values[0], values[1]
+def _check_std(op, args):
+    mean, std = args["mean"], args["std"]
     if not hasattr(mean, "_data") and not hasattr(std, "_data"):
         raise TypeError(f"normal: mean ({mean!r}) and std ({std!r}) are both numbers: give a size, as in "
                         f"normal(mean, std, size)")
@@ -184,9 +184,9 @@ def _check_std(op, values):
         raise ValueError(f"normal: expects all elements of std >= 0.0, got std {describe(std)}")
 
 
-def _float_parameters(rt, op, values):
+def _float_parameters(rt, op, args):
     """Tensor mean and std must be floating, as in PyTorch: a float number does not make them so."""
-    for v in values[:2]:
+    for v in (args["mean"], args["std"]):
         dt = getattr(v, "dtype", None)
         if dt is not None and not dt.is_floating_point:
             raise DtypeError(f"normal: expected floating mean and std, got {describe(v)}")
@@ -223,10 +223,11 @@ _SMALL_RATE = 10.0
 _HALF_LOG_TWO_PI = 0.5 * math.log(2 * math.pi)
 
 
-def _check_rates(op, values):
-    invalid, = _flags(F.logical_not(F.logical_and(F.ge(values[0], 0), F.isfinite(values[0]))))
+def _check_rates(op, args):
+    rates = args["input"]
+    invalid, = _flags(F.logical_not(F.logical_and(F.ge(rates, 0), F.isfinite(rates))))
     if invalid:
-        raise ValueError(f"poisson: invalid Poisson rate in {describe(values[0])}: expected every rate to be "
+        raise ValueError(f"poisson: invalid Poisson rate in {describe(rates)}: expected every rate to be "
                          f"finite and non-negative")
 
 

@@ -14,30 +14,19 @@ from fractions import Fraction
 import numpy as np
 
 from .. import rules
-from ..dtypes import float32, get_default_dtype
 from ..meta import elementwise as broadcast_meta
 from ..schema import FLOAT32_ON_CUDA, Sample, defop
 from . import F
+from .special_erf import lower_ndtri
+from .special_support import floating, horner
 
 #: Arguments are shifted up to at least this before the asymptotic series is used; with the terms
 #: below the series' error there is about 1e-16 relative (and 2e-14 for polygamma of order up to 8).
 _SHIFT = 12
 #: Bernoulli numbers B2, B4, ..., B20 of the asymptotic series.
-_BERNOULLI = (Fraction(1, 6), Fraction(-1, 30), Fraction(1, 42), Fraction(-1, 30), Fraction(5, 66),
+BERNOULLI = (Fraction(1, 6), Fraction(-1, 30), Fraction(1, 42), Fraction(-1, 30), Fraction(5, 66),
               Fraction(-691, 2730), Fraction(7, 6), Fraction(-3617, 510), Fraction(43867, 798),
               Fraction(-174611, 330))
-
-
-def _in_float(compute):
-    """Integers compute in the default float dtype, half precision in float32 (rounded once at the end)."""
-    def run(*args):
-        *attrs, x = args
-        if not x.dtype.is_floating_point:
-            return compute(*attrs, F.to_dtype(x, get_default_dtype()))
-        if x.dtype.itemsize == 2:
-            return F.to_dtype(compute(*attrs, F.to_dtype(x, float32)), x.dtype)
-        return compute(*attrs, x)
-    return run
 
 
 def _shifted(z):
@@ -54,18 +43,10 @@ def _lgamma_large(z):
         product = F.mul(product, F.where(mask, F.add(z, k), F.ones_like(z)))
     inv = F.reciprocal(y)
     inv2 = F.mul(inv, inv)
-    series = _horner(inv2, [float(b / (2 * k * (2 * k - 1))) for k, b in enumerate(_BERNOULLI[:6], 1)])
+    series = horner(inv2, [float(b / (2 * k * (2 * k - 1))) for k, b in enumerate(BERNOULLI[:6], 1)])
     # (y - 1/2)(log y - 1) - 1/2 is (y - 1/2) log y - y without inf - inf at y = inf
     stirling = F.add(F.mul(F.sub(y, 0.5), F.sub(F.log(y), 1.0)), 0.5 * math.log(2 * math.pi) - 0.5)
     return F.sub(F.add(stirling, F.mul(series, inv)), F.log(product))
-
-
-def _horner(x, coefficients):
-    """c0 + c1 x + c2 x² + ... for Python float coefficients."""
-    out = F.full_like(x, coefficients[-1])
-    for c in reversed(coefficients[:-1]):
-        out = F.add(F.mul(out, x), c)
-    return out
 
 
 def _polygamma_large(n: int, z):
@@ -80,16 +61,16 @@ def _polygamma_large(n: int, z):
     inv = F.reciprocal(y)
     inv2 = F.mul(inv, inv)
     if n == 0:
-        coefficients = [float(b / (2 * k)) for k, b in enumerate(_BERNOULLI[:6], 1)]
-        series = F.mul(_horner(inv2, coefficients), inv2)
+        coefficients = [float(b / (2 * k)) for k, b in enumerate(BERNOULLI[:6], 1)]
+        series = F.mul(horner(inv2, coefficients), inv2)
         asymptotic = F.sub(F.sub(F.log(y), F.mul(inv, 0.5)), series)
         return F.sub(asymptotic, shift_sum)
     # (-1)^(n+1) [(n-1)!/yⁿ + n!/(2yⁿ⁺¹) + Σ B₂ₖ (2k+n-1)!/(2k)! / y²ᵏ⁺ⁿ]
     coefficients = [math.factorial(n - 1), math.factorial(n) / 2 * 1.0] + [
         float(b * Fraction(math.factorial(2 * k + n - 1), math.factorial(2 * k)))
-        for k, b in enumerate(_BERNOULLI, 1)]
+        for k, b in enumerate(BERNOULLI, 1)]
     head = F.add(coefficients[0], F.mul(inv, coefficients[1]))
-    tail = F.mul(_horner(inv2, coefficients[2:]), inv2)
+    tail = F.mul(horner(inv2, coefficients[2:]), inv2)
     asymptotic = F.mul(F.add(head, tail), F.pow(inv, n))
     return F.mul(F.add(asymptotic, F.mul(shift_sum, math.factorial(n))), sign)
 
@@ -133,7 +114,7 @@ def _polygamma(n: int, x):
     large = _polygamma_large(n, z)
     cot = F.reciprocal(F.tan(F.mul(frac, math.pi)))
     # ψ⁽ⁿ⁾(x) = (-1)ⁿ ψ⁽ⁿ⁾(1-x) - π dⁿ/dxⁿ cot(πx)
-    cot_term = F.mul(_horner(cot, _cot_derivative_polynomial(n)), math.pi)
+    cot_term = F.mul(horner(cot, _cot_derivative_polynomial(n)), math.pi)
     reflected = F.sub(large if n % 2 == 0 else F.neg(large), cot_term)
     out = F.where(reflect, reflected, large)
     if n == 0:  # ψ(±0) = ∓inf, ψ at negative integers and -inf is NaN
@@ -193,12 +174,13 @@ def _polygamma_samples(make, dtype):
 MAX_POLYGAMMA_ORDER = 170
 
 
-def _polygamma_check(op, values):
-    if values[0] < 0:
-        raise ValueError(f"polygamma: the order n must be non-negative, got {values[0]}")
-    if values[0] > MAX_POLYGAMMA_ORDER:  # PyTorch returns inf/nan there; refuse instead of hanging or guessing
+def _polygamma_check(op, args):
+    n = args["n"]
+    if n < 0:
+        raise ValueError(f"polygamma: the order n must be non-negative, got {n}")
+    if n > MAX_POLYGAMMA_ORDER:  # PyTorch returns inf/nan there; refuse instead of hanging or guessing
         raise ValueError(f"polygamma: orders above {MAX_POLYGAMMA_ORDER} are not supported (n! overflows float64), "
-                         f"got n={values[0]}")
+                         f"got n={n}")
 
 
 #: float32 rounds the shifted sums and the reflection; half precision computes in float32
@@ -207,15 +189,15 @@ _FIELDS = dict(promotion=rules.to_float, grad_domain={"input": {"low": 0.3, "hig
                tolerances=_TOLERANCES)
 
 defop("lgamma(Tensor input)", "elementwise", kind="composite", meta=broadcast_meta("lgamma"),
-      composite=_in_float(_lgamma), reference=_lgamma_reference, samples=_pole_samples, inplace=True,
+      composite=floating(_lgamma), reference=_lgamma_reference, samples=_pole_samples, inplace=True,
       derivative=lambda grad, input: F.mul(grad, F.digamma(input)),
       doc="log |Γ(input)|; +inf at the poles (0, negative integers) and at ±inf", **_FIELDS)
 defop("digamma(Tensor input)", "elementwise", kind="composite", meta=broadcast_meta("digamma"),
-      composite=_in_float(lambda x: _polygamma(0, x)), reference=_digamma_reference, samples=_pole_samples,
+      composite=floating(lambda x: _polygamma(0, x)), reference=_digamma_reference, samples=_pole_samples,
       inplace=True, derivative=lambda grad, input: F.mul(grad, F.polygamma(1, input)),
       doc="ψ(input) = d/dx log Γ(x); -inf at +0, +inf at -0, NaN at negative integers", **_FIELDS)
 defop("polygamma(int n, Tensor input)", "elementwise", kind="composite", meta=lambda n, x: broadcast_meta(
-      "polygamma")(x), composite=_in_float(_polygamma), reference=_polygamma_reference,
+      "polygamma")(x), composite=floating(_polygamma), reference=_polygamma_reference,
       samples=_polygamma_samples, normalize=_polygamma_check, method=False,
       derivative=lambda grad, n, input: F.mul(grad, F.polygamma(n + 1, input)),
       doc="the n-th derivative of digamma (n=0: digamma itself)", **_FIELDS)
@@ -236,13 +218,19 @@ def _erfinv(y):
     inside = F.lt(F.abs(y), 1.0)
     safe = F.where(inside, y, F.zeros_like(y))  # keep the arithmetic finite; the edges are set below
     w = F.neg(F.log1p(F.neg(F.mul(safe, safe))))
-    central = _horner(F.sub(w, 2.5), _GILES_CENTRAL)
-    tail = _horner(F.sub(F.sqrt(w), 3.0), _GILES_TAIL)
+    central = horner(F.sub(w, 2.5), _GILES_CENTRAL)
+    tail = horner(F.sub(F.sqrt(w), 3.0), _GILES_TAIL)
     x = F.mul(F.where(F.lt(w, 5.0), central, tail), safe)
     if y.dtype.itemsize == 8:  # below float64, erf's rounding near ±1 would undo the polynomial's accuracy
         for _ in range(_NEWTON_STEPS):
             slope = F.div(F.exp(F.neg(F.mul(x, x))), _SQRT_PI_OVER_2)
             x = F.sub(x, F.div(F.sub(F.erf(x), safe), slope))
+        # from |y| = 1/2 on, erf(x) rounds towards ±1 and the polynomial (made for float32's range) strays:
+        # there erfinv(y) = -ndtri((1 - |y|)/2) / √2 with the sign of y, where 1 - |y| is exact
+        magnitude = F.abs(safe)
+        half_tail = F.mul(F.sub(1.0, F.where(F.lt(magnitude, 0.5), F.full_like(y, 0.5), magnitude)), 0.5)
+        tail = F.div(F.mul(lower_ndtri(half_tail, F.log(half_tail)), F.sign(safe)), -math.sqrt(2.0))
+        x = F.where(F.lt(magnitude, 0.5), x, tail)
     edge = F.where(F.eq(F.abs(y), 1.0), F.mul(y, math.inf), F.full_like(y, math.nan))  # ±1 -> ±inf, else NaN
     return F.where(inside, x, edge)
 
@@ -253,12 +241,12 @@ def _erfinv_reference(y):
 
 
 def _erfinv_samples(make, dtype):
-    edges = [-1.0, -0.999999, -0.9, -0.3, -1e-5, 0.0, 1e-5, 0.5, 0.99, 0.999999, 1.0, 1.5]
+    edges = [-1.0, -0.999999, -0.9, -0.3, -1e-5, 0.0, 1e-5, 0.5, 0.99, 0.999999, 1 - 2e-12, 1.0, 1.5]
     yield Sample((make.tensor(np.array(edges), dtype),), note="edges, tails, outside [-1, 1]")
 
 
 defop("erfinv(Tensor input)", "elementwise", kind="composite", meta=broadcast_meta("erfinv"),
-      composite=_in_float(_erfinv), reference=_erfinv_reference, samples=_erfinv_samples, inplace=True,
+      composite=floating(_erfinv), reference=_erfinv_reference, samples=_erfinv_samples, inplace=True,
       autocast=FLOAT32_ON_CUDA,
       promotion=rules.to_float, domain={"input": {"low": -0.99, "high": 0.99}},
       grad_domain={"input": {"low": -0.9, "high": 0.9}}, tolerances={"float64": (1e-9, 1e-9)},

@@ -389,8 +389,8 @@ def _chunk_samples(make, dtype):
     yield Sample((make((6, 2), noncontiguous=True), 3, -2), note="non-contiguous")
 
 
-def _view_normalize(op, values):
-    values[1] = infer_size(op.name, values[1], numel(shape(values[0])))
+def _view_normalize(op, args):
+    args["size"] = infer_size(op.name, args["size"], numel(shape(args["input"])))
 
 
 def _view_meta(x, size):
@@ -409,13 +409,13 @@ defop("view(Tensor input, int[] size)", "view", samples=_view_samples, promotion
       doc="the same storage in another shape; -1 infers one size")
 
 
-def _permute_normalize(op, values):
-    ndim = len(shape(values[0]))
-    dims = tuple(wrap_dim("permute", d, ndim) for d in values[1])
+def _permute_normalize(op, args):
+    ndim = len(shape(args["input"]))
+    dims = tuple(wrap_dim("permute", d, ndim) for d in args["dims"])
     if sorted(dims) != list(range(ndim)):
-        raise ShapeError(f"permute: dims {values[1]} are not a permutation of the {ndim} dimension(s) of a "
-                         f"tensor of shape {shape(values[0])}")
-    values[1] = dims
+        raise ShapeError(f"permute: dims {args['dims']} are not a permutation of the {ndim} dimension(s) of a "
+                         f"tensor of shape {shape(args['input'])}")
+    args["dims"] = dims
 
 
 defop("permute(Tensor input, int[] dims)", "view", samples=_permute_samples, promotion=rules.passthrough,
@@ -425,8 +425,8 @@ defop("permute(Tensor input, int[] dims)", "view", samples=_permute_samples, pro
       reference=lambda x, dims: np.transpose(x, dims))
 
 
-def _expand_normalize(op, values):
-    in_shape, size = shape(values[0]), values[1]
+def _expand_normalize(op, args):
+    in_shape, size = shape(args["input"]), args["size"]
     if len(size) < len(in_shape):
         raise ShapeError(f"expand: the number of sizes ({len(size)}) must be at least the tensor's number of "
                          f"dimensions ({len(in_shape)}); shape {in_shape}, size {size}")
@@ -444,7 +444,7 @@ def _expand_normalize(op, values):
         elif current is not None and current != 1 and current != s:
             raise ShapeError(f"expand: the size {s} at dim {i} does not match the existing size {current} "
                              f"(only size-1 dimensions expand); shape {in_shape}, size {size}")
-    values[1] = tuple(out)
+    args["size"] = tuple(out)
 
 
 defop("expand(Tensor input, int[] size)", "view", samples=_expand_samples,
@@ -461,8 +461,8 @@ def _expanded(x, size) -> tuple:
     return tuple(np.shape(x)[i - lead] if s == -1 else s for i, s in enumerate(size))
 
 
-def _slice_normalize(op, values):
-    x, dim, start, end, step = values
+def _slice_normalize(op, args):
+    x, dim, start, end, step = args["input"], args["dim"], args["start"], args["end"], args["step"]
     length = shape(x)[dim] if shape(x) else 1
     if not shape(x):
         raise ShapeError("slice: cannot slice a 0-d tensor")
@@ -472,7 +472,7 @@ def _slice_normalize(op, values):
     end = length if end is None else (end + length if end < 0 else end)
     start = min(max(start, 0), length)
     end = min(max(end, start), length)
-    values[2], values[3] = start, end
+    args["start"], args["end"] = start, end
 
 
 def _slice_meta(x, dim, start, end, step):
@@ -524,8 +524,8 @@ defop("clone(Tensor input)", "view", samples=_clone_samples, promotion=rules.pas
       reference=np.copy, doc="a copy in fresh contiguous memory")
 
 
-def _to_dtype_promotion(rt, op, values):
-    return None, values[1]
+def _to_dtype_promotion(rt, op, args):
+    return None, args["dtype"]
 
 
 defop("to_dtype(Tensor input, dtype dtype)", "view", samples=_to_dtype_samples,
@@ -711,10 +711,10 @@ defop("unflatten(Tensor input, dim dim, int[] sizes)", "view", samples=_unflatte
       reference=lambda x, d, s: np.reshape(x, _unflatten_shape(np.shape(x), d, s)))
 
 
-def _select_normalize(op, values):
-    x, dim, index = values
+def _select_normalize(op, args):
+    x, dim, index = args["input"], args["dim"], args["index"]
     require_dims("select", x, OutOfRangeError)
-    values[2] = check_index("select", x, dim, index)
+    args["index"] = check_index("select", x, dim, index)
 
 
 def _select(x, dim, index):

@@ -10,10 +10,16 @@ for _name, _op in _OPS.items():
 sigmoid = _F.sigmoid
 tanh = _F.tanh
 
+from .activation import *  # noqa: E402,F401,F403
 from .attention import *  # noqa: E402,F401,F403
+from .ctc import *  # noqa: E402,F401,F403
 from .dropout import *  # noqa: E402,F401,F403
 from .embedding import *  # noqa: E402,F401,F403
 from .linear import *  # noqa: E402,F401,F403
 from .loss import *  # noqa: E402,F401,F403
 from .normalization import *  # noqa: E402,F401,F403
 from .sampling import *  # noqa: E402,F401,F403
+from .fold import *  # noqa: E402,F401,F403
+from .spatial_transformer import *  # noqa: E402,F401,F403
+from .pooling import *  # noqa: E402,F401,F403
+from .conv_tbc import *  # noqa: E402,F401,F403

@@ -1,11 +1,12 @@
-"""Dropout in its functional forms: elementwise (``dropout``) and whole channels (``dropout1d/2d/3d``)."""
+"""Dropout in its functional forms: elementwise (``dropout``), whole channels (``dropout1d/2d/3d``), and the
+alpha dropouts that keep SELU networks self-normalizing."""
 from __future__ import annotations
 
 import warnings
 
 from ...dispatch.ops import F
 
-__all__ = ["dropout", "dropout1d", "dropout2d", "dropout3d"]
+__all__ = ["dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout"]
 
 
 def _check_p(p: float) -> None:
@@ -57,3 +58,49 @@ def _channel_dropout(name: str, spatial: int):
 dropout1d = _channel_dropout("dropout1d", 1)
 dropout2d = _channel_dropout("dropout2d", 2)
 dropout3d = _channel_dropout("dropout3d", 3)
+
+
+#: SELU's negative saturation value, -scale * alpha: what alpha dropout sets dropped units to (before its affine fix)
+_SELU_SATURATION = 1.7580993408473766
+
+
+def _alpha_dropout(name: str, input, p: float, training: bool, inplace: bool, mask_shape: tuple):
+    """Dropped units take SELU's saturation value, then an affine map restores zero mean and unit variance."""
+    _check_p(p)
+    if not training or p == 0 or input.numel() == 0:
+        return input
+    if p == 1:
+        return _write_back(input, F.mul(input, 0.0), inplace)
+    keep = F.bernoulli(F.full(mask_shape, 1.0 - p, dtype=input.dtype, device=input.device))
+    a = 1.0 / ((_SELU_SATURATION ** 2 * p + 1) * (1 - p)) ** 0.5
+    shift = F.add(F.mul(F.sub(keep, 1.0), _SELU_SATURATION * a), _SELU_SATURATION * a * p)
+    return _write_back(input, F.add(F.mul(input, F.mul(keep, a)), shift), inplace)
+
+
+def alpha_dropout(input, p: float = 0.5, training: bool = False, inplace: bool = False):
+    """Dropout for SELU networks (Klambauer et al., 2017): keeps the self-normalizing mean and variance."""
+    return _alpha_dropout("alpha_dropout", input, p, training, inplace, tuple(input.shape))
+
+
+def feature_alpha_dropout(input, p: float = 0.5, training: bool = False, inplace: bool = False):
+    """Alpha dropout of whole channels of an (N, C, *) input."""
+    if training and 0 < p and input.ndim < 2:
+        raise ValueError(f"feature_alpha_dropout: Feature dropout requires at least 2 dimensions in the input, got "
+                         f"{input.ndim}-D input of shape {tuple(input.shape)}")
+    mask_shape = tuple(input.shape[:2]) + (1,) * (input.ndim - 2)
+    return _alpha_dropout("feature_alpha_dropout", input, p, training, inplace, mask_shape)
+
+
+def _torch_level(function, inplace: bool):
+    """PyTorch's ``torch.<name>(input, p, train)`` form of a functional alpha dropout."""
+    def torch_function(input, p: float, train: bool):
+        return function(input, p, train, inplace)
+    torch_function.__name__ = torch_function.__qualname__ = function.__name__ + ("_" if inplace else "")
+    torch_function.__doc__ = function.__doc__
+    return torch_function
+
+
+#: ``torch.alpha_dropout`` and its relatives, which take ``train`` instead of ``training`` and ``inplace``
+TORCH_FUNCTIONS = {f.__name__: f for f in (_torch_level(alpha_dropout, False), _torch_level(alpha_dropout, True),
+                                           _torch_level(feature_alpha_dropout, False),
+                                           _torch_level(feature_alpha_dropout, True))}

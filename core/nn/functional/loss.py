@@ -8,12 +8,17 @@ so that positional calls written for PyTorch mean the same here.
 from __future__ import annotations
 
 import warnings
+from typing import Callable
 
+from ...dispatch.errors import ShapeError
 from ...dispatch.ops import F
 from ...dispatch.ops.losses import check_reduction, reduced as _reduce
 
 __all__ = ["cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
-           "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div"]
+           "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div", "margin_ranking_loss",
+           "hinge_embedding_loss", "soft_margin_loss", "cosine_embedding_loss", "multilabel_soft_margin_loss",
+           "multi_margin_loss", "multilabel_margin_loss", "triplet_margin_loss", "triplet_margin_with_distance_loss",
+           "poisson_nll_loss", "gaussian_nll_loss"]
 
 _REDUCTIONS = ("none", "mean", "sum")
 
@@ -171,3 +176,117 @@ def huber_loss(input, target, reduction: str = "mean", delta: float = 1.0, weigh
         return _elementwise_weight(F.huber_loss(input, target, "none", delta), weight, reduction, input,
                                    mean_by_weight=False)
     return F.huber_loss(input, target, reduction, delta)
+
+
+# -- margin losses ------------------------------------------------------------------------------------------
+
+def margin_ranking_loss(input1, input2, target, margin: float = 0, size_average=None, reduce=None,
+                        reduction: str = "mean"):
+    """max(0, -target * (input1 - input2) + margin), for targets of 1 (input1 ranks higher) or -1."""
+    reduction = _reduction("margin_ranking_loss", size_average, reduce, reduction)
+    return F.margin_ranking_loss(input1, input2, target, margin, reduction)
+
+
+def hinge_embedding_loss(input, target, margin: float = 1.0, size_average=None, reduce=None,
+                         reduction: str = "mean"):
+    """input where target is 1, max(0, margin - input) where it is -1."""
+    reduction = _reduction("hinge_embedding_loss", size_average, reduce, reduction)
+    return F.hinge_embedding_loss(input, target, margin, reduction)
+
+
+def soft_margin_loss(input, target, size_average=None, reduce=None, reduction: str = "mean"):
+    """log(1 + exp(-target * input)) for targets of 1 or -1."""
+    reduction = _reduction("soft_margin_loss", size_average, reduce, reduction)
+    return F.soft_margin_loss(input, target, reduction)
+
+
+def cosine_embedding_loss(input1, input2, target, margin: float = 0, size_average=None, reduce=None,
+                          reduction: str = "mean"):
+    """1 - cos(input1, input2) where target is 1, max(0, cos - margin) where it is -1."""
+    reduction = _reduction("cosine_embedding_loss", size_average, reduce, reduction)
+    return F.cosine_embedding_loss(input1, input2, target, margin, reduction)
+
+
+def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None,
+                                reduction: str = "mean"):
+    """One-versus-all logistic loss per class, averaged over the classes (the last dim)."""
+    reduction = _reduction("multilabel_soft_margin_loss", size_average, reduce, reduction)
+    return F.multilabel_soft_margin_loss(input, target, weight, reduction)
+
+
+def multi_margin_loss(input, target, p: int = 1, margin: float = 1.0, weight=None, size_average=None, reduce=None,
+                      reduction: str = "mean"):
+    """Multi-class hinge loss of (N, C) or (C,) scores against class indices; p is 1 or 2."""
+    reduction = _reduction("multi_margin_loss", size_average, reduce, reduction)
+    return F.multi_margin_loss(input, target, p, margin, weight, reduction)
+
+
+def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction: str = "mean"):
+    """Multi-label hinge loss; each row of target lists class indices, ended by the first -1."""
+    reduction = _reduction("multilabel_margin_loss", size_average, reduce, reduction)
+    return F.multilabel_margin_loss(input, target, reduction)
+
+
+def triplet_margin_loss(anchor, positive, negative, margin: float = 1.0, p: float = 2, eps: float = 1e-6,
+                        swap: bool = False, size_average=None, reduce=None, reduction: str = "mean"):
+    """max(0, margin + d(anchor, positive) - d(anchor, negative)) for the p-norm distance d."""
+    reduction = _reduction("triplet_margin_loss", size_average, reduce, reduction)
+    return F.triplet_margin_loss(anchor, positive, negative, margin, p, eps, swap, reduction)
+
+
+def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function: Callable | None = None,
+                                      margin: float = 1.0, swap: bool = False, reduction: str = "mean"):
+    """triplet_margin_loss with any distance function (default: pairwise_distance), which is why it is
+    written here in ops rather than declared as one."""
+    reduction = _reduction("triplet_margin_with_distance_loss", None, None, reduction)
+    if margin <= 0:
+        raise ValueError(f"triplet_margin_with_distance_loss: margin must be greater than 0, got {margin}")
+    if not anchor.ndim == positive.ndim == negative.ndim:
+        raise ShapeError(f"triplet_margin_with_distance_loss: The anchor, positive, and negative tensors are expected "
+                         f"to have the same number of dimensions, but got: anchor {anchor.ndim}D, positive "
+                         f"{positive.ndim}D, and negative {negative.ndim}D inputs")
+    distance = distance_function if distance_function is not None else F.pairwise_distance
+    positive_distance = distance(anchor, positive)
+    negative_distance = distance(anchor, negative)
+    if swap:
+        negative_distance = F.minimum(negative_distance, distance(positive, negative))
+    return _reduce(F.clamp(F.sub(F.add(positive_distance, margin), negative_distance), 0.0), reduction)
+
+
+# -- likelihood losses ----------------------------------------------------------------------------------------
+
+def poisson_nll_loss(input, target, log_input: bool = True, full: bool = False, size_average=None,
+                     eps: float = 1e-8, reduce=None, reduction: str = "mean"):
+    """Negative log-likelihood of Poisson-distributed target with rate exp(input) (log_input) or input."""
+    reduction = _reduction("poisson_nll_loss", size_average, reduce, reduction)
+    return F.poisson_nll_loss(input, target, log_input, full, eps, reduction)
+
+
+def _variance_like(input, var):
+    """PyTorch's accepted shapes of var: the input's; the input's without its last dim (one variance per
+    row, unsqueezed); or the input's with exactly one dim of size 1 where the input's is larger."""
+    if tuple(var.shape) == tuple(input.shape):
+        return var
+    if tuple(var.shape) == tuple(input.shape[:-1]):
+        return F.unsqueeze(var, -1)
+    mismatched = [v for i, v in zip(input.shape, var.shape) if i != v]
+    if var.ndim == input.ndim and sum(mismatched) == 1:
+        return var
+    raise ShapeError(f"gaussian_nll_loss: var is of incorrect size: var {tuple(var.shape)} for input "
+                     f"{tuple(input.shape)}; expected the input's shape, its shape without the last dim, or one "
+                     f"dim of size 1")
+
+
+def gaussian_nll_loss(input, target, var, full: bool = False, eps: float = 1e-6, reduction: str = "mean"):
+    """Negative log-likelihood of target under normal distributions of mean input and variance var
+    (a tensor, or one float for every element); var is clamped below at eps for stability."""
+    if isinstance(var, (int, float)):
+        if var < 0:
+            raise ValueError("gaussian_nll_loss: var has negative entry/entries")
+        var = F.full(tuple(input.shape), float(var), dtype=input.dtype, device=input.device)
+    elif var.numel() and F.amin(var).item() < 0:
+        raise ValueError("gaussian_nll_loss: var has negative entry/entries")
+    var = _variance_like(input, var)
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"{reduction} is not valid")
+    return F.gaussian_nll_loss(input, target, var, full, eps, reduction)

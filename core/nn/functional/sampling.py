@@ -1,4 +1,5 @@
-"""``interpolate``: resizing along the spatial dimensions, with PyTorch's coordinate formulas.
+"""``interpolate`` (and its deprecated aliases ``upsample*``): resizing along the spatial dimensions, with
+PyTorch's coordinate formulas.
 
 Every mode here is separable, so the resize is done one spatial dimension at a time: compute, for each
 output position, which input positions it reads and with what weights (small 1-D tensors), then gather
@@ -8,18 +9,19 @@ result runs on any backend and differentiates without a hand-written backward.
 from __future__ import annotations
 
 import math
+import warnings
 
 from ...dispatch.dtypes import float32, float64, int64
 from ...dispatch.errors import ShapeError
 from ...dispatch.ops import F
+from ...dispatch.ops.resampling import cubic_weights
 
-__all__ = ["interpolate"]
+__all__ = ["interpolate", "upsample", "upsample_nearest", "upsample_bilinear"]
 
 _MODES = {  # mode -> the input ranks (3: N,C,L; 4: N,C,H,W; 5: N,C,D,H,W) PyTorch accepts it for
     "nearest": (3, 4, 5), "nearest-exact": (3, 4, 5), "linear": (3,), "bilinear": (4,), "bicubic": (4,),
     "trilinear": (5,), "area": (3, 4, 5),
 }
-_CUBIC_A = -0.75  # PyTorch's (and OpenCV's) bicubic convolution constant
 
 
 def interpolate(input, size=None, scale_factor=None, mode: str = "nearest", align_corners: bool | None = None,
@@ -63,6 +65,26 @@ def interpolate(input, size=None, scale_factor=None, mode: str = "nearest", alig
         else:
             x = _blend(x, dim, *_linear_taps(n_in, n_out, scale, align_corners, compute, x.device))
     return x if x.dtype is input.dtype else F.to_dtype(x, input.dtype)
+
+
+def upsample(input, size=None, scale_factor=None, mode: str = "nearest", align_corners: bool | None = None):
+    """Deprecated alias of ``interpolate`` (PyTorch warns the same way)."""
+    warnings.warn("nn.functional.upsample is deprecated. Use nn.functional.interpolate instead.", stacklevel=2)
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def upsample_nearest(input, size=None, scale_factor=None):
+    """Deprecated: ``interpolate(..., mode='nearest')``."""
+    warnings.warn("nn.functional.upsample_nearest is deprecated. Use nn.functional.interpolate instead.",
+                  stacklevel=2)
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input, size=None, scale_factor=None):
+    """Deprecated: ``interpolate(..., mode='bilinear', align_corners=True)``."""
+    warnings.warn("nn.functional.upsample_bilinear is deprecated. Use nn.functional.interpolate instead.",
+                  stacklevel=2)
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
 
 
 def _output_sizes(in_sizes: tuple, size, scale_factor, recompute_scale_factor):
@@ -137,21 +159,7 @@ def _cubic_taps(n_in: int, n_out: int, scale, align_corners: bool, dtype, device
     """Four taps around each position with Keys' cubic weights; taps past the border repeat the edge pixel."""
     index, t = _source_positions(n_in, n_out, scale, align_corners, True, dtype, device)
     taps = [F.clamp(F.add(index, offset), 0, n_in - 1) for offset in (-1, 0, 1, 2)]
-    s = F.sub(1.0, t)
-    weights = [_cubic_far(F.add(t, 1.0)), _cubic_near(t), _cubic_near(s), _cubic_far(F.add(s, 1.0))]
-    return taps, weights
-
-
-def _cubic_near(x):
-    """Keys' kernel for |x| <= 1: ((A + 2) x - (A + 3)) x^2 + 1."""
-    a = _CUBIC_A
-    return F.add(F.mul(F.sub(F.mul(x, a + 2), a + 3), F.mul(x, x)), 1.0)
-
-
-def _cubic_far(x):
-    """Keys' kernel for 1 < |x| < 2: ((A x - 5A) x + 8A) x - 4A."""
-    a = _CUBIC_A
-    return F.sub(F.mul(F.add(F.mul(F.sub(F.mul(x, a), 5 * a), x), 8 * a), x), 4 * a)
+    return taps, cubic_weights(t)
 
 
 def _blend(x, dim: int, indices: list, weights: list):
@@ -166,17 +174,5 @@ def _blend(x, dim: int, indices: list, weights: list):
 
 
 def _area(input, out_sizes: tuple):
-    """Area resizing is adaptive average pooling; 1-D and 3-D go through the 2-D op by reshaping.
-
-    Averaging over a box is separable, so 3-D pools (H, W) first and then (D, H*W).
-    """
-    pool = F.adaptive_avg_pool2d
-    if input.ndim == 4:
-        return pool(input, out_sizes)
-    if input.ndim == 3:
-        return F.squeeze(pool(F.unsqueeze(input, 2), (1, out_sizes[0])), 2)
-    n, c, d, h, w = input.shape
-    od, oh, ow = out_sizes
-    planes = pool(F.reshape(input, (n, c * d, h, w)), (oh, ow))
-    depth = pool(F.reshape(planes, (n, c, d, oh * ow)), (od, oh * ow))
-    return F.reshape(depth, (n, c, od, oh, ow))
+    """Area resizing is adaptive average pooling over the same number of spatial dims."""
+    return getattr(F, f"adaptive_avg_pool{len(out_sizes)}d")(input, out_sizes)

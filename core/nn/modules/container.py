@@ -248,3 +248,15 @@ class ParameterDict(Module):
 
     def items(self):
         return self._parameters.items()
+
+
+class Container(Module):
+    """PyTorch's deprecated predecessor of Module: registers its keyword arguments as submodules."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__()
+        import warnings
+        warnings.warn("nn.Container is deprecated. All of it's functionality is now implemented in nn.Module. "
+                      "Subclass that instead.", stacklevel=2)
+        for name, module in kwargs.items():
+            self.add_module(name, module)

@@ -1,4 +1,4 @@
-"""Convolution layers: Conv1d, Conv2d and ConvTranspose2d, with PyTorch's arguments, shapes and initialisation.
+"""Convolution layers: Conv1d/2d/3d and ConvTranspose1d/2d/3d, with PyTorch's arguments, shapes and initialisation.
 
 ``padding_mode`` other than 'zeros' pads the input explicitly (reflect, replicate or circular) and
 then convolves without padding, as PyTorch does.
@@ -10,9 +10,10 @@ import math
 from ...dispatch.ops import F
 from .. import init
 from ..parameter import Parameter
+from ..lazy_paths import lazy_attributes
 from .module import Module
 
-__all__ = ["Conv1d", "Conv2d", "ConvTranspose2d"]
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]
 
 _PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
 
@@ -120,7 +121,7 @@ class _ConvNd(Module):
 
 
 class _Conv(_ConvNd):
-    """Conv1d and Conv2d: PyTorch's constructor; forward pads (for non-zero modes) and runs ``_conv``."""
+    """Conv1d, Conv2d and Conv3d: PyTorch's constructor; forward pads (for non-zero modes) and runs ``_conv``."""
 
     _conv = None
 
@@ -148,15 +149,22 @@ class Conv2d(_Conv):
     _conv = staticmethod(F.conv2d)
 
 
-class ConvTranspose2d(_ConvNd):
-    """The gradient of Conv2d with respect to its input ("deconvolution"): upsamples by ``stride``.
+class Conv3d(_Conv):
+    """3-D convolution over (N, C_in, D, H, W) or (C_in, D, H, W) inputs."""
+
+    _spatial = 3
+    _conv = staticmethod(F.conv3d)
+
+
+class _ConvTransposeNd(_ConvNd):
+    """The gradient of a convolution with respect to its input ("deconvolution"): upsamples by ``stride``.
 
     ``forward(input, output_size)`` picks the output_padding that gives that size, since several
     output sizes map to the same input size under a strided convolution.
     """
 
-    _spatial = 2
     _transposed = True
+    _conv_transpose = None
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, output_padding=0,
                  groups: int = 1, bias: bool = True, dilation=1, padding_mode: str = "zeros", device=None,
@@ -174,7 +182,7 @@ class ConvTranspose2d(_ConvNd):
         n = self._spatial
         output_size = tuple(output_size)
         if len(output_size) not in (n, n + 1, n + 2):
-            raise ValueError(f"ConvTranspose2d: output_size must have {n} or {n + 2} elements (got "
+            raise ValueError(f"{type(self).__name__}: output_size must have {n} or {n + 2} elements (got "
                              f"{len(output_size)})")
         output_size = output_size[-n:]
         extra = []
@@ -191,5 +199,30 @@ class ConvTranspose2d(_ConvNd):
 
     def forward(self, input, output_size=None):
         output_padding = self._output_padding(input, output_size)
-        return F.conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding, output_padding,
-                                  self.groups, self.dilation)
+        return type(self)._conv_transpose(input, self.weight, self.bias, self.stride, self.padding, output_padding,
+                                          self.groups, self.dilation)
+
+
+class ConvTranspose1d(_ConvTransposeNd):
+    """Transposed 1-D convolution over (N, C_in, L) or (C_in, L) inputs."""
+
+    _spatial = 1
+    _conv_transpose = staticmethod(F.conv_transpose1d)
+
+
+class ConvTranspose2d(_ConvTransposeNd):
+    """Transposed 2-D convolution over (N, C_in, H, W) or (C_in, H, W) inputs."""
+
+    _spatial = 2
+    _conv_transpose = staticmethod(F.conv_transpose2d)
+
+
+class ConvTranspose3d(_ConvTransposeNd):
+    """Transposed 3-D convolution over (N, C_in, D, H, W) or (C_in, D, H, W) inputs."""
+
+    _spatial = 3
+    _conv_transpose = staticmethod(F.conv_transpose3d)
+
+
+__getattr__ = lazy_attributes(__name__, ("LazyConv1d", "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d",
+                                         "LazyConvTranspose2d", "LazyConvTranspose3d"))  # PyTorch's path; in .lazy

@@ -4,7 +4,7 @@ from __future__ import annotations
 from .. import functional as F
 from .module import Module
 
-__all__ = ["Dropout", "Dropout1d", "Dropout2d", "Dropout3d"]
+__all__ = ["Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout"]
 
 
 class _DropoutNd(Module):
@@ -45,3 +45,17 @@ class Dropout3d(_DropoutNd):
 
     def forward(self, input):
         return F.dropout3d(input, self.p, self.training, self.inplace)
+
+
+class AlphaDropout(_DropoutNd):
+    """Dropout for SELU networks: dropped units saturate and an affine map keeps mean 0 and variance 1."""
+
+    def forward(self, input):
+        return F.alpha_dropout(input, self.p, self.training, self.inplace)
+
+
+class FeatureAlphaDropout(_DropoutNd):
+    """Alpha dropout of whole channels of (N, C, *) inputs."""
+
+    def forward(self, input):
+        return F.feature_alpha_dropout(input, self.p, self.training, self.inplace)

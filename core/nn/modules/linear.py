@@ -6,6 +6,7 @@ import math
 from ...dispatch.ops import F
 from .. import init
 from ..parameter import Parameter
+from ..lazy_paths import lazy_attributes
 from .module import Module
 
 __all__ = ["Identity", "Linear", "Bilinear"]
@@ -90,3 +91,6 @@ class Bilinear(Module):
     def extra_repr(self) -> str:
         return (f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
                 f"out_features={self.out_features}, bias={self.bias is not None}")
+
+
+__getattr__ = lazy_attributes(__name__, ("LazyLinear",))  # PyTorch's path for it; defined in .lazy

@@ -17,6 +17,7 @@ from ...dispatch.ops.recurrent import STEPS as _STEPS
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
+from ..utils.rnn import PackedSequence, packed_steps
 from .module import Module
 
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
@@ -109,11 +110,14 @@ class RNNBase(Module):
                 get("bias_hh" + suffix), get("weight_hr" + suffix))
 
     def forward(self, input, hx=None):
-        """``input`` is ``(L, N, H_in)`` (``(N, L, H_in)`` with ``batch_first``) or unbatched ``(L, H_in)``.
+        """``input`` is ``(L, N, H_in)`` (``(N, L, H_in)`` with ``batch_first``), unbatched ``(L, H_in)``, or a
+        ``PackedSequence``, which gives a ``PackedSequence`` output and each sequence's state at its own last step.
 
         Returns ``(output, h_n)``, and ``(output, (h_n, c_n))`` for the LSTM. States are always
         ``(num_layers * num_directions, N, H)``, batch_first or not, as in PyTorch.
         """
+        if isinstance(input, PackedSequence):
+            return self._forward_packed(input, hx)
         name = type(self).__name__
         if input.ndim not in (2, 3):
             raise ShapeError(f"{name}: expected input to be 2-D (unbatched) or 3-D, got {input.ndim}-D tensor "
@@ -134,6 +138,73 @@ class RNNBase(Module):
         elif self.batch_first:
             output = output.transpose(0, 1)
         return output, (final if self.mode == "LSTM" else final[0])
+
+    def _forward_packed(self, packed: PackedSequence, hx):
+        """The layers over a packed batch: at step ``t`` only the ``batch_sizes[t]`` longest sequences advance.
+
+        ``hx`` and ``h_n`` are in the caller's batch order; inside, rows follow ``sorted_indices``.
+        """
+        data = packed.data
+        if data.ndim != 2 or data.shape[-1] != self.input_size:
+            raise ShapeError(f"{type(self).__name__}: packed input data must be (sum of lengths, {self.input_size}),"
+                             f" got {tuple(data.shape)}")
+        batch_sizes = [int(n) for n in packed.batch_sizes.tolist()]
+        batch = batch_sizes[0] if batch_sizes else 0
+        shape_of_input = ops.empty((0, batch, self.input_size), dtype=data.dtype, device=data.device)
+        state = self._initial_state(shape_of_input, hx, batched=True)
+        if packed.sorted_indices is not None:
+            state = tuple(s.index_select(1, packed.sorted_indices) for s in state)
+        directions, finals = self._directions, []
+        for layer in range(self.num_layers):
+            outputs = []
+            for direction in range(directions):
+                index = layer * directions + direction
+                scan = self._scan_packed_reverse if direction else self._scan_packed
+                output, final = scan(data, batch_sizes, tuple(s[index] for s in state),
+                                     self._layer_weights(layer, direction))
+                outputs.append(output)
+                finals.append(final)
+            data = outputs[0] if directions == 1 else ops.cat(outputs, -1)
+            if self.dropout > 0 and self.training and layer < self.num_layers - 1:
+                data = F.dropout(data, self.dropout, training=True)
+        final = tuple(ops.stack([f[i] for f in finals]) for i in range(len(state)))
+        if packed.unsorted_indices is not None:
+            final = tuple(s.index_select(1, packed.unsorted_indices) for s in final)
+        output = PackedSequence(data, packed.batch_sizes, packed.sorted_indices, packed.unsorted_indices)
+        return output, (final if self.mode == "LSTM" else final[0])
+
+    def _packed_step(self, gi, state: tuple, weights: tuple) -> tuple:
+        _, w_hh, _, b_hh, w_hr = weights
+        return _STEPS[self.mode](gi, state, w_hh, b_hh, w_hr)
+
+    def _scan_packed(self, data, batch_sizes: list, state: tuple, weights: tuple):
+        """Forward in time: a sequence leaves the batch (its rows are last) after its final step, and its
+        state at that moment is its final state."""
+        gi = F.linear(data, weights[0], weights[2])
+        outputs, done = [], []  # done: finished rows, last ones first
+        for offset, count in packed_steps(batch_sizes):
+            if count < state[0].shape[0]:
+                done.append(tuple(s[count:] for s in state))
+                state = tuple(s[:count] for s in state)
+            state = self._packed_step(gi[offset:offset + count], state, weights)
+            outputs.append(state[0])
+        done.append(state)
+        final = tuple(ops.cat([rows[i] for rows in reversed(done)], 0) for i in range(len(state)))
+        return ops.cat(outputs, 0), final
+
+    def _scan_packed_reverse(self, data, batch_sizes: list, state: tuple, weights: tuple):
+        """Backward in time: a sequence joins the batch, from its initial state, at its own last step."""
+        gi = F.linear(data, weights[0], weights[2])
+        steps = packed_steps(batch_sizes)
+        initial, outputs = state, [None] * len(steps)
+        state = tuple(s[:0] for s in initial)
+        for t in reversed(range(len(steps))):
+            offset, count = steps[t]
+            if count > state[0].shape[0]:
+                state = tuple(ops.cat([s, s0[s.shape[0]:count]], 0) for s, s0 in zip(state, initial))
+            state = self._packed_step(gi[offset:offset + count], state, weights)
+            outputs[t] = state[0]
+        return ops.cat(outputs, 0), state
 
     def _initial_state(self, x, hx, batched: bool) -> tuple:
         """``hx`` checked and batched as a tuple of ``(layers * directions, N, size)`` tensors; zeros if None."""

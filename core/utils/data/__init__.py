@@ -6,7 +6,7 @@ iterator), ``multiprocess`` and ``worker`` (the two sides of worker-process load
 """
 from .collate import collate, default_collate, default_collate_fn_map, default_convert
 from .dataloader import DataLoader
-from .dataset import (ChainDataset, ConcatDataset, Dataset, IterableDataset, Subset, TensorDataset,
+from .dataset import (ChainDataset, ConcatDataset, Dataset, IterableDataset, StackDataset, Subset, TensorDataset,
                       random_split)
 from .distributed import DistributedSampler
 from .sampler import (BatchSampler, RandomSampler, Sampler, SequentialSampler, SubsetRandomSampler,
@@ -14,6 +14,6 @@ from .sampler import (BatchSampler, RandomSampler, Sampler, SequentialSampler, S
 from .worker import WorkerInfo, get_worker_info
 
 __all__ = ["BatchSampler", "ChainDataset", "ConcatDataset", "DataLoader", "Dataset", "DistributedSampler", "IterableDataset",
-           "RandomSampler", "Sampler", "SequentialSampler", "Subset", "SubsetRandomSampler", "TensorDataset",
+           "RandomSampler", "Sampler", "SequentialSampler", "StackDataset", "Subset", "SubsetRandomSampler", "TensorDataset",
            "WeightedRandomSampler", "WorkerInfo", "collate", "default_collate", "default_collate_fn_map",
            "default_convert", "get_worker_info", "random_split"]

@@ -16,7 +16,7 @@ import ember
 
 T_co = TypeVar("T_co", covariant=True)
 
-__all__ = ["Dataset", "IterableDataset", "TensorDataset", "Subset", "ConcatDataset", "ChainDataset",
+__all__ = ["Dataset", "IterableDataset", "TensorDataset", "StackDataset", "Subset", "ConcatDataset", "ChainDataset",
            "random_split"]
 
 
@@ -72,6 +72,51 @@ class TensorDataset(Dataset):
 
     def __len__(self) -> int:
         return self.tensors[0].shape[0]
+
+
+class StackDataset(Dataset):
+    """Datasets of one length read side by side: ``StackDataset(x, y)[i]`` is ``(x[i], y[i])``,
+    ``StackDataset(image=x, label=y)[i]`` is ``{"image": x[i], "label": y[i]}``."""
+
+    def __init__(self, *args: Dataset, **kwargs: Dataset) -> None:
+        if args and kwargs:
+            raise ValueError("StackDataset: give the datasets either by position (samples are tuples) or by "
+                             "keyword (samples are dicts), not both")
+        if not args and not kwargs:
+            raise ValueError("StackDataset: at least one dataset should be passed")
+        self._datasets = args if args else kwargs
+        datasets = args if args else tuple(kwargs.values())
+        lengths = [len(d) for d in datasets]
+        if any(n != lengths[0] for n in lengths):
+            raise ValueError(f"StackDataset: size mismatch between datasets: their lengths are {lengths}")
+        self._length = lengths[0]
+
+    @property
+    def datasets(self):
+        return self._datasets
+
+    def __getitem__(self, index):
+        if isinstance(self._datasets, dict):
+            return {key: dataset[index] for key, dataset in self._datasets.items()}
+        return tuple(dataset[index] for dataset in self._datasets)
+
+    def __getitems__(self, indices: list):
+        """A batch of samples, fetched from each dataset at once where it can (its own ``__getitems__``)."""
+        named = self._datasets if isinstance(self._datasets, dict) else dict(enumerate(self._datasets))
+        columns = {}
+        for key, dataset in named.items():
+            fetch = getattr(dataset, "__getitems__", None)
+            column = fetch(indices) if fetch is not None else [dataset[i] for i in indices]
+            if len(column) != len(indices):
+                raise ValueError(f"StackDataset: nested dataset {key!r} returned {len(column)} samples for "
+                                 f"{len(indices)} indices")
+            columns[key] = column
+        if isinstance(self._datasets, dict):
+            return [{key: columns[key][j] for key in named} for j in range(len(indices))]
+        return [tuple(columns[key][j] for key in named) for j in range(len(indices))]
+
+    def __len__(self) -> int:
+        return self._length
 
 
 class Subset(Dataset):
