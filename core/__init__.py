@@ -92,14 +92,14 @@ def is_tensor(obj) -> bool:
     return isinstance(obj, Tensor)
 
 
-def numel(t: Tensor) -> int:
-    return t.numel()
+def numel(input: Tensor) -> int:
+    return input.numel()
 
 
-def result_type(a, b) -> dtype:
-    """The dtype ``a op b`` computes in, with PyTorch's tensor/zero-dim/scalar ranking."""
+def result_type(tensor1, tensor2) -> dtype:
+    """The dtype ``tensor1 op tensor2`` computes in, with PyTorch's tensor/zero-dim/scalar ranking."""
     dims, zeros, scalars = [], [], []
-    for x in (a, b):
+    for x in (tensor1, tensor2):
         if isinstance(x, Tensor):
             (dims if x.ndim else zeros).append(x.dtype)
         else:

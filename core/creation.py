@@ -126,8 +126,9 @@ def as_tensor(data, dtype=None, device=None) -> Tensor:
     return tensor(data, dtype=dtype, device=device)
 
 
-def from_numpy(array: np.ndarray) -> Tensor:
-    """A CPU tensor sharing memory with ``array``: writes through either show in both."""
+def from_numpy(ndarray: np.ndarray) -> Tensor:
+    """A CPU tensor sharing memory with ``ndarray``: writes through either show in both."""
+    array = ndarray
     if not isinstance(array, np.ndarray):
         raise TypeError(f"from_numpy: expected a NumPy ndarray, got {type(array).__name__}")
     dt = _infer_dtype(array, array)

@@ -85,6 +85,9 @@ REASONS: tuple[Reason, ...] = (
     Reason("PyTorch's legacy pickle states (Ember tensors pickle through ember.serialization's reducer)",
            r"^__setstate__$", ("torch.Tensor",)),
     Reason("legacy Variable-era autograd API", r"^(Variable|variable|volatile|reinforce|NestedIOFunction)$"),
+    Reason("removed from PyTorch (the methods only raise there, pointing to torch.linalg)",
+           r"^(eig|lstsq|solve|symeig)$", ("torch.Tensor",)),
+    Reason("private names (a leading underscore)", r"^_", ("torch.utils.data",)),
 )
 LABELS: tuple[str, ...] = tuple(dict.fromkeys(reason.label for reason in REASONS))
 

@@ -7,10 +7,10 @@ from .device import device as Device
 _device: Device | None = None
 
 
-def set_default_device(dev) -> None:
-    """``dev`` for creation ops without ``device=`` (None: back to cpu)."""
+def set_default_device(device) -> None:
+    """``device`` for creation ops without ``device=`` (None: back to cpu)."""
     global _device
-    _device = None if dev is None else registry.resolve_device(dev)
+    _device = None if device is None else registry.resolve_device(device)
 
 
 def get_default_device() -> Device:

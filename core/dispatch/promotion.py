@@ -13,8 +13,9 @@ from .dtypes import (ALL_DTYPES, bfloat16, bool_, dtype, float16, float32, get_d
 
 
 @lru_cache(maxsize=None)
-def promote_types(a: dtype, b: dtype) -> dtype:
-    """The smallest dtype that both ``a`` and ``b`` can be cast to without losing category."""
+def promote_types(type1: dtype, type2: dtype) -> dtype:
+    """The smallest dtype that both ``type1`` and ``type2`` can be cast to without losing category."""
+    a, b = type1, type2
     if a is b:
         return a
     if a is bool_:
