@@ -3,7 +3,7 @@
 ``narrow`` (a view through ``slice``), ``new_zeros``/``new_ones``/``new_full``/``new_empty``/
 ``new_tensor`` (creation with this tensor's dtype and device), ``clip``/``clip_`` (clamp's names),
 memory facts (``data_ptr``, ``storage_offset``, ``nbytes``, ``itemsize``, ``pin_memory``,
-``is_pinned``) and the CPU-only Python-callable maps ``apply_`` and ``map_``.
+``is_pinned``) and the CPU-only Python-callable maps ``apply_``, ``map_`` and ``map2_``.
 """
 from __future__ import annotations
 
@@ -171,15 +171,29 @@ def apply_(self, callable) -> Tensor:
 
 def map_(self, tensor: Tensor, callable) -> Tensor:
     """Replace each element ``x`` by ``callable(x, y)``, ``y`` from ``tensor`` broadcast to this shape."""
+    return _map(self, "map_", (("other", tensor),), callable)
+
+
+def map2_(self, x: Tensor, y: Tensor, callable) -> Tensor:
+    """Replace each element ``s`` by ``callable(s, a, b)``, ``a`` and ``b`` from ``x`` and ``y`` broadcast to
+    this shape."""
+    return _map(self, "map2_", (("x", x), ("y", y)), callable)
+
+
+def _map(self, name: str, operands: tuple, callable) -> Tensor:
+    """map_ and map2_: ``callable`` over this tensor's elements and the operands' (CPU tensors of this dtype,
+    broadcast to this shape), in place."""
     from .legacy_types import type_string
-    _require_cpu(self, "map_")
-    tensor_argument("map_", "other", tensor, position=1)
-    _require_callable("map_", callable)
-    if tensor.device.type != "cpu" or tensor.dtype is not self.dtype:
-        raise TypeError(f"map_: expected {type_string(self)} for 'other' (got {type_string(tensor)})")
-    other = F.reshape(F.expand(tensor, tuple(self.shape)), (-1,)).tolist()
-    mine = F.reshape(self, (-1,)).tolist()
-    return _store(self, [callable(x, y) for x, y in zip(mine, other)], "map_")
+    _require_cpu(self, name)
+    for position, (argument, other) in enumerate(operands, start=1):
+        tensor_argument(name, argument, other, position=position)
+    _require_callable(name, callable)
+    columns = [F.reshape(self, (-1,)).tolist()]
+    for argument, other in operands:
+        if other.device.type != "cpu" or other.dtype is not self.dtype:
+            raise TypeError(f"{name}: expected {type_string(self)} for '{argument}' (got {type_string(other)})")
+        columns.append(F.reshape(F.expand(other, tuple(self.shape)), (-1,)).tolist())
+    return _store(self, [callable(*values) for values in zip(*columns)], name)
 
 
 def install() -> None:
@@ -199,3 +213,4 @@ def install() -> None:
     Tensor.is_pinned = is_pinned
     Tensor.apply_ = apply_
     Tensor.map_ = map_
+    Tensor.map2_ = map2_

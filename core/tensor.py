@@ -309,6 +309,16 @@ class Tensor:
 _new = object.__new__
 
 
+def rehouse(source: Tensor, cls: type) -> Tensor:
+    """A new instance of ``cls`` (Tensor or a subclass) holding every field of ``source``: the same storage,
+    version counter, graph position and flags."""
+    out = _new(cls)
+    for field in Tensor.__slots__:
+        if field != "__weakref__":
+            setattr(out, field, getattr(source, field))
+    return out
+
+
 def wrap(native, dt: DType, dev: Device) -> Tensor:
     """A fresh tensor around a native array the caller owns exclusively."""
     t = _new(Tensor)
@@ -339,10 +349,7 @@ def wrap_view(native, dt: DType, dev: Device, base: Tensor) -> Tensor:
     t.grad_fn = None
     t._output_nr = 0
     t._accumulator = None
-    try:
-        t._inference = base._inference
-    except AttributeError:  # a placeholder built field by field (nn.modules.lazy) is no inference tensor
-        t._inference = False
+    t._inference = base._inference
     return t
 
 

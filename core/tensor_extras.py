@@ -1,7 +1,7 @@
 """Small Tensor attributes and torch-level functions PyTorch programs use that the op schema does not generate:
 the adjoint views (``H``, ``mH``, ``adjoint``), container protocols (``in``, ``reversed``, ``del``), facts
 (``is_cpu``, ``is_meta``, ``is_inference``, ``is_distributed``, ``name``, ``dim_order``), ``as_subclass``,
-``nonzero_static``, ``map2_``, ``module_load``, ``set_``, and the functions ``rsub``, ``detach``, ``dropout_``,
+``nonzero_static``, ``module_load``, ``set_``, and the functions ``rsub``, ``detach``, ``dropout_``,
 ``empty_permuted``, ``get_device_module`` and the warn-always switch. All are written in Ember tensor operations.
 """
 from __future__ import annotations
@@ -18,8 +18,7 @@ from .dispatch.errors import DtypeError, ShapeError, describe
 from .dispatch.flags import FLAGS
 from .dispatch.ops import F
 from .memory_format import strided
-from .program_methods import _require_callable, _require_cpu, _store
-from .tensor import Tensor
+from .tensor import Tensor, rehouse
 
 # -- adjoint views ------------------------------------------------------------------------------------------
 
@@ -98,18 +97,13 @@ def dim_order(self: Tensor, *, ambiguity_check: bool | list = False) -> tuple[in
     return order
 
 
-# -- as_subclass, const_data_ptr, module_load, map2_ --------------------------------------------------------
+# -- as_subclass, const_data_ptr, module_load --------------------------------------------------------
 
 def as_subclass(self: Tensor, cls: type) -> Tensor:
     """An instance of ``cls`` (a Tensor subclass) sharing this tensor's storage and staying in its graph."""
     if not (isinstance(cls, type) and issubclass(cls, Tensor)):
         raise TypeError(f"as_subclass: cls must be a subclass of ember.Tensor, got {cls!r}")
-    view = F.view(self, tuple(self.shape))
-    out = object.__new__(cls)
-    for field in ("_data", "_dtype", "_device", "_version", "_base", "requires_grad", "grad", "grad_fn",
-                  "_output_nr", "_accumulator", "_inference"):
-        setattr(out, field, getattr(view, field))
-    return out
+    return rehouse(F.view(self, tuple(self.shape)), cls)
 
 
 def const_data_ptr(self: Tensor) -> int:
@@ -122,20 +116,6 @@ def module_load(self: Tensor, other: Tensor, assign: bool = False) -> Tensor:
     copied into self (``assign=False``) or other itself, detached either way."""
     other = tensor_argument("module_load", "other", other, position=1)
     return other.detach() if assign else self.copy_(other).detach()
-
-
-def map2_(self: Tensor, x: Tensor, y: Tensor, callable) -> Tensor:
-    """Replace each element ``s`` by ``callable(s, a, b)``, ``a`` and ``b`` from ``x`` and ``y`` broadcast to
-    this shape, in place (CPU only, as in PyTorch)."""
-    _require_cpu(self, "map2_")
-    _require_callable("map2_", callable)
-    columns = [F.reshape(self, (-1,)).tolist()]
-    for name, position, other in (("x", 1, x), ("y", 2, y)):
-        tensor_argument("map2_", name, other, position=position)
-        if other.device.type != "cpu" or other.dtype is not self.dtype:
-            raise TypeError(f"map2_: expected a {self.dtype.name} CPU tensor for '{name}', got {describe(other)}")
-        columns.append(F.reshape(F.expand(other, tuple(self.shape)), (-1,)).tolist())
-    return _store(self, [callable(s, a, b) for s, a, b in zip(*columns)], "map2_")
 
 
 def set_(self: Tensor, source: Tensor | None = None, storage_offset: int = 0, size=None, stride=None) -> Tensor:
@@ -291,7 +271,6 @@ def install() -> None:
     Tensor.as_subclass = as_subclass
     Tensor.const_data_ptr = const_data_ptr
     Tensor.module_load = module_load
-    Tensor.map2_ = map2_
     Tensor.nonzero_static = nonzero_static
     Tensor.set_ = set_
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ...autograd.grad_mode import no_grad
 from ...dispatch.ops import F
-from ...tensor import Tensor
+from ...tensor import Tensor, rehouse
 from ..parameter import _register
 from . import conv, instancenorm, linear, normalization
 
@@ -16,9 +16,6 @@ __all__ = ["UninitializedParameter", "UninitializedBuffer", "LazyModuleMixin", "
            "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d", "LazyConvTranspose2d", "LazyConvTranspose3d",
            "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d", "LazyInstanceNorm1d", "LazyInstanceNorm2d",
            "LazyInstanceNorm3d"]
-
-_TENSOR_FIELDS = ("_data", "_dtype", "_device", "_version", "_base", "grad", "grad_fn", "_output_nr", "_accumulator")
-
 
 class _Uninitialized(Tensor):
     """A tensor without a shape yet (it holds no elements); ``materialize`` gives it one, in place, and makes
@@ -28,10 +25,7 @@ class _Uninitialized(Tensor):
     saved_without_values = True  # ember.save pickles it through __reduce_ex__, as its class and arguments
 
     def __new__(cls, requires_grad: bool = False, device=None, dtype=None):
-        empty = F.empty((0,), dtype=dtype, device=device)
-        placeholder = object.__new__(cls)
-        for field in _TENSOR_FIELDS:
-            setattr(placeholder, field, getattr(empty, field))
+        placeholder = rehouse(F.empty((0,), dtype=dtype, device=device), cls)
         placeholder.requires_grad = requires_grad
         return placeholder
 

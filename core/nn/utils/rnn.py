@@ -57,7 +57,7 @@ class PackedSequence(namedtuple("PackedSequence", ["data", "batch_sizes", "sorte
 
     @property
     def is_cuda(self) -> bool:
-        return self.data.device.type == "cuda"
+        return self.data.is_cuda
 
     def is_pinned(self) -> bool:
         return False
