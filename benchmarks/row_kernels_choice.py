@@ -1,14 +1,18 @@
-"""Choosing the CPU's layer_norm, softmax and log_softmax kernels: the shared NumPy kernels vs numba row loops.
+"""Choosing the CPU's row kernels: the shared NumPy kernels vs numba row loops.
 
-The layer norm loop is the CPU backend's (backends/cpu/row_loops.py, chosen: faster); the softmax and
-log-softmax loops live here, as the contenders that lost (numba's scalar exp against NumPy's vectorized one).
+The row loops are the CPU backend's (backends/cpu/row_loops.py, softmax_loops.py, registered by
+row_kernels.py): layer norm and its backward, softmax and log-softmax with their backward ops, and
+cross-entropy over class indices (forward and backward, its softmax and log-sum-exp in a loop). For
+softmax and log-softmax a third contender is timed: the same loop calling numba's own ``np.exp`` (a scalar
+libm call), which lost to NumPy and is why the loops use ember.dispatch.fast_exp's vectorizable exp.
 
 Shapes are the benchmark workloads': layer norm over (16·64, 128) for the encoder and (64·32, 48) for the
 GPT (with weight and bias), softmax and log-softmax over the last dim of (16·4, 64, 64) and (64·3, 32, 32)
-attention scores. All float32. Both sides are called as the CPU backend calls its kernels (NumPy arrays
-in, a new array out). Each (kernel, shape, side) reports the median and the spread (min to max) of the
-per-call time over rounds; the numba side also its first call in a fresh process with an empty numba
-cache (compiling) and with the cache that process left (loading).
+attention scores, cross-entropy over the GPT's (64·32, 65) logits and a classifier's (64, 10). All float32.
+Each side is called as the CPU backend calls its kernels (NumPy arrays in, new arrays out). Each (kernel,
+shape, side) reports the median and the spread (min to max) of the per-call time over rounds; the numba
+side also its first call in a fresh process with an empty numba cache (compiling) and with the cache that
+process left (loading): what a training program's first step pays.
 
     python benchmarks/row_kernels_choice.py [--rounds 15] [--calls 20]
 """
@@ -25,25 +29,28 @@ import time
 
 import numpy as np
 
-CASES = [("layer_norm", (1024, 128)), ("layer_norm", (2048, 48)), ("softmax", (64, 64, 64)),
-         ("softmax", (192, 32, 32)), ("log_softmax", (64, 64, 64)), ("log_softmax", (192, 32, 32))]
+NORMS, ATTENTION, LOGITS = [(1024, 128), (2048, 48)], [(64, 64, 64), (192, 32, 32)], [(2048, 65), (64, 10)]
+CASES = ([("layer_norm", s) for s in NORMS] + [("layer_norm_backward", s) for s in NORMS]
+         + [(name, s) for name in ("softmax", "log_softmax", "softmax_backward", "log_softmax_backward")
+            for s in ATTENTION]
+         + [(name, s) for name in ("cross_entropy_indices", "cross_entropy_indices_backward") for s in LOGITS])
+LIBM = "numba with libm's exp"
 
 
 def kernels():
-    """(NumPy kernels, numba kernels) by op name; the numba ones {} without numba."""
+    """(NumPy kernels, the CPU's row kernels, the libm-exp softmax loops) by op name; the last two {} without
+    numba."""
     from ember.backends.arraykernels import build_kernels
     from ember.backends.cpu import row_kernels
     from ember.backends.cpu.library import NUMPY
     numpy_kernels = build_kernels(NUMPY)
     rows = row_kernels.build(numpy_kernels)
-    if rows:
-        rows.update(softmax=over_last_dim(numpy_kernels, "softmax"),
-                    log_softmax=over_last_dim(numpy_kernels, "log_softmax"))
-    return numpy_kernels, rows
+    libm = {name: over_last_dim(numpy_kernels, name) for name in ("softmax", "log_softmax")} if rows else {}
+    return numpy_kernels, rows, libm
 
 
 def over_last_dim(numpy_kernels: dict, name: str):
-    """A softmax contender called as the backend would call it: float32 rows over the last dim."""
+    """A libm-exp softmax contender called as the backend would call it: float32 rows over the last dim."""
     from ember.backends.cpu.row_kernels import _rows
     loop = _softmax_loops()[name]
 
@@ -105,9 +112,20 @@ def _softmax_loops() -> dict:
 
 def call_of(table: dict, name: str, shape: tuple, rng):
     x = rng.standard_normal(shape).astype(np.float32)
-    if name == "layer_norm":
+    grad = rng.standard_normal(shape).astype(np.float32)
+    if name.startswith("layer_norm"):
         w, b = (rng.standard_normal(shape[-1:]).astype(np.float32) for _ in range(2))
-        return lambda: table[name](x, shape[-1:], w, b, 1e-5)
+        if name == "layer_norm":
+            return lambda: table[name](x, shape[-1:], w, b, 1e-5)
+        return lambda: table[name](grad, x, shape[-1:], w, 1e-5)
+    if name.startswith("cross_entropy"):
+        target = rng.integers(0, shape[1], shape[0])
+        if name == "cross_entropy_indices":
+            return lambda: table[name](x, target, None, -100, 0.0, "mean")
+        return lambda: table[name](np.float32(1.0), x, target, None, -100, 0.0, "mean")
+    if name.endswith("_backward"):  # from the forward's output, as autograd calls it
+        y = table[name.removesuffix("_backward")](x, len(shape) - 1, None)
+        return lambda: table[name](grad, y, len(shape) - 1)
     return lambda: table[name](x, len(shape) - 1, None)
 
 
@@ -123,13 +141,14 @@ def per_call_ms(call, rounds: int, calls: int) -> list[float]:
 
 
 def first_call_ms(cache: str) -> str:
-    """A fresh process's first layer norm calls (both shapes), with NUMBA_CACHE_DIR=cache."""
+    """A fresh process's first call of every row kernel (each case), with numba's and Ember's kernel caches
+    in ``cache``."""
     script = ("import time, numpy as np, sys; sys.path.insert(0, %r); import row_kernels_choice as b; "
-              "rng = np.random.default_rng(0); _, rows = b.kernels(); start = time.perf_counter(); "
-              "[b.call_of(rows, n, s, rng)() for n, s in b.CASES if n == 'layer_norm']; "
-              "print((time.perf_counter() - start) * 1e3)"
+              "rng = np.random.default_rng(0); _, rows, _ = b.kernels(); "
+              "calls = [b.call_of(rows, n, s, rng) for n, s in b.CASES]; start = time.perf_counter(); "
+              "[call() for call in calls]; print((time.perf_counter() - start) * 1e3)"
               % os.path.dirname(os.path.abspath(__file__)))
-    env = dict(os.environ, NUMBA_CACHE_DIR=cache)
+    env = dict(os.environ, NUMBA_CACHE_DIR=cache, EMBER_CACHE_DIR=cache)
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
     return f"{float(done.stdout):.0f} ms"
 
@@ -139,20 +158,22 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--calls", type=int, default=20)
     args = parser.parse_args()
-    numpy_kernels, rows = kernels()
+    numpy_kernels, rows, libm = kernels()
     if not rows:
         sys.exit("numba is not installed: nothing to compare")
     rng = np.random.default_rng(0)
-    print(f"{'kernel':<12} {'shape':<14} {'NumPy ms (min-max)':<24} {'numba ms (min-max)':<24} speed-up")
+    print(f"{'kernel':<31} {'shape':<14} {'NumPy ms (min-max)':<22} {'numba ms (min-max)':<22} speed-up  "
+          f"{LIBM} (speed-up)")
     for name, shape in CASES:
-        sides = [per_call_ms(call_of(table, name, shape, rng), args.rounds, args.calls)
-                 for table in (numpy_kernels, rows)]
+        tables = [numpy_kernels, rows] + ([libm] if name in libm else [])
+        sides = [per_call_ms(call_of(table, name, shape, rng), args.rounds, args.calls) for table in tables]
         medians = [statistics.median(t) for t in sides]
         cells = [f"{m:.3f} ({min(t):.3f}-{max(t):.3f})" for m, t in zip(medians, sides)]
-        print(f"{name:<12} {str(shape):<14} {cells[0]:<24} {cells[1]:<24} {medians[0] / medians[1]:.1f}x")
+        extra = f"  {cells[2]} ({medians[0] / medians[2]:.1f}x)" if len(cells) > 2 else ""
+        print(f"{name:<31} {str(shape):<14} {cells[0]:<22} {cells[1]:<22} {medians[0] / medians[1]:.1f}x{extra}")
     cache = tempfile.mkdtemp(prefix="ember-numba-")
     try:
-        print(f"first layer_norm calls in a fresh process: compiling {first_call_ms(cache)}, "
+        print(f"first calls of every row kernel in a fresh process: compiling {first_call_ms(cache)}, "
               f"loading from numba's cache {first_call_ms(cache)}")
     finally:
         shutil.rmtree(cache, ignore_errors=True)

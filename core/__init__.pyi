@@ -4,7 +4,7 @@ from builtins import bool as _bool, dict as _dict, float as _float, int as _int,
 from collections.abc import Sequence
 from ember.legacy_types import LegacyTensorType as _LegacyTensorType
 from ember.random import _DefaultGenerator
-from ember.tensor import _AdamStepResult, _AdaptiveMaxPool1dResult, _AdaptiveMaxPool2dResult, _AdaptiveMaxPool3dResult, _AminmaxResult, _CummaxResult, _CumminResult, _EmbeddingBagResult, _FractionalMaxPool2dResult, _FractionalMaxPool3dResult, _FrexpResult, _GeqrfResult, _HistogramResult, _KthvalueResult, _LinalgCholeskyExResult, _LinalgEighResult, _LinalgInvExResult, _LinalgLdlFactorExResult, _LinalgLdlFactorResult, _LinalgLstsqResult, _LinalgLuFactorExResult, _LinalgLuFactorResult, _LinalgLuResult, _LinalgQrResult, _LinalgSlogdetResult, _LinalgSolveExResult, _LinalgSvdResult, _LstmLayerResult, _LuUnpackResult, _MaxPool1dWithIndicesResult, _MaxPool2dWithIndicesResult, _MaxPool3dWithIndicesResult, _ModeResult, _NativeBatchNormResult, _Number, _QrResult, _RnnLayerResult, _SlogdetResult, _SortResult, _StdMeanResult, _SvdResult, _TopkResult, _TriangularSolveResult, _VarMeanResult
+from ember.tensor import _AdamStepResult, _AdaptiveMaxPool1dResult, _AdaptiveMaxPool2dResult, _AdaptiveMaxPool3dResult, _AminmaxResult, _CummaxResult, _CumminResult, _EmbeddingBagResult, _FractionalMaxPool2dResult, _FractionalMaxPool3dResult, _FrexpResult, _GeqrfResult, _HistogramResult, _KthvalueResult, _LayerNormBackwardResult, _LinalgCholeskyExResult, _LinalgEighResult, _LinalgInvExResult, _LinalgLdlFactorExResult, _LinalgLdlFactorResult, _LinalgLstsqResult, _LinalgLuFactorExResult, _LinalgLuFactorResult, _LinalgLuResult, _LinalgQrResult, _LinalgSlogdetResult, _LinalgSolveExResult, _LinalgSvdResult, _LstmLayerResult, _LuUnpackResult, _MaxPool1dWithIndicesResult, _MaxPool2dWithIndicesResult, _MaxPool3dWithIndicesResult, _ModeResult, _NativeBatchNormResult, _Number, _QrResult, _RnnLayerResult, _SlogdetResult, _SortResult, _StdMeanResult, _SvdResult, _TopkResult, _TriangularSolveResult, _VarMeanResult
 from ember.torch_version import TorchVersion as _TorchVersion
 from numpy import ndarray as _ndarray
 from typing import Any, Callable, Sequence as _Sequence
@@ -749,6 +749,17 @@ def convolution(
     *,
     out: Tensor | None = None,
 ) -> Tensor: ...
+def convolution_backward_weight(
+    grad_output: Tensor | _Number,
+    input: Tensor | _Number,
+    kernel_size: _int | Sequence[_int],
+    stride: _int | Sequence[_int] = 1,
+    padding: Any = 0,
+    dilation: _int | Sequence[_int] = 1,
+    groups: _int = 1,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
 def copy_(self: Tensor, src: Tensor) -> Tensor: ...
 def copysign(input: Tensor | _Number, other: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
 def corrcoef(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
@@ -1132,6 +1143,13 @@ def gcd(input: Tensor | _Number, other: Tensor | _Number, *, out: Tensor | None 
 def gcd_(input: Tensor | _Number, other: Tensor | _Number) -> Tensor: ...
 def ge(input: Tensor | _Number, other: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
 def gelu(input: Tensor | _Number, *, approximate: _str = 'none', out: Tensor | None = None) -> Tensor: ...
+def gelu_backward(
+    grad_output: Tensor | _Number,
+    input: Tensor | _Number,
+    *,
+    approximate: _str = 'none',
+    out: Tensor | None = None,
+) -> Tensor: ...
 def geometric_(self: Tensor | _Number, p: _float, *, generator: Generator | None = None) -> Tensor: ...
 def geqrf(input: Tensor | _Number, *, out: _Sequence[Tensor] | None = None) -> _GeqrfResult: ...
 def ger(input: Tensor | _Number, vec2: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
@@ -1437,6 +1455,15 @@ def layer_norm(
     *,
     out: Tensor | None = None,
 ) -> Tensor: ...
+def layer_norm_backward(
+    grad_output: Tensor | _Number,
+    input: Tensor | _Number,
+    normalized_shape: _int | Sequence[_int],
+    weight: Tensor | _Number | None = None,
+    eps: _float = 1e-05,
+    *,
+    out: _Sequence[Tensor] | None = None,
+) -> _LayerNormBackwardResult: ...
 def lcm(input: Tensor | _Number, other: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
 def lcm_(input: Tensor | _Number, other: Tensor | _Number) -> Tensor: ...
 def ldexp(input: Tensor | _Number, other: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
@@ -1696,6 +1723,13 @@ def log_softmax(
     input: Tensor | _Number,
     dim: _int,
     dtype: dtype | None = None,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def log_softmax_backward(
+    grad_output: Tensor | _Number,
+    output: Tensor | _Number,
+    dim: _int,
     *,
     out: Tensor | None = None,
 ) -> Tensor: ...
@@ -2582,6 +2616,13 @@ def softmax(
     input: Tensor | _Number,
     dim: _int,
     dtype: dtype | None = None,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def softmax_backward(
+    grad_output: Tensor | _Number,
+    output: Tensor | _Number,
+    dim: _int,
     *,
     out: Tensor | None = None,
 ) -> Tensor: ...

@@ -82,6 +82,11 @@ class _KthvalueResult(NamedTuple):
     values: Tensor
     indices: Tensor
 
+class _LayerNormBackwardResult(NamedTuple):
+    grad_input: Tensor
+    grad_weight: Tensor
+    grad_bias: Tensor
+
 class _LinalgCholeskyExResult(NamedTuple):
     L: Tensor
     info: Tensor

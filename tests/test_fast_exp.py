@@ -108,7 +108,7 @@ def test_fused_cpu_kernels_compute_it_vectorized():
     with np.errstate(over="ignore"):
         np.testing.assert_allclose(double, np.exp(x.astype(np.float64)), rtol=1e-15)  # libm's, not fast_exp's
     import numba
-    kernel = cpu_fusion._load(cpu_fusion.kernel_source(program)).kernel
+    kernel = cpu_fusion.load_source(cpu_fusion.kernel_source(program)).kernel
     fresh = numba.njit(error_model="numpy")(kernel.py_func)  # compiled here: a cached kernel keeps no assembly
     fresh(x, np.empty_like(x))
     (asm,) = fresh.inspect_asm().values()

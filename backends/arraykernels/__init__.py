@@ -14,12 +14,12 @@ from __future__ import annotations
 
 from typing import Callable
 
-from . import (activations, conv, creation, decompositions, elementwise, indexing, layers, linalg, losses, padding,
-               pooling, random, reduction, views)
+from . import (activations, conv, creation, decompositions, elementwise, indexing, layers, linalg, losses,
+               norm_backward, padding, pooling, random, reduction, views)
 from .library import ArrayLib, strided_windows
 
 _MODULES = (elementwise, reduction, views, creation, random, linalg, indexing, conv, pooling, activations, padding,
-            layers, losses, decompositions)
+            layers, norm_backward, losses, decompositions)
 
 
 def build_kernels(lib: ArrayLib) -> dict[str, Callable]:

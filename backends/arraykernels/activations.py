@@ -39,6 +39,24 @@ def build(lib: ArrayLib) -> dict:
         return _softmax_core(a, dim, log=True)
 
     @widened
+    def _softmax_backward(grad, y, dim):
+        if y.ndim == 0:
+            return xp.zeros_like(grad)
+        out = grad * y  # one temporary: grad * y, then grad - its sum, then times y, in place
+        total = out.sum(axis=dim, keepdims=True)
+        xp.subtract(grad, total, out=out)
+        out *= y
+        return out
+
+    @widened
+    def _log_softmax_backward(grad, y, dim):
+        if y.ndim == 0:
+            return xp.zeros_like(grad)
+        out = xp.exp(y)
+        out *= grad.sum(axis=dim, keepdims=True)
+        return xp.subtract(grad, out, out=out)
+
+    @widened
     def _relu(a):
         return xp.maximum(a, 0, dtype=a.dtype)  # NaN propagates; -inf gives 0
 
@@ -67,6 +85,16 @@ def build(lib: ArrayLib) -> dict:
             inner = xp.tanh((a + a * a * a * a.dtype.type(0.044715)) * a.dtype.type(np.sqrt(2 / np.pi)))
             return a * a.dtype.type(0.5) * (inner + 1)
         return a * a.dtype.type(0.5) * (erf(a * a.dtype.type(1 / np.sqrt(2))) + 1)
+
+    @widened
+    def _gelu_backward(grad, a, approximate):
+        t = a.dtype.type
+        if approximate == "tanh":
+            curve = xp.tanh((a + a * a * a * t(0.044715)) * t(np.sqrt(2 / np.pi)))
+            slope = (1 - curve * curve) * a * (a * a * t(3 * 0.044715) + 1) * t(0.5 * np.sqrt(2 / np.pi))
+            return grad * ((curve + 1) * t(0.5) + slope)
+        cdf = (erf(a * t(1 / np.sqrt(2))) + 1) * t(0.5)
+        return grad * (cdf + a * xp.exp(a * a * t(-0.5)) * t(1 / np.sqrt(2 * np.pi)))
 
     @widened
     def _silu(a):
@@ -109,11 +137,14 @@ def build(lib: ArrayLib) -> dict:
     return {
         "softmax": _softmax,
         "log_softmax": _log_softmax,
+        "softmax_backward": _softmax_backward,
+        "log_softmax_backward": _log_softmax_backward,
         "relu": _relu,
         "threshold_backward": _threshold_backward,
         "leaky_relu": _leaky_relu,
         "elu": _elu,
         "gelu": _gelu,
+        "gelu_backward": _gelu_backward,
         "silu": _silu,
         "softplus": _softplus,
         "mish": _mish,

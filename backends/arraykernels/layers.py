@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .library import ArrayLib
+from .linalg import stacked_times_matrix
 
 
 def build(lib: ArrayLib) -> dict:
@@ -25,7 +26,7 @@ def build(lib: ArrayLib) -> dict:
         dtype = x.dtype
         if dtype in widen_matmul:
             x, weight, bias = _widen(x, weight, bias)
-        out = xp.matmul(x, weight.T)
+        out = stacked_times_matrix(xp, x, weight.T)
         if bias is not None:
             out += bias
         return _narrow(xp.asarray(out), dtype)

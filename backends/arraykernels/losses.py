@@ -15,7 +15,10 @@ from .library import ArrayLib
 _FEW_CLASSES = 64
 
 
-def build(lib: ArrayLib) -> dict:
+def build(lib: ArrayLib, *, softmax_rows=None, logsumexp_rows=None) -> dict:
+    """The loss kernels for ``lib``. A backend with faster row loops passes them in for non-empty float32
+    (positions, classes) matrices: ``softmax_rows(rows)``, the softmax of each row, and ``logsumexp_rows(rows)``,
+    each row's log(sum(exp(row))) (1-D); other rows, and every row without them, take whole-array calls."""
     xp = lib.xp
     low, quiet = lib.low_precision, lib.quiet
     ndarray = xp.ndarray
@@ -73,6 +76,23 @@ def build(lib: ArrayLib) -> dict:
         shift = _row_max(rows)
         return xp.exp(rows - shift[:, None]), shift
 
+    def _softmax_rows(rows):
+        exps, _ = _shifted_exps(rows)
+        exps /= exps.sum(axis=1, keepdims=True)
+        return exps
+
+    def _logsumexp_rows(rows):
+        exps, shift = _shifted_exps(rows)
+        return shift + xp.log(exps.sum(axis=1))
+
+    def _float32_rows_by(loop, default):
+        if loop is None:
+            return default
+        return lambda rows: loop(rows) if rows.dtype == np.float32 and rows.size else default(rows)
+
+    softmax_of = _float32_rows_by(softmax_rows, _softmax_rows)
+    logsumexp_of = _float32_rows_by(logsumexp_rows, _logsumexp_rows)
+
     @_in_float32
     def _cross_entropy_indices(x, target, weight, ignore_index, label_smoothing, reduction):
         """-w[t] * log_softmax(x)[t], mixed with eps / C of the weighted sum over classes: only the target
@@ -80,8 +100,7 @@ def build(lib: ArrayLib) -> dict:
         rows = class_rows(x)
         count, classes = rows.shape
         counted, safe, weights = _targets(target, weight, ignore_index, rows.dtype)
-        exps, shift = _shifted_exps(rows)
-        normalizer = shift + xp.log(exps.sum(axis=1))  # log-sum-exp, what log_softmax subtracts
+        normalizer = logsumexp_of(rows)  # what log_softmax subtracts
         losses = weights * (normalizer - rows[xp.arange(count), safe])
         if label_smoothing > 0:
             total_weight = classes if weight is None else weight.sum()
@@ -99,10 +118,9 @@ def build(lib: ArrayLib) -> dict:
         scale = _scale(grad_output, target, counted, weights, reduction)
         smooth = label_smoothing / classes
         total_weight = classes if weight is None else weight.sum()
-        exps, _ = _shifted_exps(rows)
         mass = (1 - label_smoothing) * weights + smooth * total_weight
-        grad = exps
-        grad *= (scale * mass / exps.sum(axis=1))[:, None]  # softmax * scale * mass, in place
+        grad = softmax_of(rows)
+        grad *= (scale * mass)[:, None]  # softmax * scale * mass, in place
         grad[xp.arange(count), safe] -= (1 - label_smoothing) * scale * weights
         if label_smoothing > 0:
             grad -= smooth * scale[:, None] * (1 if weight is None else weight)

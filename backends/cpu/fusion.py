@@ -154,7 +154,7 @@ def _reducing_loops(program: ElementwiseProgram, loads: list[str], parallel: boo
     return lines
 
 
-def _load(source: str):
+def load_source(source: str):
     """Import ``source`` from a file named by its hash under the cache directory (written once, never
     rewritten: numba's cache is keyed by the file's path and modification time)."""
     digest = hashlib.sha1(source.encode()).hexdigest()[:24]
@@ -184,7 +184,7 @@ def _build(program: ElementwiseProgram, parallel: bool, slower: frozenset) -> Ca
         source = kernel_source(program, parallel)
     except UnsupportedProgram:
         return None
-    kernel = _load(source).kernel
+    kernel = load_source(source).kernel
     if program.reduction is not None:
         return _reducing_runner(program, kernel)
     loop_shape, input_shapes = _layout(program)

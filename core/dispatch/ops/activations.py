@@ -191,10 +191,13 @@ _activation("relu(Tensor input)", lambda x: F.where(F.le(x, 0), 0, x), lambda x:
             derivative=lambda grad, result: F.threshold_backward(grad, result, 0.0))
 
 
-def _threshold_backward_meta(grad_output, input, threshold):
-    require(shape(grad_output) == shape(input), "threshold_backward",
-            "grad_output and input must have one shape", grad_output, input)
-    return shape(input)
+def _gradient_meta(op_name: str):
+    """The meta of an activation's backward op: grad_output and input of one shape, which the result has."""
+    def meta(grad_output, input, *attrs):
+        require(shape(grad_output) == shape(input), op_name,
+                "grad_output and input must have one shape", grad_output, input)
+        return shape(input)
+    return meta
 
 
 def _threshold_backward_samples(make, dtype):
@@ -205,7 +208,7 @@ def _threshold_backward_samples(make, dtype):
 
 
 defop("threshold_backward(Tensor grad_output, Tensor input, float threshold)", "nn", kind="composite",
-      promotion=rules.same, dtypes="float", meta=_threshold_backward_meta,
+      promotion=rules.same, dtypes="float", meta=_gradient_meta("threshold_backward"),
       composite=lambda grad_output, input, threshold: F.mul(grad_output, F.gt(input, threshold)),
       reference=lambda grad_output, x, threshold: np.where(np.asarray(x) > threshold, grad_output, 0.0),
       samples=_threshold_backward_samples, method=False, scalar="grad_output * (input > threshold)",
@@ -223,6 +226,7 @@ _activation("elu(Tensor input, float alpha=1.0)", _elu,
             scalar="max(input, 0) + expm1(min(input, 0)) * alpha")
 _activation("gelu(Tensor input, *, str approximate='none')", _gelu, _gelu_reference, normalize=_gelu_check,
             samples=_with_attrs(((), {"approximate": "tanh"})), scalar=_gelu_formula, onnx=_gelu_onnx,
+            derivative=lambda grad, input, approximate: F.gelu_backward(grad, input, approximate=approximate),
             doc="x * Phi(x) with the normal CDF via erf, or its tanh approximation")
 _activation("silu(Tensor input)", lambda x: F.mul(x, F.sigmoid(x)), lambda x: x * _sigmoid_reference(x),
             doc="x * sigmoid(x) (swish)", scalar="input / (1 + exp(-input))", onnx=_silu_onnx)
@@ -241,6 +245,54 @@ _activation("logsigmoid(Tensor input)", _logsigmoid,
             lambda x: -_softplus_reference(-np.asarray(x, np.float64), 1.0, np.inf),
             doc="log(sigmoid(x)), stable for large |x|", scalar="min(input, 0) - log1p(exp(-abs(input)))",
             onnx=_logsigmoid_onnx)
+
+
+def _gelu_backward(grad_output, input, approximate="none"):
+    """grad * d gelu / dx: Phi(x) + x * phi(x) exactly, or the tanh form's derivative."""
+    x = input
+    if approximate == "tanh":
+        cube_slope = F.add(F.mul(F.mul(x, x), 3 * 0.044715), 1)
+        curve = F.tanh(F.mul(F.add(x, F.mul(F.mul(F.mul(x, x), x), 0.044715)), _SQRT_2_OVER_PI))
+        slope = F.mul(F.mul(F.mul(F.sub(1, F.mul(curve, curve)), x), cube_slope), 0.5 * _SQRT_2_OVER_PI)
+        return F.mul(grad_output, F.add(F.mul(F.add(curve, 1), 0.5), slope))
+    cdf = F.mul(F.add(F.erf(F.mul(x, 1 / math.sqrt(2.0))), 1), 0.5)
+    density = F.mul(F.exp(F.mul(F.mul(x, x), -0.5)), 1 / math.sqrt(2 * math.pi))
+    return F.mul(grad_output, F.add(cdf, F.mul(x, density)))
+
+
+def _gelu_backward_reference(grad_output, x, approximate="none"):
+    x = np.asarray(x, np.float64)
+    if approximate == "tanh":
+        curve = np.tanh(_SQRT_2_OVER_PI * (x + 0.044715 * x ** 3))
+        slope = 0.5 * x * (1 - curve ** 2) * _SQRT_2_OVER_PI * (1 + 3 * 0.044715 * x ** 2)
+        return grad_output * (0.5 * (1 + curve) + slope)
+    return grad_output * (0.5 * (1 + _erf(x / math.sqrt(2.0))) + x * np.exp(-0.5 * x * x) / math.sqrt(2 * math.pi))
+
+
+def _gelu_backward_formula(approximate):
+    if approximate == "tanh":
+        curve = f"tanh((input + input * input * input * 0.044715) * {_SQRT_2_OVER_PI!r})"
+        return (f"grad_output * (({curve} + 1) * 0.5 + (1 - {curve} * {curve}) * input"
+                f" * (input * input * {3 * 0.044715!r} + 1) * {0.5 * _SQRT_2_OVER_PI!r})")
+    return (f"grad_output * ((erf(input * {1 / math.sqrt(2.0)!r}) + 1) * 0.5"
+            f" + input * exp(input * input * -0.5) * {1 / math.sqrt(2 * math.pi)!r})")
+
+
+def _gelu_backward_samples(make, dtype):
+    yield Sample((make((4, 5)), make((4, 5), low=-6, high=6)))
+    # tanh's form: within [-2, 2], where 1 - tanh^2 keeps float32 digits for the second derivative
+    yield Sample((make((4, 5)), make((4, 5), low=-2, high=2)), {"approximate": "tanh"})
+    yield Sample((make((2, 3, 4), noncontiguous=True), make((2, 3, 4), low=-6, high=6, noncontiguous=True)),
+                 note="non-contiguous")
+    yield Sample((make((0, 3)), make((0, 3))), note="empty")
+
+
+defop("gelu_backward(Tensor grad_output, Tensor input, *, str approximate='none')", "nn", kind="composite",
+      promotion=rules.same, dtypes="float", meta=_gradient_meta("gelu_backward"), normalize=_gelu_check,
+      composite=in_opmath(_gelu_backward), reference=_gelu_backward_reference, samples=_gelu_backward_samples,
+      method=False, scalar=_gelu_backward_formula,
+      doc="gelu's gradient, grad_output * gelu'(input), in one op: one kernel where the chain of its composite "
+          "would be a dozen ops, each a pass over the activations")
 
 
 # -- selu, celu, the hard and shrinking activations, threshold, rrelu, prelu and glu -------------------------

@@ -35,8 +35,7 @@ def attention(query, key, value, mask=None, dropout_p: float = 0.0, scale: float
     scores = F.matmul(F.mul(query, scale), F.transpose(key, -2, -1))
     dead = None
     if causal:  # every row keeps at least key 0, so there are no fully-masked rows to take care of
-        scores = F.masked_fill(scores, F.logical_not(causal_mask(scores.shape[-2], scores.shape[-1], scores.device)),
-                               float("-inf"))
+        scores = F.add(scores, _causal_bias(scores.shape[-2], scores.shape[-1], scores.dtype, scores.device))
     elif mask is not None:
         mask, dead = _live_mask(mask, scores)
         if mask.dtype is bool_:
@@ -54,6 +53,15 @@ def attention(query, key, value, mask=None, dropout_p: float = 0.0, scale: float
 def causal_mask(length: int, source_length: int, device):
     """The bool mask (True = take part) that lets query ``i`` see keys ``0..i``."""
     return F.tril(F.full((length, source_length), True, dtype=bool_, device=device))
+
+
+def _causal_bias(length: int, source_length: int, dtype, device):
+    """0 where query ``i`` sees key ``j <= i``, -inf above: added to the scores, as PyTorch's math path does.
+
+    Why an addition: its gradient is the incoming one, with nothing recorded or computed, where a masked fill
+    costs a select forward and another backward over the whole scores (0.4 of the 2.3 ms of GPT's attention
+    layer, fwd + bwd, (64, 3, 32, 32) scores)."""
+    return F.triu(F.full((length, source_length), float("-inf"), dtype=dtype, device=device), 1)
 
 
 def _live_mask(mask, scores):

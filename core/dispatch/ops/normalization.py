@@ -22,7 +22,7 @@ from .. import links
 from ..meta import require, shape
 from ..schema import FLOAT32_ON_CUDA, Sample, defop
 from . import F
-from .opmath import large_magnitudes, opmath_dtype, widened
+from .opmath import large_magnitudes, opmath_dtype, rounded, widened
 from .samples import unit_weights
 
 
@@ -82,13 +82,19 @@ def _per_channel_affine(x, weight, bias):
 
 # -- layer_norm ---------------------------------------------------------------------------------------
 
-def _layer_norm_meta(x, normalized_shape, weight=None, bias=None, eps=1e-5):
+def _check_layer_norm(op_name: str, x, normalized_shape, weight=None, bias=None) -> tuple:
+    """normalized_shape as a tuple, once it has been checked against the input, weight and bias."""
     normalized = tuple(normalized_shape)
-    require(len(normalized) >= 1, "layer_norm", "normalized_shape must name at least one dimension", x)
+    require(len(normalized) >= 1, op_name, "normalized_shape must name at least one dimension", x)
     require(shape(x)[len(shape(x)) - len(normalized):] == normalized and len(shape(x)) >= len(normalized),
-            "layer_norm", f"expected an input whose last dims are normalized_shape={list(normalized)}", x)
-    _check_affine("layer_norm", "weight", weight, normalized, "(normalized_shape)")
-    _check_affine("layer_norm", "bias", bias, normalized, "(normalized_shape)")
+            op_name, f"expected an input whose last dims are normalized_shape={list(normalized)}", x)
+    _check_affine(op_name, "weight", weight, normalized, "(normalized_shape)")
+    _check_affine(op_name, "bias", bias, normalized, "(normalized_shape)")
+    return normalized
+
+
+def _layer_norm_meta(x, normalized_shape, weight=None, bias=None, eps=1e-5):
+    _check_layer_norm("layer_norm", x, normalized_shape, weight, bias)
     return shape(x)
 
 
@@ -105,17 +111,10 @@ def _layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
     return xhat if xhat.dtype is x.dtype else F.to_dtype(xhat, x.dtype)
 
 
-def _layer_norm_derivative(grad, input, normalized_shape, weight, eps):
-    """One function for all inputs, so that the standardization is recomputed once, not per input."""
-    dims = _trailing(input.ndim, normalized_shape)
-    xhat, _, _, invstd = _standardize(widened(input), dims, eps)
-    g = widened(grad)
-    grad_input = grad_weight = None
-    if _wants(input):
-        grad_input = _standardize_backward(g if weight is None else F.mul(g, weight), xhat, invstd, dims)
-    if _wants(weight):
-        grad_weight = F.mul(g, xhat)  # the engine sums the leading dims down to normalized_shape
-    return grad_input, grad_weight, grad
+def _layer_norm_derivative(grad, input, normalized_shape, weight, bias, eps):
+    """layer_norm_backward's three gradients, each kept where its input needs one."""
+    grads = F.layer_norm_backward(grad, input, normalized_shape, weight, eps)
+    return tuple(g if _wants(t) else None for g, t in zip(grads, (input, weight, bias)))
 
 
 def _layer_norm_reference(x, normalized_shape, weight=None, bias=None, eps=1e-5):
@@ -152,6 +151,72 @@ defop("layer_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, Ten
       derivative=_layer_norm_derivative, autocast=FLOAT32_ON_CUDA,
       reference=_layer_norm_reference, samples=_layer_norm_samples, method=False, onnx=_layer_norm_onnx,
       doc="standardizes over the last len(normalized_shape) dims (biased variance), then weight * x + bias")
+
+
+# -- layer_norm_backward --------------------------------------------------------------------------------
+
+def _layer_norm_backward_meta(grad_output, input, normalized_shape, weight=None, eps=1e-5):
+    normalized = _check_layer_norm("layer_norm_backward", input, normalized_shape, weight)
+    require(shape(grad_output) == shape(input), "layer_norm_backward",
+            f"grad_output must have the input's shape {shape(input)}", grad_output, input)
+    return shape(input), normalized, normalized
+
+
+def _layer_norm_backward_promotion(rt, op, args):
+    """grad_input in the input's dtype; the sums over rows for the weight and bias in its opmath dtype, so that
+    a float32 weight beside a half-precision input (autocast) gets an unrounded gradient."""
+    dt = _like_input(rt, op, args)[0]
+    return dt, (dt, opmath_dtype(dt), opmath_dtype(dt))
+
+
+def _summed_over_rows(t, normalized_ndim: int):
+    """``t`` summed over its leading dims, down to normalized_shape (a copy where it has none: an output never
+    aliases an input)."""
+    leading = tuple(range(t.ndim - normalized_ndim))
+    return F.sum(t, leading) if leading else F.clone(t)
+
+
+def _layer_norm_backward(grad_output, input, normalized_shape, weight=None, eps=1e-5):
+    """The closed form from the standardization, recomputed from the input (layer_norm saves no statistics).
+    Written in Ember ops, it runs on every backend and is differentiable in turn (double backward)."""
+    dims = _trailing(input.ndim, normalized_shape)
+    xhat, _, _, invstd = _standardize(widened(input), dims, eps)
+    g = widened(grad_output)
+    grad_input = _standardize_backward(g if weight is None else F.mul(g, weight), xhat, invstd, dims)
+    grad_weight = _summed_over_rows(F.mul(g, xhat), len(dims))
+    grad_bias = _summed_over_rows(g, len(dims))
+    return rounded(grad_input, input.dtype), grad_weight, grad_bias
+
+
+def _layer_norm_backward_reference(grad_output, x, normalized_shape, weight=None, eps=1e-5):
+    axes = tuple(range(x.ndim - len(normalized_shape), x.ndim))
+    leading = tuple(range(x.ndim - len(normalized_shape)))
+    x, g = np.asarray(x, np.float64), np.asarray(grad_output, np.float64)
+    invstd = 1 / np.sqrt(x.var(axes, keepdims=True) + eps)
+    xhat = (x - x.mean(axes, keepdims=True)) * invstd
+    scaled = g if weight is None else g * np.asarray(weight, np.float64)
+    grad_input = invstd * (scaled - scaled.mean(axes, keepdims=True)
+                           - xhat * (scaled * xhat).mean(axes, keepdims=True))
+    return grad_input, (g * xhat).sum(leading), g.sum(leading)
+
+
+def _layer_norm_backward_samples(make, dtype):
+    w = unit_weights(make)
+    yield Sample((make((3, 5)), make((3, 5)), (5,), w(5)))
+    yield Sample((make((2, 3, 4), noncontiguous=True), make((2, 3, 4)), [3, 4]), {"eps": 0.1},
+                 note="two normalized dims, no weight, non-contiguous")
+    yield Sample((make((5,)), make((5,)), (5,), w(5)), note="1-D: no rows to sum over")
+    yield Sample((make((0, 3)), make((0, 3)), (3,), w(3)), note="empty batch")
+
+
+defop("layer_norm_backward(Tensor grad_output, Tensor input, int[] normalized_shape, Tensor? weight=None, "
+      "float eps=1e-5)", "nn", kind="composite", promotion=_layer_norm_backward_promotion, dtypes="float",
+      outputs=("grad_input", "grad_weight", "grad_bias"), meta=_layer_norm_backward_meta,
+      composite=_layer_norm_backward, reference=_layer_norm_backward_reference,
+      samples=_layer_norm_backward_samples, method=False,
+      doc="the gradients of layer_norm with respect to its input, weight and bias (PyTorch's "
+          "native_layer_norm_backward, recomputing the statistics from the input); all three are always "
+          "computed: the two sums over rows cost little next to the input's gradient")
 
 
 # -- group_norm ----------------------------------------------------------------------------------------

@@ -61,7 +61,9 @@ def _signbit(x):
 
 defop("signbit(Tensor input)", "elementwise", kind="composite", promotion=rules.to_bool, dtypes="all",
       meta=broadcast_meta("signbit"), composite=_signbit, reference=np.signbit, differentiable=False,
-      scalar="input < 0 or (input == 0 and 1 / input < 0)",
+      # pow(x, -1), not 1 / x: a formula divides in the compute dtype, and an integer 1 / 0 traps in C; integer
+      # pow is not rendered, so integer signbit runs op by op
+      scalar="input < 0 or (input == 0 and pow(input, -1) < 0)",
       doc="true where the sign bit is set, -0.0 included (the sign of a NaN is not read)")
 
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 
 from .. import rules
-from ..meta import shape
+from ..meta import require, shape
 from ..schema import FLOAT32_ON_CUDA, Sample, defop
 from . import F
-from .opmath import large_magnitudes, rounded, widened
+from .opmath import in_opmath, large_magnitudes, rounded, widened
 
 
 # -- softmax ------------------------------------------------------------------------------------------------
@@ -68,17 +68,71 @@ def _softmax_samples(make, dtype):
 
 
 def _softmax_derivative(grad, dim, result):
-    """result * (grad - sum(grad * result)) along dim."""
-    if result.ndim == 0:
-        return F.zeros_like(grad)
-    return F.mul(result, F.sub(grad, F.sum(F.mul(grad, result), dim, True)))
+    return F.softmax_backward(grad, result, dim)
 
 
 def _log_softmax_derivative(grad, dim, result):
-    """grad - softmax * sum(grad) along dim."""
-    if result.ndim == 0:
-        return F.zeros_like(grad)
-    return F.sub(grad, F.mul(F.exp(result), F.sum(grad, dim, True)))
+    return F.log_softmax_backward(grad, result, dim)
+
+
+# -- softmax_backward and log_softmax_backward ---------------------------------------------------------------
+# The vector-Jacobian products from the result, as ops of their own so that a backend can run each as one
+# kernel. Written in Ember ops, they run on every backend and are differentiable in turn (double backward).
+
+def _softmax_backward(grad_output, output, dim):
+    """output * (grad_output - sum(grad_output * output)) along dim."""
+    return F.mul(output, F.sub(grad_output, F.sum(F.mul(grad_output, output), dim, True)))
+
+
+def _log_softmax_backward(grad_output, output, dim):
+    """grad_output - softmax * sum(grad_output) along dim, where softmax = exp(output)."""
+    return F.sub(grad_output, F.mul(F.exp(output), F.sum(grad_output, dim, True)))
+
+
+def _softmax_backward_reference(grad_output, output, dim):
+    g, y = np.asarray(grad_output, np.float64), np.asarray(output, np.float64)
+    return np.zeros_like(g) if y.ndim == 0 else y * (g - np.sum(g * y, axis=dim, keepdims=True))
+
+
+def _log_softmax_backward_reference(grad_output, output, dim):
+    g, y = np.asarray(grad_output, np.float64), np.asarray(output, np.float64)
+    return np.zeros_like(g) if y.ndim == 0 else g - np.exp(y) * np.sum(g, axis=dim, keepdims=True)
+
+
+def _backward_samples(low: float, high: float):
+    """Samples with outputs in [low, high): softmax's are probabilities, log_softmax's their logarithms."""
+    def samples(make, dtype):
+        yield Sample((make((3, 5)), make((3, 5), low=low, high=high), 1))
+        yield Sample((make((2, 3, 4), noncontiguous=True), make((2, 3, 4), low=low, high=high), -2),
+                     note="a middle dim, non-contiguous")
+        yield Sample((make(()), make((), low=low, high=high), 0), note="0-d")
+        yield Sample((make((0, 4)), make((0, 4), low=low, high=high), 1), note="empty")
+    return samples
+
+
+def _declare_backward(name: str, formula, reference, samples, doc: str) -> None:
+    def meta(grad_output, output, dim):
+        require(shape(grad_output) == shape(output), name, "grad_output and output must have one shape",
+                grad_output, output)
+        return shape(output)
+
+    def composite(grad_output, output, dim):
+        if output.ndim == 0:  # the function of one element is a constant
+            return F.zeros_like(grad_output)
+        return formula(grad_output, output, dim)
+
+    defop(f"{name}(Tensor grad_output, Tensor output, dim dim)", "nn", kind="composite", promotion=rules.same,
+          dtypes="float", meta=meta, composite=in_opmath(composite), reference=reference, samples=samples,
+          method=False, doc=doc)
+
+
+_declare_backward("softmax_backward", _softmax_backward, _softmax_backward_reference, _backward_samples(0, 1),
+                  "the gradient of softmax along dim from its output (PyTorch's _softmax_backward_data): "
+                  "output * (grad_output - sum(grad_output * output))")
+_declare_backward("log_softmax_backward", _log_softmax_backward, _log_softmax_backward_reference,
+                  _backward_samples(-4, 0),
+                  "the gradient of log_softmax along dim from its output (PyTorch's _log_softmax_backward_data): "
+                  "grad_output - exp(output) * sum(grad_output)")
 
 
 def _softmax_onnx(op_type: str):

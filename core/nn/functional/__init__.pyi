@@ -5,7 +5,7 @@ from collections.abc import Sequence
 from ember.dispatch.device import device as _device
 from ember.dispatch.dtypes import dtype as _dtype
 from ember.random import Generator as _Generator
-from ember.tensor import Tensor as _Tensor, _AdamStepResult, _LstmLayerResult, _NativeBatchNormResult, _Number, _RnnLayerResult
+from ember.tensor import Tensor as _Tensor, _AdamStepResult, _LayerNormBackwardResult, _LstmLayerResult, _NativeBatchNormResult, _Number, _RnnLayerResult
 from typing import Any, Callable, Sequence as _Sequence
 
 from . import activation as activation
@@ -243,6 +243,17 @@ def convolution(
     *,
     out: _Tensor | None = None,
 ) -> _Tensor: ...
+def convolution_backward_weight(
+    grad_output: _Tensor | _Number,
+    input: _Tensor | _Number,
+    kernel_size: _int | Sequence[_int],
+    stride: _int | Sequence[_int] = 1,
+    padding: Any = 0,
+    dilation: _int | Sequence[_int] = 1,
+    groups: _int = 1,
+    *,
+    out: _Tensor | None = None,
+) -> _Tensor: ...
 def cosine_embedding_loss(
     input1: _Tensor | _Number,
     input2: _Tensor | _Number,
@@ -397,6 +408,13 @@ def gaussian_nll_loss(
     reduction: _str = 'mean',
 ) -> _Tensor: ...
 def gelu(input: _Tensor | _Number, approximate: _str = 'none') -> _Tensor: ...
+def gelu_backward(
+    grad_output: _Tensor | _Number,
+    input: _Tensor | _Number,
+    *,
+    approximate: _str = 'none',
+    out: _Tensor | None = None,
+) -> _Tensor: ...
 def glu(input: _Tensor | _Number, dim: _int = -1) -> _Tensor: ...
 def grid_sample(
     input: Any,
@@ -508,6 +526,15 @@ def layer_norm(
     *,
     out: _Tensor | None = None,
 ) -> _Tensor: ...
+def layer_norm_backward(
+    grad_output: _Tensor | _Number,
+    input: _Tensor | _Number,
+    normalized_shape: _int | Sequence[_int],
+    weight: _Tensor | _Number | None = None,
+    eps: _float = 1e-05,
+    *,
+    out: _Sequence[_Tensor] | None = None,
+) -> _LayerNormBackwardResult: ...
 def leaky_relu(
     input: _Tensor | _Number,
     negative_slope: _float = 0.01,
@@ -535,6 +562,13 @@ def log_softmax(
     dim: _int | None = None,
     _stacklevel: _int = 3,
     dtype: _dtype | None = None,
+) -> _Tensor: ...
+def log_softmax_backward(
+    grad_output: _Tensor | _Number,
+    output: _Tensor | _Number,
+    dim: _int,
+    *,
+    out: _Tensor | None = None,
 ) -> _Tensor: ...
 def logsigmoid(input: _Tensor | _Number) -> _Tensor: ...
 def lp_pool1d(
@@ -880,6 +914,13 @@ def softmax(
     dim: _int | None = None,
     _stacklevel: _int = 3,
     dtype: _dtype | None = None,
+) -> _Tensor: ...
+def softmax_backward(
+    grad_output: _Tensor | _Number,
+    output: _Tensor | _Number,
+    dim: _int,
+    *,
+    out: _Tensor | None = None,
 ) -> _Tensor: ...
 def softmin(input: Any, dim: _int | None = None, _stacklevel: _int = 3, dtype: Any = None) -> Any: ...
 def softplus(
