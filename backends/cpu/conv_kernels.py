@@ -20,15 +20,9 @@ from . import fusion
 from .library import NUMPY
 
 MIN_BATCH = 16
-_loops = None
 
 
-def _conv_loops():
-    global _loops
-    if _loops is None:
-        from . import conv_loops
-        _loops = conv_loops
-    return _loops
+_conv_loops = fusion.imported_on_first_call("conv_loops")
 
 
 def _col2im(cols, stride, padding, dilation, size):

@@ -19,6 +19,7 @@ compiler runs the steps op by op.
 from __future__ import annotations
 
 import hashlib
+import importlib
 import importlib.util
 import os
 import sys
@@ -52,6 +53,19 @@ def numba_available() -> bool:
     if "numba" in sys.modules:
         return sys.modules["numba"] is not None  # None: imports of it are blocked
     return importlib.util.find_spec("numba") is not None
+
+
+def imported_on_first_call(name: str) -> Callable[[], object]:
+    """A function that imports this package's module ``name`` on its first call and returns it: the numba loops'
+    modules, so that importing ember does not import numba (which takes a while)."""
+    module = None
+
+    def load():
+        nonlocal module
+        if module is None:
+            module = importlib.import_module(f"{__package__}.{name}")
+        return module
+    return load
 
 
 def cache_dir() -> Path:

@@ -23,16 +23,10 @@ from . import fusion
 from .dtypes import LOW_PRECISION
 from .library import NUMPY
 
-_loops = None
 _grow = grower(NUMPY)
 
 
-def _pool_loops():
-    global _loops
-    if _loops is None:
-        from . import pool_loops
-        _loops = pool_loops
-    return _loops
+_pool_loops = fusion.imported_on_first_call("pool_loops")
 
 
 def _compiled(dtype: np.dtype) -> bool:

@@ -42,15 +42,9 @@ from .library import NUMPY
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 _FLOAT32 = (np.dtype(np.float32),)
-_loops = None
 
 
-def _row_loops():
-    global _loops
-    if _loops is None:
-        from . import row_loops
-        _loops = row_loops
-    return _loops
+_row_loops = fusion.imported_on_first_call("row_loops")
 
 
 def _rows(a: np.ndarray, n: int) -> np.ndarray:
