@@ -10,7 +10,8 @@ and the op accepts. Its inputs are the op's declared ``samples`` plus, for eleme
 and reductions, samples generated from the signature (0-d, empty, broadcasting, strided,
 special floats, dims and keepdim; hypothesis generates more), constrained by the op's
 ``domain`` hints. Results are compared with the op's NumPy ``reference`` (NaN equal to NaN,
-per-dtype tolerances that ``OpDef.tolerances`` may override); dtypes with the promotion
+per-dtype tolerances that ``OpDef.tolerances`` may override, eigen- and singular vectors up to
+the signs ``OpDef.gauge`` leaves free); dtypes with the promotion
 rule, shapes with the meta function. Every differentiable op's gradients are checked against
 finite differences in float64 (first and second order) and, for the other floating dtypes,
 against the CPU backend's float64 gradients. The hand-written modules check what the schema cannot
@@ -21,7 +22,8 @@ Modules: ``plugin`` (pytest options, profiles and fixtures; loaded in every pyte
 ``profiles`` (hypothesis settings), ``target`` (the backend under test), ``cases`` (which
 op and dtype pairs), ``make`` (seeded sample tensors), ``samples`` (fixed and generated
 inputs), ``oracle`` (expected dtypes, shapes and reference values), ``compare``
-(tolerances), ``checks`` (one sample, checked), ``gradients`` (one sample as a differentiable
+(tolerances), ``gauge`` (eigen- and singular vectors compared and differentiated up to sign, as
+``OpDef.gauge`` declares), ``checks`` (one sample, checked), ``gradients`` (one sample as a differentiable
 function, and its CPU float64 reference), ``fused`` (one sample as the elementwise programs a backend's
 optional ``fuse_elementwise`` hook gets), and the ``test_*`` modules (``test_gradients`` per op,
 ``test_autograd`` for the engine on the device, ``test_fusion`` for the hook). The report command (``__main__``) runs them through

@@ -6,6 +6,7 @@ from dataclasses import replace
 from ember.dispatch.ops import F
 
 from .compare import mismatch, tolerance
+from .gauge import align
 from .make import Unsupported
 from .oracle import (bound_values, expected_dtypes, expected_shapes, host, multi_output, numpy_dtype,
                      outputs_of, run_reference)
@@ -114,11 +115,25 @@ def check_values(op, sample, target, composite: bool = False) -> bool:
     result = call(op, sample, composite)
     outputs = outputs_of(op, result)
     assert len(outputs) == len(expected), f"{where}: {len(outputs)} outputs, the reference has {len(expected)}"
-    for k, (t, ref, dt) in enumerate(zip(outputs, expected, _per_output(op, out, len(outputs)))):
-        problem = mismatch(host(t), ref, dt, *tolerance(op, dt))
-        label = f" output {k}" if len(outputs) > 1 else ""
-        assert problem is None, f"{where}{label} ({dt.name}): {problem}"
+    problem = output_mismatch(op, [host(t) for t in outputs], expected, _per_output(op, out, len(outputs)))
+    assert problem is None, f"{where}{problem}"
     return True
+
+
+def output_mismatch(op, actual: list, expected: list, dtypes: list) -> str | None:
+    """None when every output (host arrays) matches the reference's within its dtype's tolerance, up to the
+    op's gauge (``gauge.align``: eigen- and singular vectors are compared up to sign); else the first
+    difference, naming the output."""
+    if op.gauge is not None:
+        values_dtype = dtypes[op.outputs.index(op.gauge.values)]
+        actual = align(op, actual, expected, *tolerance(op, values_dtype))
+    for k, (got, ref, dt) in enumerate(zip(actual, expected, dtypes)):
+        problem = mismatch(got, ref, dt, *tolerance(op, dt))
+        if problem is not None:
+            label = f" output {k}" if len(actual) > 1 else ""
+            aligned = " (vectors aligned by the gauge)" if op.gauge is not None else ""
+            return f"{label} ({dt.name}){aligned}: {problem}"
+    return None
 
 
 def _assert_refuses(op, sample, where, refused) -> None:

@@ -26,6 +26,7 @@ from ember.dispatch.ops import F
 
 from .checks import call, describe
 from .compare import mismatch, tolerance
+from .gauge import invariant_outputs
 from .oracle import host, is_tensor, outputs_of
 
 #: Finite-difference checks compare the whole Jacobian of inputs with at most this many entries
@@ -70,6 +71,10 @@ def substitute(sample, values: dict):
 class GradCase:
     """One sample of ``op``, callable as ``case(*inputs) -> floating outputs``.
 
+    The outputs are the op's, except where it declares a gauge: eigen- and singular vectors are then replaced
+    by products that do not depend on the signs a library picks (``gauge.invariant_outputs``), since only
+    such functions of them have a well-defined gradient, the same on every backend.
+
     ``inputs`` are fresh leaves requiring grad, holding the sample's tensors of ``dtype`` with their
     layout (or those at ``slots``), less the op's ``nondifferentiable_inputs``. Ops that write into
     their first input get a copy of it on every call, so that repeated evaluations (finite
@@ -89,7 +94,8 @@ class GradCase:
         sample = substitute(self.sample, dict(zip(self.slots, tensors)))
         if self.op.mutates:
             sample = replace(sample, args=(F.clone(sample.args[0]),) + tuple(sample.args[1:]))
-        return tuple(o for o in outputs_of(self.op, call(self.op, sample)) if o.dtype.is_floating_point)
+        outputs = invariant_outputs(self.op, outputs_of(self.op, call(self.op, sample)))
+        return tuple(o for o in outputs if o.dtype.is_floating_point)
 
     def describe(self) -> str:
         return describe(self.op, self.sample)

@@ -16,6 +16,7 @@ import numpy as np
 
 from .creation import from_numpy
 from .dispatch.dtypes import bfloat16, dtype as DType, float16, float32, float64, int64
+from .dispatch.host import c_contiguous
 from .dispatch.ops import F
 from .dispatch.promotion import promote_types
 from .tensor import Tensor
@@ -147,7 +148,7 @@ def _allowed(tolerance: float, exact: bool) -> str:
 # -- tensors ---------------------------------------------------------------------------------------
 
 def _as_tensor(value) -> Tensor:
-    return from_numpy(np.ascontiguousarray(value)) if isinstance(value, np.ndarray) else value
+    return from_numpy(c_contiguous(value)) if isinstance(value, np.ndarray) else value
 
 
 def _compare_tensors(actual, expected, path: tuple, options: dict) -> None:

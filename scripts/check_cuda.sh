@@ -1,16 +1,69 @@
 #!/usr/bin/env bash
-# On a machine with an NVIDIA GPU: installs the cuda extra (CuPy) beside the test and benchmark extras, then
-# runs what verifies the cuda backend: the conformance suite, the cuda, autocast and GradScaler tests, the main
-# example on cuda, and the benchmark against PyTorch CUDA (written to benchmarks/results/cuda.md). Stops, saying
-# why, if cuda is unavailable.
-set -euo pipefail
+# The GPU checks of the cuda backend, on a machine with an NVIDIA GPU and NO network access, where CuPy,
+# PyTorch, pytest-xdist and Ember's other dependencies are already installed (the device machine's image):
+#
+#   bash scripts/check_cuda.sh [OUTPUT_FOLDER]        (default: $OUT where set, else cuda-check/)
+#
+# Installs Ember into that Python with `pip install --no-deps --no-build-isolation -e .` (nothing downloaded),
+# then runs, each step under its own time limit so that the whole ends within 8 minutes on an H200: the cuda
+# conformance (pytest-xdist workers), the cuda project tests, the main job on cuda and the benchmark against
+# PyTorch CUDA. Every log lands in the output folder (at most 8 files, as the device tool brings back), one line
+# per step goes to summary.txt as it finishes, and a failing step does not stop the later ones: the exit status
+# is the number of failed steps. On a machine where CUDA is unavailable it stops after saying why.
+set -uo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh dev,bench,examples,cuda
-.venv/bin/python -m ember.backends
-.venv/bin/python -c "import sys, ember; sys.exit(0 if ember.cuda.is_available() else 'cuda unavailable: ' + ember.cuda.unavailable_reason())"
-export EMBER_HYPOTHESIS_PROFILE="${EMBER_HYPOTHESIS_PROFILE:-quick}"
-.venv/bin/python -m pytest -p no:cacheprovider -q --pyargs ember.conformance --backend cuda
-.venv/bin/python -m pytest -p no:cacheprovider -q tests/test_cuda_module.py tests/test_cuda_probe.py tests/test_arraykernels.py \
-    tests/test_autocast.py tests/test_grad_scaler.py
-.venv/bin/python examples/train_digits.py --device cuda --epochs 3
-.venv/bin/python benchmarks/run.py --device cuda --only overhead,gemm,training --write benchmarks/results/cuda.md
+out="${1:-${OUT:-cuda-check}}"
+mkdir -p "$out"
+python="${PYTHON:-python3}"
+workers="${EMBER_CHECK_WORKERS:-$(( $(nproc) > 12 ? 12 : $(nproc) ))}"
+export PYTHONUNBUFFERED=1 EMBER_HYPOTHESIS_PROFILE="${EMBER_HYPOTHESIS_PROFILE:-quick}"
+failed=0
+started=$SECONDS
+: > "$out/summary.txt"
+
+# step NAME LIMIT_SECONDS LOG COMMAND...: runs COMMAND with its output in LOG, and reports how it went
+step() {
+    local name="$1" limit="$2" log="$3"
+    shift 3
+    local begin=$SECONDS
+    echo "[check_cuda +$((SECONDS - started))s] $name (limit ${limit}s, log $log)"
+    timeout --kill-after=10 "$limit" "$@" >> "$out/$log" 2>&1
+    local rc=$?
+    local verdict=passed
+    [ "$rc" -eq 124 ] && verdict="TIMED OUT"
+    [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && verdict="FAILED (exit $rc)"
+    [ "$rc" -ne 0 ] && failed=$((failed + 1))
+    local line
+    line="$name: $verdict in $((SECONDS - begin))s; $(grep -E '^[0-9]+ (passed|failed)|^=+ .*(passed|failed)' "$out/$log" | tail -1)"
+    echo "$line" | tee -a "$out/summary.txt"
+}
+
+{
+    date -u
+    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv 2>&1 || echo "nvidia-smi: not found"
+    "$python" -c "import sys, numpy, cupy; print('python', sys.version.split()[0], 'numpy', numpy.__version__, 'cupy', cupy.__version__)" 2>&1
+    "$python" -c "import torch; print('torch', torch.__version__, 'cuda', torch.cuda.is_available())" 2>&1
+    git log -1 --format='ember commit %h %s' 2>/dev/null
+} > "$out/environment.txt"
+
+step install 120 environment.txt "$python" -m pip install --no-deps --no-build-isolation --no-index -q -e .
+step backends 60 environment.txt "$python" -m ember.backends
+if ! "$python" -c "import sys, ember; sys.exit(0 if ember.cuda.is_available() else 1)" >> "$out/environment.txt" 2>&1; then
+    reason=$("$python" -c "import ember; print(ember.cuda.unavailable_reason())" 2>&1)
+    echo "cuda unavailable: $reason" | tee -a "$out/summary.txt"
+    exit 1
+fi
+"$python" -c "import ember; print('bfloat16 on cuda:', ember.cuda.is_bf16_supported())" >> "$out/environment.txt" 2>&1
+
+step conformance 200 conformance.log "$python" -m pytest -p no:cacheprovider -q -rf -n "$workers" \
+    --pyargs ember.conformance --backend cuda
+step project-tests 90 tests.log "$python" -m pytest -p no:cacheprovider -q -rf -n "$workers" \
+    tests/test_cuda_module.py tests/test_cuda_probe.py tests/test_cuda_streams.py tests/test_cuda_host_logic.py \
+    tests/test_arraykernels.py tests/test_autocast.py tests/test_grad_scaler.py tests/test_dlpack.py \
+    tests/test_fusion_devices.py tests/test_cuda_nvrtc.py
+step main-job 45 main-job.log "$python" examples/train_digits.py --device cuda --epochs 3
+step benchmark 120 benchmark.log "$python" benchmarks/run.py --quick --device cuda --only overhead,gemm,training \
+    --write "$out/benchmark-cuda.md"
+
+echo "check_cuda: $failed failed step(s) in $((SECONDS - started))s; logs in $out" | tee -a "$out/summary.txt"
+exit "$failed"

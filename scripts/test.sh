@@ -3,16 +3,17 @@
 # available here skip, and say why) and for the template plugin in examples/, then the project tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh dev,bench,examples,opencl,tensorboard,onnx,distributed
+scripts/setup.sh dev,bench,examples,opencl,tensorboard,onnx,distributed,nvrtc
 scripts/ensure_opencl.sh
 export EMBER_HYPOTHESIS_PROFILE="${EMBER_HYPOTHESIS_PROFILE:-quick}"
 .venv/bin/python -m ember.backends
+# one pytest-xdist worker per core: the conformance tests are independent, and PoCL compiles kernels per process
 for backend in cuda opencl cpu; do
-    .venv/bin/python -m pytest -p no:cacheprovider -q --pyargs ember.conformance --backend "$backend"
+    .venv/bin/python -m pytest -p no:cacheprovider -q -n auto --pyargs ember.conformance --backend "$backend"
 done
 # the template plugin, installed from its folder as a third-party backend would be
 .venv/bin/python -m pip install --quiet ./examples/template_backend
-.venv/bin/python -m pytest -p no:cacheprovider -q --pyargs ember.conformance --backend template
+.venv/bin/python -m pytest -p no:cacheprovider -q -n auto --pyargs ember.conformance --backend template
 # the wheel, installed into a clean venv, works outside the checkout
 scripts/check_wheel.sh
 .venv/bin/python -m pytest -p no:cacheprovider tests

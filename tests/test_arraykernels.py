@@ -66,3 +66,52 @@ def test_topk_by_sorting_matches_topk_by_partition(largest, k):
         v2, i2 = partition(a, k, dim, largest, True)
         assert np.array_equal(v1, v2, equal_nan=True) and np.array_equal(i1, i2)
         assert i1.dtype == np.int64
+
+
+def _cuda_astype(a: np.ndarray, dtype) -> np.ndarray:
+    """``a.astype(dtype)`` as CUDA converts: a float to an unsigned type saturates (the H200 stored
+    threshold's -2.0 as 0 in uint8), where x86, and so NumPy, wraps it (254); other casts as NumPy's."""
+    dtype = np.dtype(dtype)
+    if a.dtype.kind == "f" and dtype.kind == "u":
+        info = np.iinfo(dtype)
+        a = np.clip(np.trunc(a), info.min, info.max)
+    return a.astype(dtype)
+
+
+class _SaturatingArray(np.ndarray):
+    """A NumPy array that casts as CuPy's do on the GPU (``_cuda_astype``). CuPy needs a GPU, and NumPy's own
+    casts wrap, which hides the difference: this stand-in lets the shared kernels' casts fail here as they
+    failed on CUDA."""
+
+    def astype(self, dtype, *args, **kwargs):
+        return _cuda_astype(self.view(np.ndarray), dtype).view(_SaturatingArray)
+
+
+class _SaturatingNumPy:
+    """NumPy as the kernels' ``xp``, with ``copyto`` casting as ``_SaturatingArray`` does."""
+
+    def __getattr__(self, name):
+        return getattr(np, name)
+
+    @staticmethod
+    def copyto(dst, src, casting="same_kind"):
+        np.copyto(dst, _cuda_astype(np.asarray(src), dst.dtype), casting=casting)
+
+
+@pytest.mark.parametrize("library", ["numpy", "saturating"])
+@pytest.mark.parametrize("source", [np.float16, np.float32, np.float64])
+def test_float_to_uint8_casts_wrap_as_pytorch_does(library, source):
+    """PyTorch converts floats to uint8 through int64 on every device (c10's cast): -2.0 -> 254, 300.5 -> 44.
+    The shared ``to_dtype`` and ``copy_`` must give that on a library whose direct conversion saturates too."""
+    torch = pytest.importorskip("torch")
+    from ember.dispatch.dtypes import uint8
+    values = np.array([-2.0, -1.5, -300.7, -0.0, 2.7, 255.0, 256.0, 300.5, 1000.0, -1000.0], dtype=source)
+    expected = torch.from_numpy(values).to(torch.uint8).numpy()
+    xp, array = (np, values) if library == "numpy" else (_SaturatingNumPy(), values.view(_SaturatingArray))
+    if library == "saturating":  # the stand-in does saturate, so the checks below can fail
+        assert array.astype(np.uint8)[0] == 0 and expected[0] == 254
+    kernels = build_kernels(dataclasses.replace(NUMPY, xp=xp))
+    assert np.array_equal(kernels["to_dtype"](array, uint8), expected)
+    copied = np.zeros(values.shape, np.uint8)
+    kernels["copy_"](copied, array)
+    assert np.array_equal(copied, expected)

@@ -2,9 +2,10 @@
 
 A machine without a GPU shows one of these for real (checked through ``ember.backends.available()`` in
 test_cuda_module.py); the others are produced by stand-in ``cupy`` packages put on the path of one child
-process (the test process never sees them): one whose import fails as a missing CUDA library makes it
-fail, one whose runtime finds no device, one whose driver is too old, one that counts zero GPUs. Each
-must give its own message.
+process (the test process never sees them): one that is not there (its import fails as a missing module
+would, also where CuPy is installed), one whose import fails as a missing CUDA library makes it fail, one
+whose runtime finds no device, one whose driver is too old, one that counts zero GPUs. Each must give its
+own message.
 """
 from __future__ import annotations
 
@@ -63,6 +64,9 @@ def _fake_cupy(root, runtime_source: str = "", init_source: str = "") -> str:
 @pytest.fixture(scope="module")
 def reasons(tmp_path_factory) -> dict:
     fakes = {
+        # stands for no CuPy at all, also where one is installed (the nvrtc extra brings CuPy to CI)
+        "missing": _fake_cupy(tmp_path_factory.mktemp("missing"), init_source=(
+            "raise ModuleNotFoundError(\"No module named 'cupy'\", name='cupy')\n")),
         "libraries": _fake_cupy(tmp_path_factory.mktemp("libraries"), init_source=(
             "raise ImportError('libcudart.so.12: cannot open shared object file: No such file or directory')\n")),
         "driver": _fake_cupy(tmp_path_factory.mktemp("driver"), _RUNTIME_FAILING.format(
@@ -77,17 +81,8 @@ def reasons(tmp_path_factory) -> dict:
     return json.loads(result.stdout)
 
 
-def test_cupy_missing():
-    from ember.backends.cuda import probe
-    try:
-        import cupy  # noqa: F401
-    except ImportError:
-        pass
-    else:
-        pytest.skip("CuPy is installed here")
-    module, count, reason = probe.probe()
-    assert module is None and count == 0
-    assert reason.startswith("CuPy is not installed") and "ember[cuda]" in reason
+def test_cupy_missing(reasons):
+    assert reasons["missing"].startswith("CuPy is not installed") and "ember[cuda]" in reasons["missing"]
 
 
 def test_cuda_libraries_missing_at_import(reasons):

@@ -45,6 +45,25 @@ def test_threshold_and_softmin():
     _check(F.softmin(x, dim=1), torch.nn.functional.softmin(tx, dim=1), x, tx)
 
 
+@pytest.mark.parametrize("dtype", ["uint8", "int8", "int32"])
+@pytest.mark.parametrize("threshold,value", [(1.5, 7.0), (-0.5, 7.0), (1.5, 2.9), (0.0, -2.0), (1.5, 254.9),
+                                             (0.0, 300.0), (-300.0, 1.0), (0.0, float("nan"))])
+def test_threshold_converts_its_numbers_to_an_integer_dtype_as_torch_does(dtype, threshold, value):
+    """Truncated where they fit (-0.5 compares as 0), refused where they do not (-2.0 into uint8 too): never
+    a float cast to the dtype on the device, which CUDA saturates."""
+    values = np.array([0, 1, 2, 3, 100]) if dtype == "uint8" else np.array([-100, -3, -1, 0, 1, 2, 3, 100])
+    x, tx = ember.tensor(values, dtype=getattr(ember, dtype)), torch.tensor(values, dtype=getattr(torch, dtype))
+    try:
+        expected = torch.nn.functional.threshold(tx, threshold, value)
+    except RuntimeError as refused:
+        assert "without overflow" in str(refused)
+        with pytest.raises(ember.NumberOverflowError, match="threshold"):
+            F.threshold(x, threshold, value)
+        return
+    result = F.threshold(x, threshold, value)
+    assert result.dtype == x.dtype and result.tolist() == expected.tolist()
+
+
 def test_glu_halves_along_dim():
     x, tx = leaf_pair(RNG.standard_normal((3, 4, 6)))
     _check(F.glu(x), torch.nn.functional.glu(tx), x, tx)

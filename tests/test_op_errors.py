@@ -6,7 +6,7 @@ import pytest
 
 import ember
 import ember.nn.functional as F
-from ember.dispatch import plan
+from ember.dispatch import OPS, plan
 from ember.dispatch.errors import (DtypeError, EmberError, NumberOverflowError, OutOfMemoryError, OutOfRangeError,
                                    ShapeError)
 from ember.dispatch.memory import ADDRESSABLE, result_bytes
@@ -80,6 +80,42 @@ def test_select_index_out_of_range_is_checked_by_the_schema_once_per_plan():
         x.select(1, 3)
     assert x.select(1, -1).tolist() == [2.0, 5.0]
     assert x[-1].tolist() == [3.0, 4.0, 5.0]
+
+
+# -- the *_copy ops name themselves, not the view whose checks they borrow ----------------------------------
+
+#: one refused call per copy op, each failing in the check that the copy borrows from its view where it has one
+COPY_CALLS = {
+    "alias_copy": lambda: ember.alias_copy("not a tensor"),
+    "as_strided_copy": lambda: ember.as_strided_copy(ember.zeros(4), (5,), (1,)),
+    "detach_copy": lambda: ember.detach_copy("not a tensor"),
+    "diagonal_copy": lambda: ember.diagonal_copy(ember.zeros(3, 3), 0, 1, 1),
+    "expand_copy": lambda: ember.expand_copy(ember.zeros(2, 3), (4, 3)),
+    "narrow_copy": lambda: ember.narrow_copy(ember.zeros(4), 0, 2, 5),
+    "permute_copy": lambda: ember.permute_copy(ember.zeros(2, 3), (0,)),
+    "select_copy": lambda: ember.select_copy(ember.zeros(2, 3), 0, 5),
+    "slice_copy": lambda: ember.slice_copy(ember.zeros(2, 3), 0, 0, 2, 0),
+    "split_copy": lambda: ember.split_copy(ember.zeros(4), -1),
+    "split_with_sizes_copy": lambda: ember.split_with_sizes_copy(ember.zeros(4), [1, 2]),
+    "squeeze_copy": lambda: ember.squeeze_copy(ember.zeros(2, 3), 5),
+    "t_copy": lambda: ember.t_copy(ember.zeros(2, 3, 4)),
+    "transpose_copy": lambda: ember.transpose_copy(ember.zeros(2, 3), 0, 5),
+    "unbind_copy": lambda: ember.unbind_copy(ember.tensor(1.0)),
+    "unfold_copy": lambda: ember.unfold_copy(ember.zeros(5), 0, 9, 1),
+    "unsqueeze_copy": lambda: ember.unsqueeze_copy(ember.zeros(2, 3), 5),
+    "view_copy": lambda: ember.view_copy(ember.zeros(2, 3), (4, 4)),
+}
+def _copy_ops() -> list:
+    """The copy ops of the schema (the view category's ``*_copy``)."""
+    return sorted(op.name for op in OPS.values() if op.category == "view" and op.name.endswith("_copy"))
+
+
+@pytest.mark.parametrize("name", _copy_ops())
+def test_a_copy_op_names_itself_in_its_errors(name):
+    assert name in COPY_CALLS, f"{name}: add a refused call of it to COPY_CALLS"
+    with pytest.raises((EmberError, TypeError, ValueError, IndexError)) as info:
+        COPY_CALLS[name]()
+    assert name in str(info.value), f"{name}'s error does not name it: {info.value}"
 
 
 # -- impossible allocations ------------------------------------------------------------------------------

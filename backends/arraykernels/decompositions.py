@@ -85,11 +85,16 @@ def build(lib: ArrayLib) -> dict:
         batch = a.shape[:-2]
         return flat.reshape(a.shape), pivots.reshape(batch + (k,)), info.reshape(batch)
 
+    def _common_batch(a, b):
+        """``a`` and ``b`` broadcast to their common batch dims: CuPy's solvers take only equal batches
+        (NumPy 2's broadcast them)."""
+        batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+        return xp.broadcast_to(a, batch + a.shape[-2:]), xp.broadcast_to(b, batch + b.shape[-2:])
+
     def _substitute(a, b, upper):
         """Back or forward substitution over the batch: inf/NaN where a diagonal entry is 0, as PyTorch."""
-        batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
-        a = xp.broadcast_to(a, batch + a.shape[-2:])
-        x = xp.broadcast_to(b, batch + b.shape[-2:]).copy()
+        a, x = _common_batch(a, b)
+        x = x.copy()
         n = a.shape[-1]
         order = range(n - 1, -1, -1) if upper else range(n)
         with lib.quiet():
@@ -107,6 +112,7 @@ def build(lib: ArrayLib) -> dict:
             a = a * (1 - eye) + eye
         if not left:  # XA = B  <=>  A^T X^T = B^T
             a, B, upper = xp.swapaxes(a, -1, -2), xp.swapaxes(B, -1, -2), not upper
+        a, B = _common_batch(a, B)
         try:
             x = xp.linalg.solve(a, B)
             if not bool(xp.all(xp.isfinite(x))):

@@ -10,6 +10,14 @@ def build(lib: ArrayLib) -> dict:
     xp = lib.xp
     as_strided, windows_of, reshape_view = lib.as_strided, lib.sliding_window_view, lib.reshape_view
     dtypes = lib.dtypes
+    floating = {v for k, v in dtypes.items() if k.is_floating_point}
+    unsigned = {v for k, v in dtypes.items() if k.kind == "int" and not k.is_signed}
+
+    def _wrappable(a, to):
+        """``a`` ready for a C-style cast to ``to``: floats bound for an unsigned dtype go through int64 first,
+        as c10 converts them, so that -2.0 becomes 254 in uint8 on every library. Converting an out-of-range
+        float straight to an unsigned type is undefined in C: x86 (NumPy) wraps, CUDA (CuPy) saturates (-2.0 -> 0)."""
+        return a.astype(xp.int64) if to in unsigned and a.dtype in floating else a
 
     def _slice(a, dim, start, end, step):
         if dim == 0:  # x[a:b], the commonest slice: no index tuple to build
@@ -34,7 +42,7 @@ def build(lib: ArrayLib) -> dict:
         return as_strided(a[corner], size, strides, True)
 
     def _copy_(dst, src):
-        xp.copyto(dst, src, casting="unsafe")
+        xp.copyto(dst, _wrappable(src, dst.dtype), casting="unsafe")
         return dst
 
     return {
@@ -45,7 +53,7 @@ def build(lib: ArrayLib) -> dict:
         "unfold": _unfold,
         "diagonal": _diagonal,
         "clone": lambda a: xp.array(a, order="C", copy=True),
-        "to_dtype": lambda a, dtype: a.astype(dtypes[dtype]),
+        "to_dtype": lambda a, dtype: _wrappable(a, dtypes[dtype]).astype(dtypes[dtype]),
         "copy_": _copy_,
         "cat": lambda tensors, dim: xp.concatenate(tensors, axis=dim),
     }

@@ -2,14 +2,14 @@
 
 Nothing here imports CuPy until the backend is first asked whether it can run; then the probe result,
 the kernel table and the per-device state are set up once. Work runs on CuPy's current stream of each
-device (the legacy default stream unless the caller picks another with CuPy's stream context), so Ember
-calls interleave correctly with the caller's own CuPy code.
+device (the legacy default stream unless the caller picks another with ``ember.cuda.stream`` or CuPy's
+stream context), so Ember calls interleave correctly with the caller's own CuPy code.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ember.dispatch import Backend, DeviceError
+from ember.dispatch import Backend, DeviceError, bfloat16
 
 from . import fusion, probe
 from .timer import CudaTimer
@@ -43,10 +43,12 @@ class CudaBackend(Backend):
             from .kernels import build
             from .library import cupy_library
             from .memory import PeakTracker, Uploader
+            from .runtime import CudaRuntime
             self._lib = cupy_library(cupy)
             self.kernels = build(cupy, self._lib, count)
             self._memory = PeakTracker(cupy)
             self._uploader = Uploader(cupy)
+            self._runtime = CudaRuntime(cupy)
         except Exception as exc:  # a CuPy too old for an API the kernels use, a broken cupyx
             return f"CuPy {getattr(cupy, '__version__', '?')} loaded, but Ember's CUDA kernels could not be set up " \
                    f"({type(exc).__name__}: {exc})"
@@ -68,8 +70,13 @@ class CudaBackend(Backend):
         self._cupy.cuda.Device(index).use()
 
     def supported_dtypes(self, index):
-        """Everything but bfloat16, which CuPy has no type for (it is added if a probe finds it works)."""
+        """Every dtype CuPy holds: bfloat16 where a probe finds that CuPy can store and convert it."""
         return frozenset(self._lib.dtypes) if self.unavailable_reason() is None else frozenset()
+
+    def storage_only_dtypes(self, index):
+        """bfloat16: CuPy 14 stores it but has bfloat16 loops for only some ufuncs (none for ``where``, sorts or
+        scatter-add, and a Python float beside it picks float32), so its kernel calls compute in float32."""
+        return frozenset({bfloat16}) & self.supported_dtypes(index)
 
     # -- storage ---------------------------------------------------------------------------------
     def from_numpy(self, array, dtype, index):
@@ -99,11 +106,21 @@ class CudaBackend(Backend):
         return self._cupy.from_dlpack(producer, copy=copy)
 
     def to_index(self, native, index):
+        """A copy on device ``index``, ordered after the source device's queued work (which may still be
+        writing ``native``); ``native`` is kept from its pool until the copy has read it."""
         index = self._index(index)
-        if native.device.id == index:
+        source = native.device.id
+        if source == index:
             return native
-        with self._cupy.cuda.Device(index):
-            return self._cupy.array(native, copy=True)  # a peer copy where the GPUs allow it
+        cuda = self._cupy.cuda
+        with cuda.Device(source):
+            written = cuda.get_current_stream().record()
+        with cuda.Device(index):
+            stream = cuda.get_current_stream()
+            stream.wait_event(written)
+            out = self._cupy.array(native, copy=True)  # a peer copy where the GPUs allow it
+        self._runtime.keep_until_done(index, native, stream)
+        return out
 
     # -- execution -------------------------------------------------------------------------------
     def _index(self, index) -> int:
@@ -128,6 +145,14 @@ class CudaBackend(Backend):
     def synchronize(self, index) -> None:
         for i in (range(self.device_count()) if index is None else (index,)):
             self._cupy.cuda.Device(i).synchronize()
+        self._runtime.lent.release_done()
+
+    def device_runtime(self):
+        """CuPy's streams and events, record_stream, device properties and NVTX (``runtime.py``)."""
+        reason = self.unavailable_reason()
+        if reason is not None:
+            raise DeviceError(f"cuda: unavailable: {reason}")
+        return self._runtime
 
     def device_timer(self, index):
         return CudaTimer(self._cupy, self._index(index)) if self.unavailable_reason() is None else None

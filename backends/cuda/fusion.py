@@ -20,6 +20,8 @@ import numpy as np
 from ember.dispatch import bfloat16, float16
 from ember.dispatch.fusion import CUDA, ElementwiseProgram, UnsupportedProgram, render_c, value_dtype
 
+from .kernel_sources import ElementwiseSource
+
 # CUDART_INF and CUDART_NAN, which the CUDA dialect spells infinities and NaNs with, from CuPy's own copy of
 # the header (NVRTC sees no CUDA toolkit headers of its own)
 _PREAMBLE = "#include <cupy/math_constants.h>\n"
@@ -38,21 +40,32 @@ def fuse_elementwise(cupy, program: ElementwiseProgram, index: int) -> Callable[
 
 
 def _build(cupy, program: ElementwiseProgram, index: int) -> "FusedKernel | None":
+    source = elementwise_source(program)
+    if source is None:
+        return None
+    return FusedKernel(cupy, source.build(cupy), index, tuple(program.shape), _out_dtypes(program))
+
+
+def elementwise_source(program: ElementwiseProgram) -> ElementwiseSource | None:
+    """The ElementwiseKernel that runs ``program`` (inputs ``a{k}``, outputs ``o{i}``), or None where the
+    program is declined: what ``fuse_elementwise`` builds and the NVRTC test compiles."""
     if bfloat16 in program.dtypes():
         return None
     try:
         element = render_c(program, CUDA, _ELEMENT)
     except UnsupportedProgram:
         return None
-    out_dtypes = [np.dtype(program.steps[j].out.name) for j in program.outputs]
-    kernel = cupy.ElementwiseKernel(
+    return ElementwiseSource(
         ", ".join(f"{dt.name} a{k}" for k, (_, dt) in enumerate(program.inputs)),
-        ", ".join(f"{dt.name} o{i}" for i, dt in enumerate(out_dtypes)),
+        ", ".join(f"{dt.name} o{i}" for i, dt in enumerate(_out_dtypes(program))),
         operation(program),
         f"ember_fused_{program.digest()}",
         preamble=_PREAMBLE + element,
         options=_OPTIONS)
-    return FusedKernel(cupy, kernel, index, tuple(program.shape), out_dtypes)
+
+
+def _out_dtypes(program: ElementwiseProgram) -> list[np.dtype]:
+    return [np.dtype(program.steps[j].out.name) for j in program.outputs]
 
 
 def operation(program: ElementwiseProgram) -> str:
@@ -83,4 +96,4 @@ class FusedKernel:
         return outs
 
 
-__all__ = ["FusedKernel", "fuse_elementwise", "operation"]
+__all__ = ["FusedKernel", "elementwise_source", "fuse_elementwise", "operation"]

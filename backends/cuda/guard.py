@@ -1,8 +1,9 @@
 """Kernels that run on their operands' GPU when there are several.
 
 CuPy launches on the *current* device and refuses arrays that live on another, so with more than one
-GPU each kernel first makes its operands' device current. With a single GPU nothing is wrapped, and
-the per-call path stays the bare kernel.
+GPU each kernel first makes its operands' device current, switching only when it is not current already
+(a program using one GPU of several pays one runtime call per kernel, not a switch and a switch back).
+With a single GPU nothing is wrapped, and the per-call path stays the bare kernel.
 """
 from __future__ import annotations
 
@@ -11,26 +12,26 @@ from typing import Callable
 
 
 def on_operand_device(cupy, kernels: dict[str, Callable]) -> dict[str, Callable]:
-    ndarray, Device = cupy.ndarray, cupy.cuda.Device  # noqa: N806
+    ndarray, Device, current = cupy.ndarray, cupy.cuda.Device, cupy.cuda.runtime.getDevice  # noqa: N806
 
-    def device_of(args):
+    def device_of(args) -> int | None:
         for a in args:
             if isinstance(a, ndarray):
-                return a.device
+                return a.data.device_id
             if isinstance(a, (list, tuple)):
                 for x in a:
                     if isinstance(x, ndarray):
-                        return x.device
+                        return x.data.device_id
         last = args[-1] if args else None  # creation and random kernels end with the device index
-        return Device(last) if isinstance(last, int) and not isinstance(last, bool) else None
+        return last if isinstance(last, int) and not isinstance(last, bool) else None
 
     def guarded(kernel):
         @functools.wraps(kernel)
         def run(*args):
-            device = device_of(args)
-            if device is None:
+            index = device_of(args)
+            if index is None or index == current():  # the usual case: one runtime call, no device switch
                 return kernel(*args)
-            with device:
+            with Device(index):
                 return kernel(*args)
         return run
 

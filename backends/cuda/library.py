@@ -20,20 +20,28 @@ _BASE_DTYPES = {
 }
 
 
-def bfloat16_dtype(cupy: ModuleType):
-    """ml_dtypes' bfloat16 if this CuPy can hold it and compute with it, else None.
+#: float32 values bfloat16 holds exactly (signed zero, infinity, a power of two, a 7-bit mantissa)
+_BFLOAT16_PROBE = np.array([1.0, -2.5, 0.15625, -0.0, np.inf, 3.3895313892515355e38], np.float32)
 
-    CuPy has no bfloat16 of its own; a probe (an allocation and an add) decides rather than a
-    version check, so a CuPy that learns it is used without a change here.
+
+def bfloat16_dtype(xp: ModuleType, to_host: Callable = np.asarray):
+    """ml_dtypes' bfloat16 if the array library ``xp`` can hold it, else None.
+
+    The backend stores bfloat16 and computes it in float32 (``CudaBackend.storage_only_dtypes``), so what
+    must work is what that needs: allocating, converting exactly to and from float32, and copying a strided
+    view. A probe decides rather than a version check, so a CuPy that learns it is used without a change here.
     """
     try:
         import ml_dtypes
         bf16 = np.dtype(ml_dtypes.bfloat16)
-        probe = cupy.ones(2, dtype=bf16)
-        (probe + probe).get()
+        stored = xp.asarray(_BFLOAT16_PROBE).astype(bf16)
+        copied = xp.empty(_BFLOAT16_PROBE.size, dtype=bf16)
+        copied[...] = stored[::-1]
+        back = to_host(copied.astype(np.float32))
     except Exception:
         return None
-    return bf16
+    expected = _BFLOAT16_PROBE[::-1]
+    return bf16 if np.array_equal(back, expected) and np.array_equal(np.signbit(back), np.signbit(expected)) else None
 
 
 #: dtypes CUDA has an atomicAdd for (CuPy's scatter_add supports these); the others accumulate in a wider copy
@@ -42,16 +50,23 @@ _ATOMIC = frozenset(np.dtype(t) for t in (np.int32, np.uint32, np.int64, np.uint
 
 
 def scatter_adder(cupyx) -> Callable:
-    """``add_at(a, key, values)``: cupyx.scatter_add, through an int64 copy for bool, int8, uint8 and int16
-    (no atomicAdd of their width); summing wide and casting back wraps exactly as adding narrow would."""
+    """``add_at(a, key, values)``: cupyx.scatter_add, through a wider copy for the dtypes without an atomicAdd
+    (``accumulating_dtype``); summing wide and casting back wraps exactly as adding narrow would."""
     def add_at(a, key, values):
         if a.dtype in _ATOMIC:
             cupyx.scatter_add(a, key, values)
             return
-        wide = a.astype(np.int64)
-        cupyx.scatter_add(wide, key, values.astype(np.int64) if hasattr(values, "astype") else values)
+        wide_dtype = accumulating_dtype(a.dtype)
+        wide = a.astype(wide_dtype)
+        cupyx.scatter_add(wide, key, values.astype(wide_dtype) if hasattr(values, "astype") else values)
         a[...] = wide.astype(a.dtype) if a.dtype != np.bool_ else wide != 0
     return add_at
+
+
+def accumulating_dtype(dtype: np.dtype) -> np.dtype:
+    """The dtype a scatter-add into ``dtype`` accumulates in when CUDA has no atomicAdd of its width:
+    int64 for bool and narrow integers, float32 for floating types (bfloat16, whose NumPy kind is 'V')."""
+    return np.dtype(np.int64) if dtype.kind in "biu" else np.dtype(np.float32)
 
 
 def stable_argsort(cupy) -> Callable:
@@ -66,7 +81,7 @@ def cupy_library(cupy: ModuleType) -> ArrayLib:
     import cupyx.scipy.special as special
 
     dtypes = dict(_BASE_DTYPES)
-    bf16 = bfloat16_dtype(cupy)
+    bf16 = bfloat16_dtype(cupy, cupy.asnumpy)
     if bf16 is not None:
         dtypes[d.bfloat16] = bf16
     low = frozenset({np.dtype(np.float16)} | ({bf16} if bf16 is not None else set()))

@@ -2,13 +2,18 @@
 
 CuPy's pool reports what is in use but not the most that ever was, which ``max_memory_allocated``
 needs: ``PeakTracker`` wraps the current allocator (the default pool's, unless the caller set another)
-and records each device's peak after every allocation, a few hundred nanoseconds per allocation.
+and records each device's peak after every allocation. CuPy's allocator is one for the whole process, so
+the wrapper (a Python call per allocation, Ember's and the caller's own CuPy code's alike) is installed
+only once memory statistics are first asked for (``reset_peak_memory_stats``, ``max_memory_allocated``,
+``memory_allocated``, ...): a process that never asks pays nothing, and the first answer's peak is the
+memory in use then.
 """
 from __future__ import annotations
 
-from collections import deque
-
 import numpy as np
+
+from ember.dispatch import c_contiguous
+from ember.dispatch.inflight import InFlight
 
 _PINNED_FROM_BYTES = 1 << 20  # smaller copies go straight from pageable memory (CUDA stages them itself)
 
@@ -17,9 +22,14 @@ class PeakTracker:
     def __init__(self, cupy) -> None:
         self._cupy = cupy
         self._pool = cupy.get_default_memory_pool()
-        self._inner = cupy.cuda.get_allocator()
+        self._inner = None  # the allocator wrapped, once tracking has started
         self._peak: dict[int, int] = {}
-        cupy.cuda.set_allocator(self._malloc)
+
+    def _track(self) -> None:
+        """Start recording peaks: from now on every CuPy allocation goes through ``_malloc``."""
+        if self._inner is None:
+            self._inner = self._cupy.cuda.get_allocator()
+            self._cupy.cuda.set_allocator(self._malloc)
 
     def _malloc(self, size: int):
         memory = self._inner(size)
@@ -30,12 +40,14 @@ class PeakTracker:
         return memory
 
     def stats(self, index: int) -> dict[str, int]:
+        self._track()
         with self._cupy.cuda.Device(index):
             used, reserved = self._pool.used_bytes(), self._pool.total_bytes()
         return {"allocated_bytes": used, "peak_bytes": max(used, self._peak.get(index, 0)),
                 "reserved_bytes": reserved}
 
     def reset_peak(self, index: int) -> None:
+        self._track()
         with self._cupy.cuda.Device(index):
             self._peak[index] = self._pool.used_bytes()
 
@@ -56,11 +68,11 @@ class Uploader:
 
     def __init__(self, cupy) -> None:
         self._cupy = cupy
-        self._in_flight: deque = deque()
+        self._in_flight = InFlight()
 
     def upload(self, host: np.ndarray, index: int):
         cupy = self._cupy
-        host = np.ascontiguousarray(host)
+        host = c_contiguous(host)
         with cupy.cuda.Device(index):
             out = cupy.empty(host.shape, host.dtype)
             if host.size == 0:
@@ -69,11 +81,9 @@ class Uploader:
             if host.nbytes < _PINNED_FROM_BYTES:
                 out.set(host, stream=stream)
                 return out
-            while self._in_flight and self._in_flight[0][0].done:
-                self._in_flight.popleft()
             import cupyx
             pinned = cupyx.empty_pinned(host.shape, host.dtype)
             pinned[...] = host
             out.set(pinned, stream=stream)
-            self._in_flight.append((stream.record(), pinned))
+            self._in_flight.keep(stream.record(), pinned)
         return out

@@ -24,8 +24,9 @@ def import_cupy() -> tuple[ModuleType | None, str | None]:
         import cupy
     except ModuleNotFoundError as exc:
         if exc.name and exc.name.split(".")[0] == "cupy":
-            return None, ("CuPy is not installed; install the cuda extra (pip install 'ember[cuda]', which "
-                          "brings cupy-cuda12x) on a machine with an NVIDIA GPU")
+            return None, ("CuPy is not installed; on a machine with an NVIDIA GPU install the cuda extra "
+                          "(pip install 'ember[cuda]', which brings cupy-cuda13x for CUDA 13 drivers; "
+                          "'ember[cuda12]' brings cupy-cuda12x for CUDA 12 ones)")
         return None, f"CuPy is installed but cannot be imported: a module it needs is missing ({_describe(exc)})"
     except Exception as exc:  # ImportError from a missing shared library, OSError, CUDA errors at import
         return None, f"CuPy is installed but its CUDA libraries could not be loaded ({_describe(exc)})"

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ember.dispatch import Backend, bfloat16, float16, float64
+from ember.dispatch import Backend, bfloat16, c_contiguous, float16, float64
 from ember.dispatch.dtypes import ALL_DTYPES
 
 from . import fusion
@@ -44,9 +44,7 @@ class OpenCLBackend(Backend):
     def from_numpy(self, array, dtype, index):
         import pyopencl as cl
         runtime = runtime_of(index)
-        host = np.asarray(array, dtype=NUMPY_DTYPE[dtype])
-        if not host.flags.c_contiguous:
-            host = host.copy()  # (np.ascontiguousarray would turn a 0-d array into a 1-d one)
+        host = c_contiguous(array, NUMPY_DTYPE[dtype])
         buffer = runtime.allocate(host.nbytes)
         if host.size:
             cl.enqueue_copy(runtime.queue, buffer, host, is_blocking=True)

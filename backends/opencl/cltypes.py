@@ -42,11 +42,15 @@ def load(dtype: np.dtype, pointer: str, index: str) -> str:
 
 
 def store(dtype: np.dtype, pointer: str, index: str, value: str) -> str:
-    """C statement writing ``value`` (any arithmetic type) to element ``index``, converted C-style."""
+    """C statement writing ``value`` (any arithmetic type) to element ``index``, converted C-style; into an
+    integer type through ``long``, as PyTorch and NumPy convert floats (C's direct float-to-narrow conversion is
+    undefined out of range, and GPUs saturate it: -2.0 would store 0 in uint8, not 254)."""
     if dtype == np.float16:
         return f"vstore_half_rte((float)({value}), {index}, {pointer});"
     if dtype == np.bool_:
         return f"{pointer}[{index}] = (uchar)(({value}) != 0);"
+    if dtype.kind in "iu" and dtype.itemsize < 8:
+        return f"{pointer}[{index}] = ({STORAGE_CTYPE[dtype]})(long)({value});"
     return f"{pointer}[{index}] = ({STORAGE_CTYPE[dtype]})({value});"
 
 

@@ -52,8 +52,7 @@ REASONS: tuple[Reason, ...] = (
            r"[dD]ata[pP]ipe|^DataChunk$|^(graph|graph_settings|argument_validation|runtime_validation\w*"
            r"|non_deterministic|guaranteed_datapipes_determinism|datapipes)$", ("torch.utils.data",)),
     Reason("device-specific (CUDA, cuDNN, MKL-DNN, MPS, XPU, ...)",
-           r"cuda|cudnn|cufft|nccl|miopen|mkldnn|^mkl|mps|xpu|mtia|vulkan|(^|_)(hip|hpu|ipu|xla|maia)(_|$)"
-           r"|^record_stream$"),
+           r"cuda|cudnn|cufft|nccl|miopen|mkldnn|^mkl|mps|xpu|mtia|vulkan|(^|_)(hip|hpu|ipu|xla|maia)(_|$)"),
     Reason(_TORCHSCRIPT, r"^(jit|fx|compiler|export|package|library|ops|classes|cpp|compile|script"
                          r"|is_compiling|fork|wait|cond|while_loop|overrides|types|JITException"
                          r"|DisableTorchFunction(Subclass)?)$|^[sS]ym[A-Z_]"

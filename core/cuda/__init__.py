@@ -6,20 +6,16 @@ cannot run. As in PyTorch, the seeding functions are silently ignored when CUDA 
 """
 from __future__ import annotations
 
-from ..dispatch import registry
-from ..dispatch.errors import DeviceError, OutOfMemoryError
-
-_TYPE = "cuda"
+from ..dispatch.errors import OutOfMemoryError
+from ._device import TYPE as _TYPE, available as _available, backend as _backend, index_of as _index, \
+    provider as _provider
 
 __all__ = ["is_available", "device_count", "current_device", "set_device", "synchronize", "memory_allocated",
            "max_memory_allocated", "memory_reserved", "reset_peak_memory_stats", "empty_cache", "manual_seed",
            "manual_seed_all", "seed_all", "get_rng_state", "set_rng_state", "unavailable_reason", "is_bf16_supported",
-           "amp", "OutOfMemoryError"]
-
-
-def _provider():
-    """The registered cuda backend, or None (no plugin provides the device type)."""
-    return registry.backend_for(_TYPE)
+           "amp", "OutOfMemoryError", "Stream", "Event", "StreamContext", "current_stream", "default_stream",
+           "set_stream", "stream", "get_device_name", "get_device_properties", "get_device_capability",
+           "mem_get_info", "memory_stats", "memory_summary", "nvtx"]
 
 
 def unavailable_reason() -> str | None:
@@ -32,7 +28,7 @@ def unavailable_reason() -> str | None:
 
 def is_available() -> bool:
     """Whether tensors can be placed on ``"cuda"`` here."""
-    return unavailable_reason() is None and _provider().device_count() > 0
+    return _available()
 
 
 def device_count() -> int:
@@ -40,30 +36,17 @@ def device_count() -> int:
 
 
 def is_bf16_supported(including_emulation: bool = True) -> bool:
-    """Whether the current cuda device takes bfloat16 tensors (False where CUDA is unavailable)."""
+    """Whether the current cuda device takes bfloat16 tensors (False where CUDA is unavailable). The backend
+    stores bfloat16 and computes it in float32 (``Backend.storage_only_dtypes``): emulation, as PyTorch calls
+    it, so ``including_emulation=False`` answers False where that is how bfloat16 runs."""
     if not is_available():
         return False
     from ..dispatch.dtypes import bfloat16
     backend = _provider()
-    return bfloat16 in backend.supported_dtypes(backend.default_index())
-
-
-def _backend():
-    """The available cuda backend, or the DeviceError that says why it cannot be used."""
-    return registry.get_backend(_TYPE)
-
-
-def _index(device) -> int:
-    """A device spec (None for the current device, an int, "cuda:1", an ember.device) as a cuda index."""
-    backend = _backend()
-    if device is None:
-        return backend.default_index()
-    if isinstance(device, int) and not isinstance(device, bool):
-        device = f"{_TYPE}:{device}"
-    resolved = registry.resolve_device(device)
-    if resolved.type != _TYPE:
-        raise DeviceError(f"expected a {_TYPE} device, got {resolved}")
-    return resolved.index
+    index = backend.default_index()
+    if bfloat16 not in backend.supported_dtypes(index):
+        return False
+    return including_emulation or bfloat16 not in backend.storage_only_dtypes(index)
 
 
 def current_device() -> int:
@@ -147,4 +130,11 @@ from ..legacy_types import CUDA_TYPES as _CUDA_TYPES  # noqa: E402
 
 globals().update(_CUDA_TYPES)
 
-from . import amp  # noqa: E402  (ember.cuda.amp: torch.cuda.amp's spellings)
+from . import amp, nvtx  # noqa: E402  (ember.cuda.amp: torch.cuda.amp's spellings; ember.cuda.nvtx)
+from .device_info import get_device_capability, get_device_name, get_device_properties, mem_get_info  # noqa: E402
+from .memory_report import memory_stats, memory_summary  # noqa: E402
+from .streams import Event, Stream, StreamContext, current_stream, default_stream, set_stream, stream  # noqa: E402
+from .streams import record_stream as _record_stream  # noqa: E402
+from ..tensor import Tensor as _Tensor  # noqa: E402
+
+_Tensor.record_stream = _record_stream  # torch.Tensor.record_stream: a cuda tensor lent to another stream

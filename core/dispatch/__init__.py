@@ -14,6 +14,7 @@ from .dtypes import (ALL_DTYPES, FLOAT_DTYPES, INT_DTYPES, bfloat16, bool_, dtyp
 from .errors import (BackendError, DeviceError, DtypeError, EmberError, NumberOverflowError, OutOfMemoryError,
                      OutOfRangeError, ShapeError)
 from .hookspecs import PLUGIN_API_VERSION, hookimpl, hookspec
+from .host import c_contiguous
 from .modes import DispatchMode, TorchDispatchMode
 from .plan import cached as cached_plans, clear as clear_plans, use_composite
 from .promotion import can_cast, promote_types
@@ -26,4 +27,4 @@ __all__ = ["Backend", "DeviceTimer", "device", "dtype", "dtypes", "hookimpl", "h
            "bool_", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32", "float64",
            "view_strides", "diagonal_view", "EmberError", "DeviceError", "DtypeError", "ShapeError", "BackendError", "OutOfRangeError",
            "OutOfMemoryError", "NumberOverflowError", "DispatchMode",
-           "TorchDispatchMode", "use_composite", "clear_plans", "cached_plans"]
+           "TorchDispatchMode", "use_composite", "clear_plans", "cached_plans", "c_contiguous"]

@@ -4,8 +4,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable
 
 from .dtypes import ALL_DTYPES, bfloat16, dtype, float16
+from .errors import DeviceError
 
 if TYPE_CHECKING:
+    from .device_runtime import DeviceRuntime
     from .fusion import ElementwiseProgram
 
 
@@ -47,6 +49,12 @@ class Backend:
         float16 and bfloat16 the device supports; a backend whose low-precision kernels are not worth
         running (storage only) declares fewer."""
         return frozenset(d for d in (float16, bfloat16) if d in self.supported_dtypes(index))
+
+    def storage_only_dtypes(self, index: int | None) -> frozenset[dtype]:
+        """Supported dtypes this device holds but does not compute in: every kernel call that reads or makes
+        one runs in float32 and rounds its results back (``ember.dispatch.storage_dtypes``). CUDA's bfloat16,
+        which CuPy stores but has few loops for, is one."""
+        return frozenset()
 
     def describe(self, index: int | None) -> str:
         """The device's name for messages ("NVIDIA H100", "pthread-AMD EPYC (Portable Computing Language)")."""
@@ -102,6 +110,13 @@ class Backend:
         """The timer of device ``index`` for ``ember.profiler``'s device time, or None where the
         backend cannot time its own work (the default: the profiler then reports host time only)."""
         return None
+
+    def device_runtime(self) -> "DeviceRuntime":
+        """Streams, events, ``record_stream``, device properties, free memory and profiler ranges
+        (``ember.dispatch.device_runtime``), for ``ember.cuda``'s Stream, Event and device queries. The
+        default raises: a device type without them still computes, on its own implicit order of work."""
+        raise DeviceError(f"{self.device_type}: this backend has no streams, events or device properties "
+                          f"(it does not implement the optional device_runtime hook)")
 
     #: Whether ``fuse_elementwise`` computes programs that end in a reduction (``program.reduction``); the
     #: compiler offers such programs only where this is True.

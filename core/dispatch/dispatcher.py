@@ -27,6 +27,7 @@ from .fallback import refuse_or_warn
 from .plan import CallPlan, cached, prefers_composite, store, table
 from .promotion import result_type_of, scalar_dtype
 from .schema import REQUIRED, OpDef
+from .storage_dtypes import through_float32
 from .transfer import transfer
 
 _active_modes = modes.active  # the same list object: checked on every call
@@ -296,6 +297,9 @@ def make_plan(op: OpDef, values: list, dev: Device, backend, compute, out, grad_
         raise EmberError(f"{op.name}: no derivative is declared for this op, so it cannot be differentiated; "
                          f"inputs: {', '.join(describe(t) for t in _tensors_of(op, values))}")
     arguments = _arguments(op, values, compute, backend, dev) if kind == "kernel" else ()
+    if kind == "kernel":
+        impl = through_float32(op, impl, values, compute, out, backend.storage_only_dtypes(dev.index),
+                               backend.kernels["to_dtype"]) or impl
     plan = CallPlan(op, kind, impl, dev, backend, compute, out, tuple(values[i] for i in op.attr_positions),
                     grad_on, records, arguments)
     plan.run = runner(plan, call)

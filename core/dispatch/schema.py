@@ -4,7 +4,8 @@ An OpDef carries the signature (parsed from a PyTorch-style string), the categor
 whether it is a primitive (every backend implements it) or a composite (defined
 in Ember ops, overridable by a backend), the promotion rule, the meta function
 that infers output shapes, the NumPy reference and sample hints used by the
-conformance suite, a slot for the derivative that autograd fills, and for elementwise ops the scalar
+conformance suite (with the outputs unique only up to sign: ``Gauge``), a slot
+for the derivative that autograd fills, and for elementwise ops the scalar
 formula that fusion renders into kernels.
 """
 from __future__ import annotations
@@ -62,6 +63,25 @@ class Param:
         object.__setattr__(self, "default_is_canonical", canonical)
 
 
+@dataclass(frozen=True)
+class Gauge:
+    """Outputs that the op's math determines only up to a change of basis: eigen- and singular vectors.
+
+    A real eigenvector is unique only up to its sign, a pair of singular vectors (u_i, v_i) up to one sign for
+    both (A = U diag(S) Vh holds as well with both negated, not with one), and where values repeat, only the
+    space they span is fixed: any orthonormal basis of it serves, turned the same way in every output. LAPACK
+    and cuSOLVER choose differently, and PyTorch documents no choice, so tests compare such outputs up to this
+    freedom and differentiate only functions of them that do not depend on it (``ember.conformance.gauge``).
+
+    ``values`` names the output whose entry i belongs to vector i of every output in ``vectors``, which pairs
+    each output's name with the axis that counts its vectors (-1 for columns, as U's; -2 for rows, as Vh's).
+    Vectors past the last value (U's columns beyond min(m, n) with ``full_matrices``) belong to no value: they
+    are a basis of what the others leave, each output's own.
+    """
+    values: str
+    vectors: tuple[tuple[str, int], ...]
+
+
 @dataclass(eq=False)
 class OpDef:
     name: str
@@ -115,6 +135,8 @@ class OpDef:
     # a primitive that a backend may leave out (LAPACK-backed decompositions): calls on such a backend need the
     # explicit CPU fallback (``ember.dispatch.fallback``), and the conformance suite reports them so
     optional_kernel: bool = False
+    # outputs unique only up to a sign or basis per eigen- or singular space (see Gauge); None: unique
+    gauge: Gauge | None = None
 
     def __post_init__(self) -> None:
         self.param_index = {p.name: i for i, p in enumerate(self.params)}
@@ -123,6 +145,8 @@ class OpDef:
         unknown = set(self.unkeyed) - {self.params[i].name for i in self.attr_positions}
         if unknown:
             raise ValueError(f"{self.name}: unkeyed names no attribute: {sorted(unknown)}")
+        if self.gauge is not None:
+            _check_gauge(self.name, self.gauge, self.outputs)
         self.keyed_attr_positions = tuple(i for i in self.attr_positions if self.params[i].name not in self.unkeyed)
         self.single_tensor = [p.type for p in self.params if p.is_tensor] in (["Tensor"], ["Index"])
         self.sole_tensor = self.tensor_positions[0] if self.single_tensor else None  # its position
@@ -173,6 +197,17 @@ class OpDef:
             default = "" if p.default is REQUIRED else f"={p.default!r}"
             parts.append(f"{p.type} {p.name}{default}")
         return f"{self.name}({', '.join(parts)})"
+
+
+def _check_gauge(name: str, gauge: Gauge, outputs: tuple) -> None:
+    """A gauge names outputs the op has, and counts vectors along one of the last two (matrix) axes."""
+    named = [gauge.values] + [output for output, _ in gauge.vectors]
+    unknown = [output for output in named if output not in outputs]
+    if unknown:
+        raise ValueError(f"{name}: the gauge names {unknown}, which are not among the outputs {outputs}")
+    axes = {axis for _, axis in gauge.vectors}
+    if not gauge.vectors or not axes <= {-1, -2}:
+        raise ValueError(f"{name}: a gauge needs vector outputs counted along axis -1 or -2, not {gauge.vectors}")
 
 
 def _autocast_policy(name: str, declared) -> dict | None:

@@ -10,6 +10,7 @@ from typing import Callable
 import numpy as np
 
 from ..autograd import no_grad
+from ..dispatch.host import c_contiguous
 from ..creation import from_numpy
 from ..tensor import Tensor
 
@@ -20,7 +21,7 @@ def host_array(t: Tensor) -> np.ndarray:
     if t.device.type == "cpu" and isinstance(data, np.ndarray) and data.flags.c_contiguous \
             and data.flags.writeable:
         return data
-    return np.ascontiguousarray(t._host())
+    return c_contiguous(t._host())
 
 
 def empty(shape: tuple[int, ...], like: np.ndarray) -> np.ndarray:
@@ -50,4 +51,4 @@ def assign(t: Tensor, array: np.ndarray) -> None:
         t._version[0] += 1
         return
     with no_grad():
-        t.copy_(from_numpy(np.ascontiguousarray(array).reshape(tuple(t.shape))).to(t.device))
+        t.copy_(from_numpy(c_contiguous(array).reshape(tuple(t.shape))).to(t.device))

@@ -11,11 +11,17 @@ from .errors import DistBackendError
 
 class Pending:
     """What an engine hands back for one operation: ``test()`` says whether it finished; ``finish()`` then
-    runs once (writing results back into the caller's tensors) and returns the operation's result."""
+    runs once (writing results back into the caller's tensors) and returns the operation's result.
 
-    def __init__(self, test: Callable[[], bool], finish: Callable[[], Any] | None = None):
+    An engine whose operations run in a device's own order of work (NCCL on a CUDA stream) also gives
+    ``device_wait()``: it makes the caller's current stream wait for the operation, so ``finish()`` and
+    everything queued after it see the results without the host waiting (PyTorch's NCCL ``Work.wait``)."""
+
+    def __init__(self, test: Callable[[], bool], finish: Callable[[], Any] | None = None,
+                 device_wait: Callable[[], None] | None = None):
         self.test = test
         self.finish = finish or (lambda: None)
+        self.device_wait = device_wait
 
 
 def completed(finish: Callable[[], Any] | None = None) -> Pending:
@@ -53,15 +59,20 @@ class Work:
         self._exception: BaseException | None = None
 
     def is_completed(self) -> bool:
-        """True once the operation finished (its results are then in the tensors)."""
+        """True once the operation finished (its results are then in the tensors); for device-ordered work,
+        once the device has finished it, even after ``wait()`` returned."""
         with self._lock:
             if not self._done and self._pending.test():
                 self._finish()
-            return self._done
+            return self._done and (self._pending.device_wait is None or self._pending.test())
 
     def wait(self, timeout: timedelta | None = None) -> bool:
-        """Block until done; raise ``DistBackendError`` at the group's timeout (or ``timeout``, if sooner)."""
+        """Block until done; raise ``DistBackendError`` at the group's timeout (or ``timeout``, if sooner).
+        Device-ordered work (NCCL) given no ``timeout`` only puts the current stream behind the operation."""
         with self._lock:
+            if not self._done and timeout is None and self._pending.device_wait is not None:
+                self._pending.device_wait()
+                self._finish()
             if not self._done:
                 deadline = self._deadline
                 if timeout is not None:

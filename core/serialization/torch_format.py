@@ -21,6 +21,7 @@ import numpy as np
 from ..dispatch.device import device as Device
 from ..dispatch.dtypes import dtype as DType
 from ..dispatch.errors import DeviceError, DtypeError
+from ..dispatch.host import c_contiguous
 from .containers import check_plain
 from .errors import CheckpointError, UnpicklingError
 from .safe_globals import BUILTIN_SAFE, allowed, pickle_globals, refusal, unpickle
@@ -139,7 +140,7 @@ class _Rebuilder:
             host = np.ndarray(size, elements.dtype, elements, offset * itemsize, [s * itemsize for s in stride])
         target = self.devices(storage.location, f"a tensor saved on {storage.location}")
         if target.type != "cpu":
-            host = np.ascontiguousarray(host)  # views share memory on the CPU only
+            host = c_contiguous(host)  # views share memory on the CPU only
         try:
             return make_tensor(host, dt, target, requires_grad)
         except DtypeError as exc:

@@ -1,19 +1,30 @@
-"""CUDA-only kernels that replace shared ones where a chain of CuPy calls would launch many kernels.
+"""CUDA-only kernels that replace shared ones where a chain of CuPy calls would launch many kernels, or
+where CuPy's own kernel differs from NumPy and PyTorch.
 
 Each module's ``build`` returns overrides by op name: the composites the CPU backend also overrides
-(softmax, log_softmax, cross-entropy forward and backward, layer_norm, gelu, max pooling, convolution,
-the Adam/AdamW step).
-Kernels are compiled by CuPy on first use, never at import.
+(softmax, log_softmax, cross-entropy forward and backward, layer_norm, gelu, max pooling, the Adam/AdamW
+step), and float floor division and remainder (CuPy's differ at infinities).
+Each module with CUDA C declares it in ``SOURCES`` (``kernel_sources.py`` records), which ``build`` makes
+its kernels from and ``sources()`` lists for the NVRTC test. Kernels are compiled by CuPy on first use,
+never at import.
 """
 from __future__ import annotations
 
-from . import conv, cross_entropy, gelu, layer_norm, optim, pooling, softmax
+from . import cross_entropy, floor_division, gelu, layer_norm, optim, pooling, softmax
+
+#: every fused module (each declares CUDA C)
+_WITH_SOURCES = (softmax, cross_entropy, layer_norm, gelu, optim, pooling, floor_division)
 
 
 def overrides(cupy, lib, shared: dict) -> dict:
     table: dict = {}
     for module in (softmax, cross_entropy, layer_norm, gelu, optim):
         table.update(module.build(cupy, lib))
-    for module in (pooling, conv):  # these fall back to the shared kernels for what they do not cover
-        table.update(module.build(cupy, shared))
+    table.update(pooling.build(cupy, shared))  # falls back to the shared kernels for what it does not cover
+    table.update(floor_division.build(cupy, lib, shared))  # floats only: integers keep the shared kernels
     return table
+
+
+def sources() -> tuple:
+    """Every kernel record of the fused modules (``kernel_sources.py``), as their ``build`` uses them."""
+    return tuple(source for module in _WITH_SOURCES for source in module.SOURCES)

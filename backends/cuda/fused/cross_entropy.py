@@ -12,7 +12,8 @@ import numpy as np
 
 from ember.backends.arraykernels.losses import rows_of, unrows_of
 
-from .source import Module, entry_points, threads_for
+from ..kernel_sources import ReductionSource
+from .source import Module, entry_points, row_module, threads_for
 
 _SOURCE = r"""
 // Per row: max, sum of exp(x - max), and (when smoothing) sum of w[c] * x[c] and the class weight total.
@@ -100,17 +101,21 @@ __device__ void ce_backward(const T* grad_output, int per_row, const T* denomina
     "const @T* weight, long long cols, long long ignore_index, double smoothing, @T* grad",
     "ce_backward<@T>(grad_output, per_row, denominator, x, target, weight, cols, ignore_index, smoothing, grad)",
 )
+SOURCE = row_module("ember_cross_entropy", _SOURCE)
+# the total weight of the counted targets, which 'mean' divides by (rows are float32 or float64)
+WEIGHT_TOTAL = ReductionSource(
+    "int64 t, raw T w, int64 ignore_index, int32 weighted", "T total",
+    "t == ignore_index ? (T)0 : (weighted ? w[t] : (T)1)", "a + b", "total = a", "0", "ember_ce_weight_total",
+    dtypes=("float32", "float64"), scalars=("ignore_index", "weighted"))
+SOURCES = (SOURCE, WEIGHT_TOTAL)
 
 
 def build(cupy, lib) -> dict:
-    module = Module(cupy, _SOURCE)
+    module = Module(cupy, SOURCE)
     low = lib.low_precision
     null = np.uint64(0)  # a null pointer argument: "no class weights", "no denominator"
 
-    weight_total = cupy.ReductionKernel(
-        "int64 t, raw T w, int64 ignore_index, int32 weighted", "T total",
-        "t == ignore_index ? (T)0 : (weighted ? w[t] : (T)1)", "a + b", "total = a", "0",
-        "ember_ce_weight_total")
+    weight_total = WEIGHT_TOTAL.build(cupy)
 
     def widened(*arrays):
         return [a.astype(np.float32) if a is not None and a.dtype in low else a for a in arrays]

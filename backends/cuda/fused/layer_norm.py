@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .source import Module, entry_points, threads_for
+from .source import Module, entry_points, row_module, threads_for
 
 _SOURCE = r"""
 template <typename T>
@@ -36,10 +36,12 @@ __device__ void layer_norm_rows(const T* x, const T* weight, const T* bias, long
 """ + entry_points("ember_layer_norm",
                    "const @T* x, const @T* weight, const @T* bias, long long cols, double eps, @T* y",
                    "layer_norm_rows<@T>(x, weight, bias, cols, eps, y)")
+SOURCE = row_module("ember_layer_norm", _SOURCE)
+SOURCES = (SOURCE,)
 
 
 def build(cupy, lib) -> dict:
-    module = Module(cupy, _SOURCE)
+    module = Module(cupy, SOURCE)
     low = lib.low_precision
     null = np.uint64(0)
 

@@ -10,6 +10,8 @@ import numpy as np
 
 from ember.dispatch.ops.optim import adam_scalars
 
+from ..kernel_sources import ElementwiseSource
+
 _PREAMBLE = r"""
 template <typename T> struct ember_accumulate { typedef float type; };
 template <> struct ember_accumulate<double> { typedef double type; };
@@ -35,12 +37,19 @@ new_exp_avg_sq = (T)v;
 _MAXIMIZE, _L2, _DECOUPLED = 1, 2, 4
 
 
+_NATIVE = ("float16", "float32", "float64")  # CuPy's own element types; others compute in float32
+
+SOURCE = ElementwiseSource(
+    "T param, T grad, T exp_avg, T exp_avg_sq, float64 beta1, float64 beta2, float64 step_size, "
+    "float64 eps_hat, float64 weight_decay, float64 decay, int32 mode",
+    "T new_param, T new_exp_avg, T new_exp_avg_sq", _STEP, "ember_adam_step", preamble=_PREAMBLE, dtypes=_NATIVE,
+    scalars=("beta1", "beta2", "step_size", "eps_hat", "weight_decay", "decay", "mode"))
+SOURCES = (SOURCE,)
+
+
 def build(cupy, lib) -> dict:
-    kernel = cupy.ElementwiseKernel(
-        "T param, T grad, T exp_avg, T exp_avg_sq, float64 beta1, float64 beta2, float64 step_size, "
-        "float64 eps_hat, float64 weight_decay, float64 decay, int32 mode",
-        "T new_param, T new_exp_avg, T new_exp_avg_sq", _STEP, "ember_adam_step", preamble=_PREAMBLE)
-    native = frozenset(np.dtype(t) for t in (np.float16, np.float32, np.float64))
+    kernel = SOURCE.build(cupy)
+    native = frozenset(np.dtype(t) for t in _NATIVE)
 
     def adam_step(param, grad, exp_avg, exp_avg_sq, step, lr, beta1, beta2, eps, weight_decay,
                   decoupled_weight_decay, maximize):

@@ -12,7 +12,7 @@ import numpy as np
 
 from ember.backends.arraykernels.pooling import pool_extent
 
-from .source import Module, entry_points
+from .source import Module, entry_points, row_module
 
 _SOURCE = r"""
 struct Window {
@@ -75,6 +75,8 @@ __device__ void max_pool_backward(const T* grad, const T* x, T* grad_input, long
     "Window g = {h, w, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw}; max_pool_backward<@T>(grad, x, grad_input, "
     "planes, g)",
 )
+SOURCE = row_module("ember_max_pool", _SOURCE)
+SOURCES = (SOURCE,)
 
 _FAST = frozenset({np.dtype(np.float32), np.dtype(np.float64)})
 _THREADS = 256
@@ -85,7 +87,7 @@ def _blocks(total: int) -> int:
 
 
 def build(cupy, shared: dict) -> dict:
-    module = Module(cupy, _SOURCE)
+    module = Module(cupy, SOURCE)
     shared_forward, shared_backward = shared["max_pool2d"], shared["max_pool2d_backward"]
 
     def window(x, out, kernel_size, stride, padding, dilation):

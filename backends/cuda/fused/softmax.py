@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ember.backends.arraykernels.common import in_float32
 
-from .source import Module, entry_points, threads_for
+from .source import Module, entry_points, row_module, threads_for
 
 _SOURCE = r"""
 template <typename T>
@@ -32,11 +32,13 @@ __device__ void softmax_rows(const T* x, T* y, long long cols, int log_mode) {
 }
 """ + entry_points("ember_softmax", "const @T* x, @T* y, long long cols, int log_mode",
                    "softmax_rows<@T>(x, y, cols, log_mode)")
+SOURCE = row_module("ember_softmax", _SOURCE)
+SOURCES = (SOURCE,)
 
 
 def build(cupy, lib) -> dict:
     import numpy as np
-    module = Module(cupy, _SOURCE)
+    module = Module(cupy, SOURCE)
 
     def run(a, dim, log: bool):
         if a.ndim == 0:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..kernel_sources import ModuleSource
+
 ROW_HELPERS = r"""
 __device__ __forceinline__ float ember_exp(float v) { return expf(v); }
 __device__ __forceinline__ double ember_exp(double v) { return exp(v); }
@@ -85,12 +87,17 @@ def entry_points(name: str, params: str, call: str) -> str:
                    for suffix, ctype in (("f32", "float"), ("f64", "double")))
 
 
+def row_module(name: str, code: str) -> ModuleSource:
+    """The RawModule of a fused kernel file: ROW_HELPERS, then ``code``."""
+    return ModuleSource(name, ROW_HELPERS + code, ("--std=c++14",))
+
+
 class Module:
     """A RawModule compiled on first use, per device (CuPy caches compiled code on disk too)."""
 
-    def __init__(self, cupy, source: str) -> None:
+    def __init__(self, cupy, source: ModuleSource) -> None:
         self._cupy = cupy
-        self._source = ROW_HELPERS + source
+        self._source = source
         self._functions: dict = {}
 
     def function(self, name: str, dtype):
@@ -100,7 +107,6 @@ class Module:
         if function is None:
             module = self._functions.get(("module", device))
             if module is None:
-                module = self._functions[("module", device)] = self._cupy.RawModule(code=self._source,
-                                                                                     options=("--std=c++14",))
+                module = self._functions[("module", device)] = self._source.build(self._cupy)
             function = self._functions[key] = module.get_function(f"{name}_{key[1]}")
         return function

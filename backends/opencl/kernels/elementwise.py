@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ember.backends.float_divmod import OPENCL_QUALIFIER, float_divmod_source, floor_divide_name, remainder_name
+
 from .. import strided
 from ..array import CLArray
 from ..cltypes import compute_ctype, is_float
@@ -58,29 +60,6 @@ def _check_divisor(op: str, b, runtime) -> None:
         raise ZeroDivisionError(f"{op}: integer division by zero")
 
 
-def _float_divmod(t: str) -> str:
-    """NumPy's floor division and remainder for floats (npy_divmod), as C functions on type t."""
-    return f"""
-inline {t} fdiv_{t}({t} a, {t} b) {{
-    {t} mod = fmod(a, b);
-    if (b == 0) return a / b;
-    {t} div = (a - mod) / b;
-    if (mod != 0 && ((b < 0) != (mod < 0))) div -= 1;
-    if (div == 0) return copysign(({t})0, a / b);
-    {t} whole = floor(div);
-    if (div - whole > 0.5) whole += 1;
-    return whole;
-}}
-inline {t} fmod_{t}({t} a, {t} b) {{
-    {t} mod = fmod(a, b);
-    if (b == 0) return mod;
-    if (mod != 0) {{ if ((b < 0) != (mod < 0)) mod += b; }}
-    else mod = copysign(({t})0, b);
-    return mod;
-}}
-"""
-
-
 def _int_helpers(t: str) -> str:
     """Python-style floor division and remainder on integers (b == 0 and b == -1 never trap)."""
     return f"""
@@ -111,7 +90,7 @@ inline {t} ipow_{t}({t} base, {t} e) {{
 
 
 def _helpers(t: str) -> str:
-    return _float_divmod(t) if t in ("float", "double") else _int_helpers(t)
+    return float_divmod_source(t, OPENCL_QUALIFIER) if t in ("float", "double") else _int_helpers(t)
 
 
 def _div(a, b, rounding_mode, op: str = "div"):
@@ -123,7 +102,7 @@ def _div(a, b, rounding_mode, op: str = "div"):
     elif rounding_mode == "floor":
         if not floating:
             _check_divisor(op, b, runtime)
-        expr = f"fdiv_{t}(x0, x1)" if floating else f"idiv_{t}(x0, x1)"
+        expr = f"{floor_divide_name(t)}(x0, x1)" if floating else f"idiv_{t}(x0, x1)"
     else:
         if not floating:
             _check_divisor(op, b, runtime)
@@ -139,7 +118,7 @@ def _remainder(a, b):
     runtime, operands, array = _operands(a, b)
     t = compute_ctype(array.dtype)
     if is_float(array.dtype):
-        expr = f"fmod_{t}(x0, x1)"
+        expr = f"{remainder_name(t)}(x0, x1)"
     else:
         _check_divisor("remainder", b, runtime)
         expr = f"imod_{t}(x0, x1)"

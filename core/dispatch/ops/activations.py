@@ -11,6 +11,7 @@ import numpy as np
 from .. import rules
 from ..binding import tensor_argument
 from ..meta import require, shape
+from ..overflow import check_fits
 from ..schema import FLOAT32_ON_CUDA, Sample, defop
 from . import F
 from .opmath import in_opmath
@@ -360,15 +361,22 @@ _activation("hardshrink(Tensor input, float lambd=0.5)",
 
 
 
-def _threshold(x, threshold, value):
-    """x where x > threshold, else value (converted to an integer input's dtype, as PyTorch's Scalar is)."""
-    if not x.dtype.is_floating_point:
-        value = F.to_dtype(F.full((), value, device=x.device), x.dtype)
-    return F.where(F.gt(x, threshold), x, value)
+def _threshold_check(op, args):
+    """An integer input takes threshold and value as PyTorch converts its Scalars to the input's dtype: refused
+    outside the dtype's range (a negative float does not wrap into uint8), truncated toward zero inside it.
+    The composite then compares with and stores integers, so no float reaches the device to be cast there,
+    where CUDA's float-to-unsigned conversion saturates (-2.0 -> 0) and x86's wraps (-2.0 -> 254)."""
+    dtype = args["input"]._dtype
+    if not dtype.is_floating_point:
+        for name in ("threshold", "value"):
+            check_fits(op.name, args[name], dtype)
+            args[name] = int(args[name])
 
 
-_activation("threshold(Tensor input, float threshold, float value)", _threshold,
+_activation("threshold(Tensor input, float threshold, float value)",
+            lambda x, threshold, value: F.where(F.gt(x, threshold), x, value),
             lambda x, threshold, value: np.where(x > threshold, x, value), dtypes="numeric", inplace=True,
+            normalize=_threshold_check,
             samples=lambda make, dtype: (Sample((make((4, 5)), t, v)) for t, v in ((0.0, -2.0), (1.5, 7.0))),
             scalar="where(input > threshold, input, value)",
             doc="x where x > threshold, value elsewhere")

@@ -19,7 +19,7 @@ from ..dtypes import float32
 from ..errors import EmberError, ShapeError
 from .. import rules
 from ..meta import shape
-from ..schema import Sample, defop
+from ..schema import Gauge, Sample, defop
 from . import F
 from .matrices import diag_embed, diag_of, floating, floating_outputs, matrix_shape, mT
 
@@ -228,6 +228,7 @@ def _svd_samples(make, dtype):
 defop("linalg_svd(Tensor A, bool full_matrices=True)", "linalg", promotion=floating_outputs("f", "f", "f"),
       dtypes="float", meta=_svd_meta, outputs=("U", "S", "Vh"), derivative=_svd_derivative,
       reference=_svd_reference, samples=_svd_samples, method=False, optional_kernel=True,
+      gauge=Gauge("S", (("U", -1), ("Vh", -2))),
       doc="A = U diag(S) Vh, singular values in descending order; derivatives hold for gauge-invariant losses")
 
 
@@ -272,7 +273,7 @@ def _eigh_samples(make, dtype):
 defop("linalg_eigh(Tensor A, str UPLO='L')", "linalg", promotion=floating_outputs("f", "f"), dtypes="float",
       meta=_eigh_meta, normalize=_eigh_normalize, outputs=("eigenvalues", "eigenvectors"),
       derivative=_eigh_derivative, reference=_eigh_reference, samples=_eigh_samples, method=False,
-      optional_kernel=True,
+      optional_kernel=True, gauge=Gauge("eigenvalues", (("eigenvectors", -1),)),
       doc="eigenvalues (ascending) and orthonormal eigenvectors of symmetric matrices, reading one triangle; "
           "derivatives hold for gauge-invariant losses")
 

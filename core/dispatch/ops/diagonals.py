@@ -35,9 +35,9 @@ def diagonal_view(shape: tuple, strides: tuple, offset: int, dim1: int, dim2: in
 def _diagonal_normalize(op, args) -> None:
     x = args["input"]
     if len(shape(x)) < 2:
-        raise ShapeError(f"diagonal: expects a tensor of at least 2 dimensions, got {describe(x)}")
+        raise ShapeError(f"{op.name}: expects a tensor of at least 2 dimensions, got {describe(x)}")
     if args["dim1"] == args["dim2"]:
-        raise ShapeError(f"diagonal: dim1 and dim2 cannot be identical, got {args['dim1']} for both ({describe(x)})")
+        raise ShapeError(f"{op.name}: dim1 and dim2 cannot be identical, got {args['dim1']} for both ({describe(x)})")
 
 
 def _diagonal_meta(x, offset=0, dim1=0, dim2=1):

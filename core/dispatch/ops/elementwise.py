@@ -49,6 +49,20 @@ def _div_samples(make, dtype):
         yield Sample((make((2, 3)), make((2, 3), nonzero=True)), kwargs, note=f"rounding_mode={mode}")
         yield Sample((make((4, 1), noncontiguous=True), make((3,), nonzero=True)), kwargs, note="broadcast")
         yield Sample((make((2, 3)), make((), nonzero=True).item()), kwargs, note="Python number divisor")
+        yield from _infinite_division_samples(make, dtype, kwargs)
+
+
+def _infinite_division_samples(make, dtype, kwargs=None):
+    """Floats: every special value (infinities, NaN, signed zeros) divided by every other, and infinite Python
+    numbers. Division rounded down is where ``floor(a / b)`` goes wrong: ``inf // 2`` is NaN, ``-5 // inf``
+    is -1 and ``-5 % inf`` is inf in NumPy and PyTorch."""
+    if not dtype.is_floating_point:
+        return
+    kwargs = kwargs or {}
+    yield Sample((make.specials((12, 1)), make.specials((1, 12))), kwargs, note="special values divided by each other")
+    for divisor in (math.inf, -math.inf):
+        yield Sample((make((2, 3)), divisor), kwargs, note=f"Python number divisor {divisor}")
+    yield Sample((-math.inf, make((2, 3), nonzero=True)), kwargs, note="Python number dividend -inf")
 
 
 def _as_float(x):
@@ -405,9 +419,9 @@ _binary("div", _div_reference, promotion=_div_promotion, extra=", *, str? roundi
         doc="true division; rounding_mode 'trunc' or 'floor' keeps integer dtypes")
 _NONZERO_DIVISOR = {"other": {"nonzero": True}}  # sample hint: integer division by zero raises
 _binary("floor_divide", np.floor_divide, dtypes="numeric", inplace=True, differentiable=False, onnx=_floor_divide_onnx,
-        domain=_NONZERO_DIVISOR)
+        domain=_NONZERO_DIVISOR, samples=_infinite_division_samples)
 _binary("remainder", np.remainder, dtypes="numeric", inplace=True, doc="Python's modulo: the sign of other",
-        domain=_NONZERO_DIVISOR, onnx=_remainder_onnx,
+        domain=_NONZERO_DIVISOR, onnx=_remainder_onnx, samples=_infinite_division_samples,
         derivative=lambda grad, input, other: (grad, F.neg(F.mul(grad, F.floor_divide(input, other)))))
 _binary("pow", np.power, dtypes="numeric", inplace=True, scalar="pow(input, other)", derivative=_pow_derivative, autocast=FLOAT32_ON_CUDA,
         onnx=_pow_onnx,

@@ -137,10 +137,15 @@ defop("nonzero(Tensor input, *, bool as_tuple=False)", "indexing", kind="composi
       differentiable=False, doc="argwhere(input), or with as_tuple one 1-D index tensor per dim")
 
 
+def _unbind_normalize(op, args):
+    """A 0-d tensor has no dim to unbind; the message names the op called (unbind or unbind_copy)."""
+    x = args["input"]
+    if not shape(x):
+        raise OutOfRangeError(f"{op.name}: cannot unbind a 0-d tensor ({describe(x)})")
+
+
 def _unbind_meta(x, dim=0):
     in_shape = shape(x)
-    if not in_shape:
-        raise OutOfRangeError(f"unbind: cannot unbind a 0-d tensor ({describe(x)})")
     return (in_shape[:dim] + in_shape[dim + 1:],) * in_shape[dim]
 
 
@@ -152,7 +157,7 @@ def _unbind_samples(make, dtype):
 
 
 defop("unbind(Tensor input, dim dim=0)", "indexing", kind="composite", promotion=rules.passthrough,
-      meta=_unbind_meta, composite=lambda x, dim=0: tuple(F.select(x, dim, i) for i in range(x.shape[dim])),
+      normalize=_unbind_normalize, meta=_unbind_meta, composite=lambda x, dim=0: tuple(F.select(x, dim, i) for i in range(x.shape[dim])),
       reference=lambda x, dim=0: tuple(np.moveaxis(x, dim, 0)), samples=_unbind_samples, outputs=("*",),
       doc="the slices along dim, as views")
 

@@ -15,7 +15,7 @@ from ..dispatcher import checking_results
 from ..dtypes import float32, float64, int64
 from ..errors import DtypeError, ShapeError
 from ..meta import broadcast_shapes, shape
-from ..schema import Sample, defop
+from ..schema import Gauge, Sample, defop
 from . import F
 from .decompositions import spd, well_conditioned
 from .linalg_solvers import _inv
@@ -551,6 +551,7 @@ def _legacy_svd_reference(input, some=True, compute_uv=True):
 defop("svd(Tensor input, bool some=True, bool compute_uv=True)", "linalg", kind="composite",
       promotion=lambda rt, op, args: (float_dtype(op.name, rt), (float_dtype(op.name, rt),) * 3), dtypes="float",
       meta=_legacy_svd_meta, composite=_legacy_svd, outputs=("U", "S", "V"), reference=_legacy_svd_reference,
+      gauge=Gauge("S", (("U", -1), ("V", -1))),
       samples=lambda make, dtype: (Sample((make((4, 3)),)), Sample((make((2, 2, 3)), False), gradcheck=False,
                                           note="full V: its columns beyond k are not determined by A"),
                                    Sample((make((3, 2)), True, False), note="values only")),

@@ -334,9 +334,9 @@ defop("tensor_split(Tensor input, Any indices_or_sections, dim dim=0)", "view", 
 def _split_with_sizes_normalize(op, args):
     x, sizes, dim = args["input"], args["split_sizes"], args["dim"]
     if not shape(x):
-        raise ShapeError(f"split_with_sizes: expected at least a 1-dimensional tensor, got {describe(x)}")
+        raise ShapeError(f"{op.name}: expected at least a 1-dimensional tensor, got {describe(x)}")
     if any(s < 0 for s in sizes) or sum(sizes) != shape(x)[dim]:
-        raise ShapeError(f"split_with_sizes expects split_sizes to sum exactly to {shape(x)[dim]} (input tensor's "
+        raise ShapeError(f"{op.name} expects split_sizes to sum exactly to {shape(x)[dim]} (input tensor's "
                          f"size at dimension {dim}), but got split_sizes={list(sizes)}")
 
 

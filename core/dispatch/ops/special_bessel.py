@@ -22,7 +22,7 @@ from .. import rules
 from ..meta import elementwise as broadcast_meta
 from ..schema import Sample, defop
 from . import F
-from .special_support import EULER_GAMMA, floating, horner, scipy_special, select, without_gradient
+from .special_support import EULER_GAMMA, floating, horner, ratio_series, scipy_special, select, without_gradient
 
 _SERIES_BELOW = 20.0  # power series of I below, asymptotic series above
 _I_TERMS = 45
@@ -33,10 +33,12 @@ _HANKEL_TERMS = 40  # P and Q together: their terms shrink up to k = 2x = 40 at 
 # -- modified Bessel functions of the first kind: I0, I1 and their scaled forms ---------------------------------
 
 def _i_series(order: int, x):
-    """Σₖ (x²/4)ᵏ / (k! (k+order)!), times (x/2)^order: I_order(x) for |x| < 20 (all terms positive)."""
+    """Σₖ (x²/4)ᵏ / (k! (k+order)!), times (x/2)^order: I_order(x) for |x| < 20 (all terms positive).
+
+    Nested by the ratios 1/(k (k+order)) of successive coefficients, which stay normal in float32, where the
+    coefficients do not (see ``ratio_series``): on CUDA, flushed, they cost I₁(19.99) 2.4e-5 of its value."""
     y = F.mul(F.mul(x, x), 0.25)
-    coefficients = [1.0 / (math.factorial(k) * math.factorial(k + order)) for k in range(_I_TERMS)]
-    out = horner(y, coefficients)
+    out = ratio_series(y, [1.0 / (k * (k + order)) for k in range(1, _I_TERMS)])
     return F.mul(out, F.mul(x, 0.5)) if order else out
 
 

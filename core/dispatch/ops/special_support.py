@@ -72,6 +72,21 @@ def horner(x, coefficients):
     return out
 
 
+def ratio_series(y, ratios):
+    """Σₖ (r₁ r₂ ⋯ rₖ) yᵏ for Python float ratios rₖ of successive coefficients (the k = 0 term is 1),
+    nested as 1 + r₁y (1 + r₂y (1 + ⋯)).
+
+    For positive series whose coefficients shrink factorially (1/(k! (k+1)!) is a float32 subnormal from
+    k = 20), instead of ``horner`` on the coefficients: here every constant is a ratio of moderate size and
+    every bracket is at least 1, so nothing that matters is subnormal. CUDA kernels flush float32
+    subnormals to zero (CuPy compiles them with -ftz=true), which would drop such coefficients, and with
+    them terms that matter when y is large."""
+    out = F.add(F.mul(y, ratios[-1]), 1.0)
+    for r in reversed(ratios[:-1]):
+        out = F.add(F.mul(F.mul(out, y), r), 1.0)
+    return out
+
+
 def select(*pairs_and_default):
     """``select((cond1, a), (cond2, b), default)``: the first value whose condition holds, elementwise."""
     *pairs, out = pairs_and_default
@@ -86,5 +101,5 @@ def scipy_special():
     return special
 
 
-__all__ = ["floating", "without_gradient", "as_tensors", "horner", "select", "is_tensor", "scipy_special",
-           "SQRT_PI", "SQRT_2", "SQRT_2PI", "EULER_GAMMA"]
+__all__ = ["floating", "without_gradient", "as_tensors", "horner", "ratio_series", "select", "is_tensor",
+           "scipy_special", "SQRT_PI", "SQRT_2", "SQRT_2PI", "EULER_GAMMA"]

@@ -50,34 +50,35 @@ def _own_offset(x) -> int:
     return 0 if base is None or x._data is base._data else x.storage_offset()
 
 
-def _resolve(x, size, stride, storage_offset):
+def _resolve(op_name: str, x, size, stride, storage_offset):
     """The tensor whose flattened elements hold every position the view reaches, and the view's offset in
-    it: x itself where x is contiguous and holds them all, else x's base (x's storage)."""
+    it: x itself where x is contiguous and holds them all, else x's base (x's storage). Errors name
+    ``op_name`` (as_strided, or as_strided_copy, which checks with as_strided's hook)."""
     own = _own_offset(x)
     offset = own if storage_offset is None else storage_offset
     if offset < 0:
-        raise OutOfRangeError(f"as_strided: storage_offset must be non-negative, got {offset}")
+        raise OutOfRangeError(f"{op_name}: storage_offset must be non-negative, got {offset}")
     reach = _last_position(size, stride, offset) if numel(tuple(size)) else offset - 1
     if x.is_contiguous() and own <= offset and reach < own + x.numel():
         return x, offset - own
     base = x._base if x._base is not None else x
     if base is x and not x.is_contiguous():
-        raise ShapeError(f"as_strided: the storage of a non-contiguous tensor that is no view has no flat "
+        raise ShapeError(f"{op_name}: the storage of a non-contiguous tensor that is no view has no flat "
                          f"order to stride through ({describe(x)}); call .contiguous() first")
     if base is not x and x.requires_grad:
-        raise RuntimeError(f"as_strided: this view reaches outside the elements of a view that requires grad, "
+        raise RuntimeError(f"{op_name}: this view reaches outside the elements of a view that requires grad, "
                            f"into its base's storage, which its history does not cover ({describe(x)}); call "
-                           f"as_strided on the base tensor")
+                           f"{op_name} on the base tensor")
     if not base.is_contiguous():
-        raise ShapeError(f"as_strided: the base of this view is not contiguous ({describe(base)})")
-    _check_fits("as_strided", size, stride, offset, base.numel(), x)
+        raise ShapeError(f"{op_name}: the base of this view is not contiguous ({describe(base)})")
+    _check_fits(op_name, size, stride, offset, base.numel(), x)
     return base, offset
 
 
 def _as_strided_normalize(op, args):
-    _check_geometry("as_strided", args["size"], args["stride"])
+    _check_geometry(op.name, args["size"], args["stride"])
     note_value_read()  # the storage and offset are no part of the plan's key: validate every call
-    _resolve(args["input"], args["size"], args["stride"], args["storage_offset"])
+    _resolve(op.name, args["input"], args["size"], args["stride"], args["storage_offset"])
 
 
 def _strided_view(flat, size, stride, offset: int):
@@ -100,7 +101,7 @@ def _strided_view(flat, size, stride, offset: int):
 
 
 def _as_strided(x, size, stride, storage_offset=None):
-    storage, offset = _resolve(x, size, stride, storage_offset)
+    storage, offset = _resolve("as_strided", x, size, stride, storage_offset)
     return _strided_view(F.view(storage, (-1,)), size, stride, offset)
 
 

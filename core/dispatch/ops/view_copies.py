@@ -1,14 +1,16 @@
 """The ``*_copy`` ops: each view op's result in fresh memory (PyTorch's functionalized forms, as
 ``torch.expand_copy``), plus narrow_copy.
 
-Each borrows its view op's checks, shape inference, NumPy reference and samples, looked up when first used
-(so the view may be declared in any module), and returns a clone of the view: its derivative is the view's.
+Each borrows its view op's checks (which then name the copy), shape inference, NumPy reference and samples,
+looked up when first used (so the view may be declared in any module), and returns a clone of the view: its
+derivative is the view's.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from .. import rules
+from ..bound import BoundArgs
 from ..errors import OutOfRangeError, describe
 from ..meta import require_dims, shape
 from ..schema import OPS, Sample, defop
@@ -23,13 +25,24 @@ def _np_copied(value):
     return tuple(np.array(v) for v in value) if isinstance(value, (tuple, list)) else np.array(value)
 
 
+def _view_checks(view: str):
+    """The normalize hook of a copy: the view's hook, reading the copy's values by the view's parameter names
+    (the copy may rename one, as split_copy's split_size), and given the copy op so that its errors name the
+    op that was called (permute_copy, not permute)."""
+    def normalize(op, args):
+        hook = OPS[view].normalize
+        if hook is not None:
+            hook(op, BoundArgs(OPS[view], args.values))
+    return normalize
+
+
 def _copy_of(signature: str, view: str) -> None:
     """Declare ``signature`` (the view's parameters first, then any of PyTorch's extra keywords that a copy
     ignores) as the copy of the op ``view``."""
     defop(signature, "view", kind="composite", promotion=rules.passthrough, method=False,
           outputs=OPS[view].outputs if view in OPS else ("out",),
           meta=lambda *args: OPS[view].meta(*args[:len(OPS[view].params)]),
-          normalize=lambda op, args: OPS[view].normalize_values(args.values),
+          normalize=_view_checks(view),
           composite=lambda *args: _copied(getattr(F, view)(*args[:len(OPS[view].params)])),
           reference=lambda *args: _np_copied(OPS[view].reference(*args[:len(OPS[view].params)])),
           samples=lambda make, dtype: OPS[view].samples(make, dtype),

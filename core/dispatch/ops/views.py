@@ -411,9 +411,9 @@ defop("view(Tensor input, int[] size)", "view", samples=_view_samples, promotion
 
 def _permute_normalize(op, args):
     ndim = len(shape(args["input"]))
-    dims = tuple(wrap_dim("permute", d, ndim) for d in args["dims"])
+    dims = tuple(wrap_dim(op.name, d, ndim) for d in args["dims"])
     if sorted(dims) != list(range(ndim)):
-        raise ShapeError(f"permute: dims {args['dims']} are not a permutation of the {ndim} dimension(s) of a "
+        raise ShapeError(f"{op.name}: dims {args['dims']} are not a permutation of the {ndim} dimension(s) of a "
                          f"tensor of shape {shape(args['input'])}")
     args["dims"] = dims
 
@@ -428,7 +428,7 @@ defop("permute(Tensor input, int[] dims)", "view", samples=_permute_samples, pro
 def _expand_normalize(op, args):
     in_shape, size = shape(args["input"]), args["size"]
     if len(size) < len(in_shape):
-        raise ShapeError(f"expand: the number of sizes ({len(size)}) must be at least the tensor's number of "
+        raise ShapeError(f"{op.name}: the number of sizes ({len(size)}) must be at least the tensor's number of "
                          f"dimensions ({len(in_shape)}); shape {in_shape}, size {size}")
     lead = len(size) - len(in_shape)
     out = list(size)
@@ -436,13 +436,13 @@ def _expand_normalize(op, args):
         current = in_shape[i - lead] if i >= lead else None
         if s == -1:
             if current is None:
-                raise ShapeError(f"expand: -1 is not allowed in a new leading dimension; size {size}")
+                raise ShapeError(f"{op.name}: -1 is not allowed in a new leading dimension; size {size}")
             out[i] = current
         elif s < 0:
-            raise ShapeError(f"expand: the size {s} at dim {i} is negative (only -1, which keeps a size, is "
+            raise ShapeError(f"{op.name}: the size {s} at dim {i} is negative (only -1, which keeps a size, is "
                              f"allowed); shape {in_shape}, size {size}")
         elif current is not None and current != 1 and current != s:
-            raise ShapeError(f"expand: the size {s} at dim {i} does not match the existing size {current} "
+            raise ShapeError(f"{op.name}: the size {s} at dim {i} does not match the existing size {current} "
                              f"(only size-1 dimensions expand); shape {in_shape}, size {size}")
     args["size"] = tuple(out)
 
@@ -465,9 +465,9 @@ def _slice_normalize(op, args):
     x, dim, start, end, step = args["input"], args["dim"], args["start"], args["end"], args["step"]
     length = shape(x)[dim] if shape(x) else 1
     if not shape(x):
-        raise ShapeError("slice: cannot slice a 0-d tensor")
+        raise ShapeError(f"{op.name}: cannot slice a 0-d tensor")
     if step <= 0:
-        raise ValueError(f"slice: step must be positive, got {step}")
+        raise ValueError(f"{op.name}: step must be positive, got {step}")
     start = 0 if start is None else (start + length if start < 0 else start)
     end = length if end is None else (end + length if end < 0 else end)
     start = min(max(start, 0), length)
@@ -489,12 +489,16 @@ defop("slice(Tensor input, dim dim=0, int? start=None, int? end=None, int step=1
       doc="input[..., start:end:step, ...] along dim, as a view")
 
 
+def _unfold_normalize(op, args):
+    x, size, step = args["input"], args["size"], args["step"]
+    length = (shape(x) or (1,))[args["dimension"]]  # a 0-d input unfolds as one element
+    require(0 <= size <= length, op.name, f"size {size} must be between 0 and the dimension's length {length}", x)
+    require(step > 0, op.name, f"step must be positive, got {step}", x)
+
+
 def _unfold_meta(x, dimension, size, step):
     """A 0-d input unfolds as one element: its result is the single window, of shape (size,), as in PyTorch."""
     in_shape = shape(x) or (1,)
-    require(size >= 0 and size <= in_shape[dimension], "unfold",
-            f"size {size} must be between 0 and the dimension's length {in_shape[dimension]}", x)
-    require(step > 0, "unfold", f"step must be positive, got {step}", x)
     if not shape(x):
         return (size,)
     out = list(in_shape)
@@ -512,9 +516,8 @@ def _unfold_reference(x, dimension, size, step):
 
 
 defop("unfold(Tensor input, dim dimension, int size, int step)", "view", samples=_unfold_samples,
-      promotion=rules.passthrough,
-      derivative=_unfold_derivative,
-      meta=_unfold_meta, view=True, reference=_unfold_reference, onnx=_unfold_onnx,
+      promotion=rules.passthrough, derivative=_unfold_derivative,
+      normalize=_unfold_normalize, meta=_unfold_meta, view=True, reference=_unfold_reference, onnx=_unfold_onnx,
       doc="sliding windows of length size along dimension, as a view with a new last dimension")
 
 # -- copies and casts -------------------------------------------------------------------------
@@ -629,9 +632,9 @@ defop("transpose(Tensor input, dim dim0, dim dim1)", "view", samples=_transpose_
       reference=lambda x, d0, d1: np.swapaxes(x, d0, d1) if x.ndim else x)
 
 
-def _t_meta(x):
-    require(len(shape(x)) <= 2, "t", f"t() expects a tensor with <= 2 dimensions, but self is {len(shape(x))}D", x)
-    return shape(x)[::-1]
+def _t_normalize(op, args):
+    ndim = len(shape(args["input"]))
+    require(ndim <= 2, op.name, f"t() expects a tensor with <= 2 dimensions, but self is {ndim}D", args["input"])
 
 
 def _t_samples(make, dtype):
@@ -641,7 +644,8 @@ def _t_samples(make, dtype):
     yield Sample((make(()),), note="0-d")
 
 
-defop("t(Tensor input)", "view", samples=_t_samples, kind="composite", promotion=rules.passthrough, meta=_t_meta,
+defop("t(Tensor input)", "view", samples=_t_samples, kind="composite", promotion=rules.passthrough,
+      normalize=_t_normalize, meta=lambda x: shape(x)[::-1],
       composite=lambda x: F.permute(x, tuple(reversed(range(x.ndim)))), reference=np.transpose,
       doc="the transpose of a tensor of at most 2 dims (1-D and 0-d tensors as they are), as a view")
 
@@ -666,13 +670,16 @@ defop("squeeze(Tensor input, dim[]? dim=None)", "view", samples=_squeeze_samples
       doc="drops size-1 dims (all of them, or those in dim)")
 
 
+def _unsqueeze_normalize(op, args):
+    args["dim"] = wrap_dim(op.name, args["dim"], len(shape(args["input"])) + 1)  # a dim of the result
+
+
 def _unsqueeze_shape(in_shape, dim):
-    dim = wrap_dim("unsqueeze", dim, len(in_shape) + 1)
     return in_shape[:dim] + (1,) + in_shape[dim:]
 
 
 defop("unsqueeze(Tensor input, int dim)", "view", samples=_unsqueeze_samples,
-      kind="composite", promotion=rules.passthrough,
+      kind="composite", promotion=rules.passthrough, normalize=_unsqueeze_normalize,
       meta=lambda x, dim: _unsqueeze_shape(shape(x), dim),
       composite=lambda x, dim: F.view(x, _unsqueeze_shape(tuple(x.shape), dim)), onnx=_unsqueeze_onnx,
       reference=lambda x, dim: np.expand_dims(x, dim))
@@ -713,8 +720,8 @@ defop("unflatten(Tensor input, dim dim, int[] sizes)", "view", samples=_unflatte
 
 def _select_normalize(op, args):
     x, dim, index = args["input"], args["dim"], args["index"]
-    require_dims("select", x, OutOfRangeError)
-    args["index"] = check_index("select", x, dim, index)
+    require_dims(op.name, x, OutOfRangeError)
+    args["index"] = check_index(op.name, x, dim, index)
 
 
 def _select(x, dim, index):
@@ -753,13 +760,19 @@ def _split_meta(x, split, dim=0, op_name="split"):
     return tuple(shape(x)[:dim] + (s,) + shape(x)[dim + 1:] for s in sizes)
 
 
+def _split_normalize(op, args):
+    require_dims(op.name, args["input"])
+    _split_sizes(shape(args["input"])[args["dim"]], args["split_size_or_sections"], op.name)
+
+
 def _split_reference(x, split, dim=0):
     sizes = _split_sizes(x.shape[dim], split, "split")
     return np.split(x, np.cumsum(sizes)[:-1], axis=dim)
 
 
 defop("split(Tensor input, Any split_size_or_sections, dim dim=0)", "view", samples=_split_samples, kind="composite",
-      promotion=rules.passthrough, meta=_split_meta, composite=_split, reference=_split_reference, onnx=_split_onnx,
+      promotion=rules.passthrough, normalize=_split_normalize, meta=_split_meta, composite=_split,
+      reference=_split_reference, onnx=_split_onnx,
       outputs=("*",), doc="views of consecutive pieces: equal sizes (the last may be smaller) or given sections")
 
 

@@ -2,8 +2,12 @@
 
 The group's MPI communicator bootstraps it (rank 0's NCCL unique id is broadcast over MPI), so ranks start
 the same way for both engines. Operations run on one CUDA stream per engine that first waits for the
-caller's current stream; a CUDA event recorded after each operation is what ``Work`` polls against the
-deadline. NCCL has no int16 and no bool: int16 travels as int32, bool as uint8 (SUM = OR, PRODUCT = AND).
+caller's current stream (so it sees the inputs); a CUDA event is recorded after each. Until that event
+completes the operation's buffers are kept from CuPy's stream-ordered pool (PyTorch's ``record_stream``), and
+``Work.wait()`` makes the caller's current stream wait for it without blocking the host, as PyTorch's NCCL
+work does (``wait(timeout=...)`` and ``is_completed()`` still ask the host). NCCL has no int16 and no bool:
+int16 travels as int32, bool as uint8 (SUM = OR, PRODUCT = AND). The engine's device is made current only
+inside its own calls; the process's current device is the caller's business.
 
 Unverified here: this machine has no GPU (see docs/distributed.md).
 """
@@ -14,6 +18,7 @@ import time
 
 import numpy as np
 
+from ...dispatch.inflight import InFlight
 from ..errors import DistBackendError
 from ..reduce_op import RedOpType
 from ..work import Pending, poll
@@ -28,7 +33,8 @@ def nccl_unavailable_reason() -> str | None:
         import cupy
         from cupy.cuda import nccl
     except Exception as error:  # CuPy missing, or built without NCCL
-        return f"CuPy with NCCL is not installed ({type(error).__name__}: {error}); pip install cupy-cuda12x"
+        return (f"CuPy with NCCL is not installed ({type(error).__name__}: {error}); pip install 'ember[cuda]' "
+                "(cupy-cuda13x; 'ember[cuda12]' for CUDA 12 drivers)")
     if not getattr(nccl, "available", True):
         return "CuPy was built without NCCL support"
     try:
@@ -52,14 +58,15 @@ class NCCLEngine:
         self.rank, self.size = mpi.rank, mpi.size
         index = _device_index(device_id)
         self.device = cupy.cuda.Device(index)
-        self.device.use()
         uid = np.zeros(nccl.get_unique_id().__len__(), np.int8)
         if self.rank == 0:
             uid[:] = np.array(nccl.get_unique_id(), np.int8)
         if not poll(mpi.broadcast(uid, 0).test, time.monotonic() + 600):
             raise DistBackendError(f"nccl: rank {self.rank} timed out receiving the NCCL unique id from rank 0")
-        self.comm = nccl.NcclCommunicator(self.size, tuple(int(v) for v in uid), self.rank)
-        self.stream = cupy.cuda.Stream(non_blocking=True)
+        with self.device:
+            self.comm = nccl.NcclCommunicator(self.size, tuple(int(v) for v in uid), self.rank)
+            self.stream = cupy.cuda.Stream(non_blocking=True)
+        self._in_flight = InFlight()  # buffers of operations the stream has not finished
         self._types = _nccl_types(nccl)
         self._ops = {RedOpType.SUM: nccl.NCCL_SUM, RedOpType.PRODUCT: nccl.NCCL_PROD,
                      RedOpType.MIN: nccl.NCCL_MIN, RedOpType.MAX: nccl.NCCL_MAX}
@@ -67,7 +74,10 @@ class NCCLEngine:
     # -- staging -----------------------------------------------------------------------------
     def stage(self, t):
         data = t._data
-        return data if data.flags.c_contiguous else self._cp.ascontiguousarray(data)
+        if data.flags.c_contiguous:
+            return data
+        with self.device:
+            return self._cp.ascontiguousarray(data)
 
     def write_back(self, t, array):
         if array is t._data:
@@ -77,14 +87,17 @@ class NCCLEngine:
         return lambda: self.assign(t, array)
 
     def assign(self, t, array) -> None:
-        t._data[...] = array.reshape(t._data.shape)
+        with self.device:
+            t._data[...] = array.reshape(t._data.shape)
         t._version[0] += 1
 
     def empty(self, shape, like):
-        return self._cp.empty(shape, dtype=like.dtype)
+        with self.device:
+            return self._cp.empty(shape, dtype=like.dtype)
 
     def stack(self, arrays):
-        return self._cp.stack(arrays)
+        with self.device:
+            return self._cp.stack(arrays)
 
     def close(self) -> None:
         self.comm.destroy()
@@ -92,28 +105,30 @@ class NCCLEngine:
     # -- operations ----------------------------------------------------------------------------
     def broadcast(self, array, root: int) -> Pending:
         buf, dtype = self._bytes(array)
-        return self._launch(lambda s: self.comm.broadcast(buf.data.ptr, buf.data.ptr, buf.size, dtype, root, s))
+        return self._launch(lambda s: self.comm.broadcast(buf.data.ptr, buf.data.ptr, buf.size, dtype, root, s),
+                            keep=(buf,))
 
     def all_reduce(self, array, op: RedOpType) -> Pending:
         buf, dtype, op_code, finish = self._reduction(array, op)
         return self._launch(lambda s: self.comm.allReduce(buf.data.ptr, buf.data.ptr, buf.size, dtype, op_code, s),
-                            finish)
+                            finish, (buf,))
 
     def reduce(self, array, root: int, op: RedOpType) -> Pending:
         buf, dtype, op_code, finish = self._reduction(array, op)
         return self._launch(lambda s: self.comm.reduce(buf.data.ptr, buf.data.ptr, buf.size, dtype, op_code,
-                                                       root, s), finish if self.rank == root else None)
+                                                       root, s), finish if self.rank == root else None, (buf,))
 
     def all_gather(self, send, recv) -> Pending:
         sbuf, dtype = self._bytes(send)
         rbuf, _ = self._bytes(recv)
-        return self._launch(lambda s: self.comm.allGather(sbuf.data.ptr, rbuf.data.ptr, sbuf.size, dtype, s))
+        return self._launch(lambda s: self.comm.allGather(sbuf.data.ptr, rbuf.data.ptr, sbuf.size, dtype, s),
+                            keep=(sbuf, rbuf))
 
     def reduce_scatter(self, send, recv, op: RedOpType) -> Pending:
         sbuf, dtype, op_code, _ = self._reduction(send, op)
         rbuf, _, _, finish = self._reduction(recv, op)
         return self._launch(lambda s: self.comm.reduceScatter(sbuf.data.ptr, rbuf.data.ptr, rbuf.size, dtype,
-                                                              op_code, s), finish)
+                                                              op_code, s), finish, (sbuf, rbuf))
 
     def gather(self, send, recv, root: int) -> Pending:
         sbuf, dtype = self._bytes(send)
@@ -126,7 +141,7 @@ class NCCLEngine:
                 for peer in range(self.size):
                     self.comm.recv(rbuf[peer].data.ptr, sbuf.size, dtype, peer, s)
             self._nccl.groupEnd()
-        return self._launch(run)
+        return self._launch(run, keep=(sbuf, recv))
 
     def scatter(self, send, recv, root: int) -> Pending:
         rbuf, dtype = self._bytes(recv)
@@ -139,28 +154,34 @@ class NCCLEngine:
                     self.comm.send(sbuf[peer].data.ptr, rbuf.size, dtype, peer, s)
             self.comm.recv(rbuf.data.ptr, rbuf.size, dtype, root, s)
             self._nccl.groupEnd()
-        return self._launch(run)
+        return self._launch(run, keep=(rbuf, send))
 
     def send(self, array, dst: int, tag: int) -> Pending:
         buf, dtype = self._bytes(array)
-        return self._launch(lambda s: self.comm.send(buf.data.ptr, buf.size, dtype, dst, s))
+        return self._launch(lambda s: self.comm.send(buf.data.ptr, buf.size, dtype, dst, s), keep=(buf,))
 
     def recv(self, array, src: int | None, tag: int) -> Pending:
         if src is None:
             raise DistBackendError("irecv: the NCCL backend needs an explicit src (NCCL has no any-source receive)")
         buf, dtype = self._bytes(array)
-        pending = self._launch(lambda s: self.comm.recv(buf.data.ptr, buf.size, dtype, src, s))
-        return Pending(pending.test, lambda: src)
+        pending = self._launch(lambda s: self.comm.recv(buf.data.ptr, buf.size, dtype, src, s), keep=(buf,))
+        return Pending(pending.test, lambda: src, pending.device_wait)
 
     # -- helpers -------------------------------------------------------------------------------
-    def _launch(self, run, finish=None) -> Pending:
-        """Run an NCCL call on the engine's stream after the caller's queued work; poll an event after it."""
-        cp = self._cp
+    def _launch(self, run, finish=None, keep=()) -> Pending:
+        """Run an NCCL call on the engine's stream after the caller's queued work. The arrays in ``keep`` stay
+        out of the memory pool until the call is done; waiting puts the caller's current stream behind it."""
+        cuda = self._cp.cuda
         with self.device:
-            self.stream.wait_event(cp.cuda.get_current_stream().record())
+            self.stream.wait_event(cuda.get_current_stream().record())
             run(self.stream.ptr)
             done = self.stream.record()
-        return Pending(lambda: done.done, finish)
+        self._in_flight.keep(done, *keep)
+
+        def device_wait() -> None:
+            with self.device:
+                cuda.get_current_stream().wait_event(done)
+        return Pending(lambda: done.done, finish, device_wait)
 
     def _bytes(self, array):
         """The array's bytes and NCCL's byte type: moving data needs no element type."""
@@ -173,7 +194,8 @@ class NCCLEngine:
         if name == "bool":
             return flat.view(self._cp.uint8), self._types["uint8"], False
         if name == "int16":
-            return flat.astype(self._cp.int32), self._types["int32"], True
+            with self.device:
+                return flat.astype(self._cp.int32), self._types["int32"], True
         if name not in self._types:
             raise DistBackendError(f"nccl: dtype {name} is not supported by this NCCL build")
         return flat, self._types[name], False
@@ -188,11 +210,12 @@ class NCCLEngine:
         flat, size = array.reshape(-1), self.size
 
         def finish() -> None:
-            result = buf
-            if op is RedOpType.AVG:
-                result = result / size if result.dtype.kind == "f" else self._cp.trunc(result / size)
-            if result is not flat:
-                flat[...] = result.astype(flat.dtype)
+            with self.device:
+                result = buf
+                if op is RedOpType.AVG:
+                    result = result / size if result.dtype.kind == "f" else self._cp.trunc(result / size)
+                if result is not flat:
+                    flat[...] = result.astype(flat.dtype)
         return buf, dtype, op_code, finish if (converted or op is RedOpType.AVG) else None
 
 
