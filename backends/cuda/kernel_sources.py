@@ -10,6 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+#: the floating dtypes CuPy has C types for, which kernels templated on T run in; bfloat16 never reaches a
+#: kernel (the backend stores it and computes it in float32: ``CudaBackend.storage_only_dtypes``)
+CUPY_FLOATS = ("float16", "float32", "float64")
+
 
 @dataclass(frozen=True)
 class ElementwiseSource:

@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
+from ember.dispatch.fusion import CUDA
+
 from .kernel_sources import ElementwiseSource, KernelSource, ModuleSource, ReductionSource
 
 #: what CuPy includes before an ElementwiseKernel's or ReductionKernel's code (not before a RawModule's)
@@ -22,12 +24,10 @@ CUPY_HEADERS = ("cupy/complex.cuh", "cupy/carray.cuh", "cupy/atomics.cuh", "cupy
 CUPY_OPTIONS = ("-ftz=true", "--device-as-default-execution-space")
 #: CuPy 14's language standard where the kernel's options name none (its CCCL headers need C++17)
 DEFAULT_STD = "--std=c++17"
-#: CuPy's C type of each dtype (cupy._core._scalar.get_typename)
-CUPY_TYPES = {
-    "bool": "bool", "int8": "signed char", "uint8": "unsigned char", "int16": "short", "uint16": "unsigned short",
-    "int32": "int", "uint32": "unsigned int", "int64": "long long", "uint64": "unsigned long long",
-    "float16": "float16", "bfloat16": "bfloat16", "float32": "float", "float64": "double",
-}
+#: CuPy's C type of each dtype (cupy._core._scalar.get_typename): the fusion renderer's CUDA dialect's, plus
+#: the unsigned types Ember has no dtype for and CuPy's own half types
+CUPY_TYPES = {**CUDA.types, "uint16": "unsigned short", "uint32": "unsigned int", "uint64": "unsigned long long",
+              "float16": "float16", "bfloat16": "bfloat16"}
 #: the header CuPy includes (before the typedefs) where a kernel's parameters use a type of its own
 CUPY_TYPE_HEADERS = {"float16": "cupy/float16.cuh", "bfloat16": "cupy/bfloat16.cuh"}
 #: the layout every array parameter is compiled with: 1-d, C-contiguous, 32-bit indices

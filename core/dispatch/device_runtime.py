@@ -8,90 +8,100 @@ first (a default stream is shared by every device, so it means something only wi
 """
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from typing import Any
 
 
-class DeviceRuntime:
-    """Streams, events and device facts. Every method here must be overridden by a backend offering one."""
+class DeviceRuntime(ABC):
+    """Streams, events and device facts: a backend offering them implements every method."""
 
     # -- streams -----------------------------------------------------------------------------
+    @abstractmethod
     def new_stream(self, index: int, priority: int) -> Any:
         """A new stream on device ``index`` that does not synchronize with the default stream (as PyTorch's
         streams); lower ``priority`` runs first, and the device clamps it to its range."""
-        raise NotImplementedError(f"{type(self).__name__} must implement new_stream()")
 
+    @abstractmethod
     def current_stream(self, index: int) -> Any:
         """The stream the backend's kernels for device ``index`` run on now, in this thread."""
-        raise NotImplementedError(f"{type(self).__name__} must implement current_stream()")
 
+    @abstractmethod
     def default_stream(self, index: int) -> Any:
         """The stream device ``index`` starts with."""
-        raise NotImplementedError(f"{type(self).__name__} must implement default_stream()")
 
+    @abstractmethod
     def set_current_stream(self, index: int, stream: Any) -> None:
         """Make ``stream`` the one the backend's kernels, uploads and random draws for ``index`` run on."""
-        raise NotImplementedError(f"{type(self).__name__} must implement set_current_stream()")
 
+    @abstractmethod
     def stream_pointer(self, stream: Any) -> int:
         """The native handle's address (``cudaStream_t``), for interop and for telling streams apart."""
-        raise NotImplementedError(f"{type(self).__name__} must implement stream_pointer()")
 
+    @abstractmethod
     def stream_priority(self, index: int, stream: Any) -> int:
-        raise NotImplementedError(f"{type(self).__name__} must implement stream_priority()")
+        ...
 
+    @abstractmethod
     def stream_query(self, index: int, stream: Any) -> bool:
         """Whether all work queued on ``stream`` has finished (without waiting)."""
-        raise NotImplementedError(f"{type(self).__name__} must implement stream_query()")
 
+    @abstractmethod
     def stream_synchronize(self, index: int, stream: Any) -> None:
-        raise NotImplementedError(f"{type(self).__name__} must implement stream_synchronize()")
+        ...
 
+    @abstractmethod
     def stream_wait_event(self, index: int, stream: Any, event: Any) -> None:
         """Make work queued on ``stream`` from now on wait for ``event`` (on the device; the host goes on)."""
-        raise NotImplementedError(f"{type(self).__name__} must implement stream_wait_event()")
 
     # -- events ------------------------------------------------------------------------------
+    @abstractmethod
     def new_event(self, index: int, enable_timing: bool, blocking: bool, interprocess: bool) -> Any:
-        raise NotImplementedError(f"{type(self).__name__} must implement new_event()")
+        ...
 
+    @abstractmethod
     def record_event(self, index: int, event: Any, stream: Any) -> None:
         """Place ``event`` behind the work queued on ``stream`` now."""
-        raise NotImplementedError(f"{type(self).__name__} must implement record_event()")
 
+    @abstractmethod
     def event_pointer(self, event: Any) -> int:
-        raise NotImplementedError(f"{type(self).__name__} must implement event_pointer()")
+        ...
 
+    @abstractmethod
     def event_query(self, event: Any) -> bool:
-        raise NotImplementedError(f"{type(self).__name__} must implement event_query()")
+        ...
 
+    @abstractmethod
     def event_synchronize(self, event: Any) -> None:
-        raise NotImplementedError(f"{type(self).__name__} must implement event_synchronize()")
+        ...
 
+    @abstractmethod
     def elapsed_ms(self, start: Any, end: Any) -> float:
         """Milliseconds between two completed timing events."""
-        raise NotImplementedError(f"{type(self).__name__} must implement elapsed_ms()")
 
     # -- memory and facts --------------------------------------------------------------------
+    @abstractmethod
     def keep_until_done(self, index: int, native: Any, stream: Any) -> None:
         """``Tensor.record_stream``: keep ``native``'s memory from being reused until the work queued on
         ``stream`` now has finished."""
-        raise NotImplementedError(f"{type(self).__name__} must implement keep_until_done()")
 
+    @abstractmethod
     def mem_get_info(self, index: int) -> tuple[int, int]:
         """(free, total) bytes of device memory, as the driver reports them."""
-        raise NotImplementedError(f"{type(self).__name__} must implement mem_get_info()")
 
+    @abstractmethod
     def properties(self, index: int) -> dict[str, Any]:
         """At least ``name``, ``major``, ``minor``, ``total_memory`` (bytes) and ``multi_processor_count``;
         optionally more of PyTorch's ``_CudaDeviceProperties`` fields, under PyTorch's names."""
-        raise NotImplementedError(f"{type(self).__name__} must implement properties()")
 
     # -- profiler annotations (no-ops where no annotation library is present) ------------------
+    @abstractmethod
     def range_push(self, message: str) -> None:
-        raise NotImplementedError(f"{type(self).__name__} must implement range_push()")
+        ...
 
+    @abstractmethod
     def range_pop(self) -> None:
-        raise NotImplementedError(f"{type(self).__name__} must implement range_pop()")
+        ...
 
+    @abstractmethod
     def mark(self, message: str) -> None:
-        raise NotImplementedError(f"{type(self).__name__} must implement mark()")
+        ...

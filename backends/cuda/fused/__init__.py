@@ -21,7 +21,7 @@ def overrides(cupy, lib, shared: dict) -> dict:
     for module in (softmax, cross_entropy, layer_norm, gelu, optim):
         table.update(module.build(cupy, lib))
     table.update(pooling.build(cupy, shared))  # falls back to the shared kernels for what it does not cover
-    table.update(floor_division.build(cupy, lib, shared))  # floats only: integers keep the shared kernels
+    table.update(floor_division.build(cupy, shared))  # floats only: integers keep the shared kernels
     return table
 
 

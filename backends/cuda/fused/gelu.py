@@ -1,9 +1,7 @@
 """GELU (erf and tanh forms) as one elementwise kernel, computing in float (double for float64 input)."""
 from __future__ import annotations
 
-import numpy as np
-
-from ..kernel_sources import ElementwiseSource
+from ..kernel_sources import CUPY_FLOATS, ElementwiseSource
 
 _PREAMBLE = r"""
 template <typename T> struct ember_accumulate { typedef float type; };
@@ -28,23 +26,18 @@ y = (T)((A)0.5 * v * ((A)1 + ember_tanh(inner)));
 """
 
 
-_NATIVE = ("float16", "float32", "float64")  # CuPy's own element types; others compute in float32
-
 #: approximate= -> the kernel
 SOURCES_BY_FORM = {
-    "none": ElementwiseSource("T x", "T y", _ERF, "ember_gelu_erf", preamble=_PREAMBLE, dtypes=_NATIVE),
-    "tanh": ElementwiseSource("T x", "T y", _TANH, "ember_gelu_tanh", preamble=_PREAMBLE, dtypes=_NATIVE),
+    "none": ElementwiseSource("T x", "T y", _ERF, "ember_gelu_erf", preamble=_PREAMBLE, dtypes=CUPY_FLOATS),
+    "tanh": ElementwiseSource("T x", "T y", _TANH, "ember_gelu_tanh", preamble=_PREAMBLE, dtypes=CUPY_FLOATS),
 }
 SOURCES = tuple(SOURCES_BY_FORM.values())
 
 
 def build(cupy, lib) -> dict:
-    native = frozenset(np.dtype(t) for t in _NATIVE)
     forms = {form: source.build(cupy) for form, source in SOURCES_BY_FORM.items()}
 
     def gelu(a, approximate):
-        if a.dtype in native:
-            return forms[approximate](a)
-        return forms[approximate](a.astype(np.float32)).astype(a.dtype)
+        return forms[approximate](a)
 
     return {"gelu": gelu}

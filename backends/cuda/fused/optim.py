@@ -10,7 +10,7 @@ import numpy as np
 
 from ember.dispatch.ops.optim import adam_scalars
 
-from ..kernel_sources import ElementwiseSource
+from ..kernel_sources import CUPY_FLOATS, ElementwiseSource
 
 _PREAMBLE = r"""
 template <typename T> struct ember_accumulate { typedef float type; };
@@ -37,30 +37,23 @@ new_exp_avg_sq = (T)v;
 _MAXIMIZE, _L2, _DECOUPLED = 1, 2, 4
 
 
-_NATIVE = ("float16", "float32", "float64")  # CuPy's own element types; others compute in float32
-
 SOURCE = ElementwiseSource(
     "T param, T grad, T exp_avg, T exp_avg_sq, float64 beta1, float64 beta2, float64 step_size, "
     "float64 eps_hat, float64 weight_decay, float64 decay, int32 mode",
-    "T new_param, T new_exp_avg, T new_exp_avg_sq", _STEP, "ember_adam_step", preamble=_PREAMBLE, dtypes=_NATIVE,
+    "T new_param, T new_exp_avg, T new_exp_avg_sq", _STEP, "ember_adam_step", preamble=_PREAMBLE, dtypes=CUPY_FLOATS,
     scalars=("beta1", "beta2", "step_size", "eps_hat", "weight_decay", "decay", "mode"))
 SOURCES = (SOURCE,)
 
 
 def build(cupy, lib) -> dict:
     kernel = SOURCE.build(cupy)
-    native = frozenset(np.dtype(t) for t in _NATIVE)
 
     def adam_step(param, grad, exp_avg, exp_avg_sq, step, lr, beta1, beta2, eps, weight_decay,
                   decoupled_weight_decay, maximize):
-        dtype = param.dtype
-        if dtype not in native:  # a dtype CuPy's kernels have no C type for: compute in float32
-            param, grad, exp_avg, exp_avg_sq = (a.astype(np.float32) for a in (param, grad, exp_avg, exp_avg_sq))
         step_size, eps_hat = adam_scalars(step, lr, beta1, beta2, eps)
         mode = (_MAXIMIZE if maximize else 0) | (
             (_DECOUPLED if decoupled_weight_decay else _L2) if weight_decay != 0 else 0)
-        outputs = kernel(param, grad, exp_avg, exp_avg_sq, beta1, beta2, step_size, eps_hat, weight_decay,
-                         1.0 - lr * weight_decay, np.int32(mode))
-        return tuple(o.astype(dtype, copy=False) for o in outputs)
+        return kernel(param, grad, exp_avg, exp_avg_sq, beta1, beta2, step_size, eps_hat, weight_decay,
+                      1.0 - lr * weight_decay, np.int32(mode))
 
     return {"adam_step": adam_step}
