@@ -10,7 +10,9 @@ group size (truncating for integers, as NCCL does). Data that is only moved trav
 """
 from __future__ import annotations
 
+import os
 import sys
+import time
 import traceback
 
 import numpy as np
@@ -25,6 +27,8 @@ _MPI_OP = {RedOpType.SUM: MPI.SUM, RedOpType.AVG: MPI.SUM, RedOpType.PRODUCT: MP
 _BOOL_OP = {RedOpType.SUM: RedOpType.MAX, RedOpType.PRODUCT: RedOpType.MIN}  # OR and AND on 0/1 bytes
 _WIDEN = {np.dtype(np.float16).name: np.float32, "bfloat16": np.float32}
 DEVICES = ("cpu", "opencl")
+# mpiexec forwards each rank's output through its own proxy, which Abort tears down: give it time to drain.
+_OUTPUT_DRAIN_SECONDS = 0.5
 
 
 def world() -> MPI.Comm:
@@ -152,10 +156,12 @@ def install_abort_on_uncaught_exception() -> None:
 
     def abort(kind, value, tb) -> None:
         rank = MPI.COMM_WORLD.Get_rank()
-        sys.stderr.write(f"[rank {rank}] uncaught exception; aborting the MPI job:\n")
-        sys.stderr.write("".join(traceback.format_exception(kind, value, tb)))
-        sys.stderr.flush()
+        report = f"[rank {rank}] uncaught exception; aborting the MPI job:\n" + \
+            "".join(traceback.format_exception(kind, value, tb))
         sys.stdout.flush()
+        sys.stderr.flush()
+        os.write(sys.stderr.fileno(), report.encode(errors="replace"))  # one write: all of it, or none
+        time.sleep(_OUTPUT_DRAIN_SECONDS)
         MPI.COMM_WORLD.Abort(1)
     abort._ember_aborts = True
     sys.excepthook = abort
