@@ -2,8 +2,9 @@
 import importlib as _importlib
 import sys as _sys
 
-from ember.dispatch.fallback import get_fallback, set_fallback
-from ember.dispatch.registry import available, backends as registered, register_plugin
+from ember.dispatch import available, get_fallback, register_plugin, registry, set_fallback
+
+registered = registry.backends
 
 # PyTorch's switch namespaces torch.backends.cudnn / .mps (not plugins: see ember.backends.flags),
 # importable under the same paths, e.g. ``import ember.backends.cudnn as cudnn``.

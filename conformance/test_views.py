@@ -29,6 +29,8 @@ VIEWS = {
     "split": ((6, 4), lambda x: ember.split(x, 4)[1], lambda a: a[4:]),
     "chunk": ((6, 4), lambda x: ember.chunk(x, 3, 1)[0], lambda a: a[:, :2]),
     "unfold": ((8,), lambda x: x.unfold(0, 3, 3), lambda a: a[:6].reshape(2, 3)),
+    "narrow": ((6, 4), lambda x: x.narrow(1, -3, 2), lambda a: a[:, 1:3]),
+    "adjoint": ((2, 3, 4), lambda x: x.adjoint(), lambda a: a.swapaxes(-2, -1)),
     "detach": ((6, 4), lambda x: x.detach(), lambda a: a),
 }
 EXPAND = ((3, 1), lambda x: x.expand(3, 4), lambda a: np.broadcast_to(a, (3, 4)))

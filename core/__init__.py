@@ -6,6 +6,8 @@
 """
 from __future__ import annotations
 
+import math as _math
+
 from .dispatch import registry as _registry
 from .dispatch.defaults import get_default_device, set_default_device
 from .dispatch.device import device
@@ -16,11 +18,9 @@ from .dispatch.errors import NumberOverflowError, OutOfMemoryError, OutOfRangeEr
 from .dispatch.promotion import can_cast, promote_types
 from .dispatch.promotion import result_type_of as _result_type_of
 from .tensor import Size, Tensor
-from . import methods as _methods, indexing as _indexing
 from .creation import as_tensor, from_numpy, tensor
 from .random import (Generator, default_generator, get_rng_state, initial_seed, manual_seed, seed,
                      set_rng_state)
-from . import functions as _functions
 from . import backends  # noqa: E402  (ember.backends.available(), the registry's public face)
 from . import cuda  # noqa: E402  (ember.cuda: torch.cuda's functions, through the registry)
 from . import autograd  # noqa: E402  (installs recording into the dispatcher)
@@ -30,8 +30,6 @@ from .interop.dlpack import from_dlpack  # noqa: E402  (torch.from_dlpack)
 from .serialization import load, save  # noqa: E402  (binds ember.serialization too)
 from . import optim  # noqa: E402
 from . import nn  # noqa: E402
-from .nn.functional.dropout import TORCH_FUNCTIONS as _alpha_dropouts  # noqa: E402  (torch.alpha_dropout, ...)
-globals().update(_alpha_dropouts)
 from . import distributions  # noqa: E402
 from . import linalg  # noqa: E402  (ember.linalg: torch.linalg)
 from . import special  # noqa: E402  (ember.special: torch.special)
@@ -47,16 +45,10 @@ from .amp.state import *  # noqa: E402,F403  (is_autocast_enabled, get_autocast_
 half, float, double = float16, float32, float64
 short, int, long = int16, int32, int64
 
-_methods.install()
-_indexing.install()
-_functions.export(globals())
-from .linalg.legacy import chain_matmul, lu, install as _install_lu  # noqa: E402,F401  (torch.lu, chain_matmul)
-_install_lu(Tensor)
+from .tensor import surface as _surface  # noqa: E402  (every Tensor attribute and torch-level name not an op's)
+_surface.install(globals())
 
-# The names programs reach for: comparisons, legacy constructors and types, switches, accelerator, testing.
-from . import comparison as _comparison, program_methods as _program_methods  # noqa: E402
-from .comparison import allclose, equal  # noqa: E402
-from .program_methods import narrow  # noqa: E402
+# The names programs reach for: switches, accelerator, constants, testing, dtype facts, memory formats.
 from .legacy_types import CPU_TYPES as _CPU_TYPES  # noqa: E402
 from .dispatch.flags import (are_deterministic_algorithms_enabled, get_float32_matmul_precision,  # noqa: E402
                              is_deterministic_algorithms_warn_only_enabled, set_float32_matmul_precision,
@@ -68,19 +60,15 @@ from .memory_format import (channels_last, channels_last_3d, contiguous_format, 
 from .printing import get_printoptions, set_printoptions  # noqa: E402
 from .threads import get_num_threads, set_num_threads  # noqa: E402
 from . import return_types  # noqa: E402,F401  (torch.return_types)
-from .misc_names import (e, get_deterministic_debug_mode, get_device, inf, nan, newaxis, pi,  # noqa: E402
-                         set_deterministic_debug_mode, typename)
 from .autograd import is_anomaly_check_nan_enabled, is_anomaly_enabled, is_inference_mode_enabled  # noqa: E402
 from .autograd import set_detect_anomaly as set_anomaly_enabled  # noqa: E402  (torch.set_anomaly_enabled)
-
-_comparison.install()
-_program_methods.install()
-from . import small_methods as _small_methods, inplace_shapes as _inplace_shapes  # noqa: E402
-from . import creation_extras as _creation_extras, tensor_extras as _tensor_extras  # noqa: E402
-for _module in (_small_methods, _inplace_shapes, _creation_extras, _tensor_extras):
-    _module.install()
-    _module.export(globals())
 globals().update(_CPU_TYPES)  # ember.FloatTensor, ember.LongTensor, ...
+
+e: float = _math.e
+pi: float = _math.pi
+inf: float = _math.inf
+nan: float = _math.nan
+newaxis = None  # ``x[:, ember.newaxis]`` adds a dimension, as None does
 
 from . import torch_version  # noqa: E402  (ember.torch_version: torch.torch_version)
 from .amp import GradScaler  # noqa: E402  (torch.GradScaler is torch.amp.GradScaler)

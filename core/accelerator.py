@@ -6,12 +6,16 @@ functions that need an accelerator raise a RuntimeError where none is available.
 """
 from __future__ import annotations
 
+import importlib
+from types import ModuleType
+
 from .dispatch import registry
 from .dispatch.device import device
 
 __all__ = ["is_available", "current_accelerator", "device_count", "current_device_index", "set_device_index",
            "current_device_idx", "set_device_idx", "synchronize"]
 
+_Device = device  # get_device_module's parameter takes the name
 _NONE_AVAILABLE = "Cannot access accelerator device when none is available."
 _PREFERRED = ("cuda", "mps", "xpu")  # real GPUs first, then any other plugin (opencl, ...) by name
 
@@ -91,3 +95,23 @@ def synchronize(device=None) -> None:
                                  f"({backend.device_type})")
             index = resolved.index
     backend.synchronize(index)
+
+
+def get_device_module(device=None) -> ModuleType:
+    """The module of a device type (``ember.cuda`` for ``"cuda:0"``, ``ember.cpu`` for ``"cpu"``); with no
+    device, that of the current accelerator, else ``ember.cpu``."""
+    if device is None:
+        current = current_accelerator()
+        name = current.type if current is not None else "cpu"
+    elif isinstance(device, _Device):
+        name = device.type
+    elif isinstance(device, str):
+        name = _Device(device).type
+    else:
+        raise RuntimeError(f"get_device_module: invalid value of device '{device}', expected a ember.device, "
+                           f"a str or None")
+    try:
+        return importlib.import_module(f"ember.{name}")
+    except ModuleNotFoundError:
+        raise RuntimeError(f"Device '{name}' does not have a corresponding module registered as "
+                           f"'ember.{name}'.") from None

@@ -2,7 +2,7 @@
 
 An alias is not an op: ``ember.arccos`` *is* ``ember.acos`` (and ``Tensor.arccos`` / ``Tensor.arccos_`` are
 ``Tensor.acos`` / ``Tensor.acos_``), so the schema, the conformance suite and autograd see one op. The
-functions and methods are made from these tables by ``ember.functions.export`` and ``ember.methods.install``.
+functions and methods are made from these tables by ``ember.functions.export`` and ``ember.tensor.generated``.
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from .dispatch.errors import DtypeError
 ALIASES: dict[str, str] = {
     "absolute": "abs", "negative": "neg", "multiply": "mul", "divide": "div", "true_divide": "div",
     "subtract": "sub", "greater": "gt", "greater_equal": "ge", "less": "lt", "less_equal": "le",
-    "not_equal": "ne", "clip": "clamp",
+    "not_equal": "ne", "clip": "clamp", "concat": "cat", "concatenate": "cat",
     "arccos": "acos", "arcsin": "asin", "arctan": "atan", "arctan2": "atan2", "arccosh": "acosh",
     "arcsinh": "asinh", "arctanh": "atanh", "fix": "trunc", "sgn": "sign",
     "moveaxis": "movedim", "swapdims": "transpose", "row_stack": "vstack",
@@ -34,19 +34,25 @@ TORCH_INPLACE_FUNCTIONS: tuple[str, ...] = (
     "fill_", "zero_",
     "addmv_",
     "erfc_", "exp2_", "i0_", "logit_", "sinc_", "xlogy_",
+    "resize_as_", "as_strided_", "detach_",
 )
 
 
-def inplace_function(name: str) -> Callable:
-    """``torch.<name>(input, ...)``: the Tensor method ``input.<name>(...)``, which writes into input."""
+def method_function(name: str, doc: str | None = None) -> Callable:
+    """``torch.<name>(input, ...)``: the Tensor method ``input.<name>(...)``."""
     def function(input, *args, **kwargs):
         method = getattr(input, name, None)
         if method is None:
             raise TypeError(f"{name}(): argument 'input' must be Tensor, not {type(input).__name__}")
         return method(*args, **kwargs)
     function.__name__ = function.__qualname__ = name
-    function.__doc__ = f"In place: writes {name[:-1]}(input, ...) into input and returns it."
+    function.__doc__ = doc or f"input.{name}(...) as a function."
     return function
+
+
+def inplace_function(name: str) -> Callable:
+    """``torch.<name>(input, ...)``: the in-place Tensor method ``input.<name>(...)``, which writes into input."""
+    return method_function(name, f"In place: writes {name[:-1]}(input, ...) into input and returns it.")
 
 
 def positive(input):

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import inspect
 
-from .aliases import ALIASES, TORCH_INPLACE_FUNCTIONS, inplace_function, positive
+from .aliases import ALIASES, TORCH_INPLACE_FUNCTIONS, inplace_function
 from .dispatch.ops import F
 from .dispatch.ops import grids as _grids, histograms as _histograms, sets as _sets
 from .dispatch.out_argument import accepting_out
@@ -130,9 +130,6 @@ def cat(tensors, dim=0):
     return F.cat(list(tensors), dim)
 
 
-concat = concatenate = cat
-
-
 def stack(tensors, dim=0):
     return F.stack(list(tensors), dim)
 
@@ -141,9 +138,6 @@ def where(condition, input=None, other=None):
     if input is None and other is None:
         return F.nonzero(condition, as_tuple=True) if "nonzero" in OPS else None
     return F.where(condition, input, other)
-
-
-swapaxes = F.transpose  # PyTorch's other names for ops are in ember.aliases
 
 
 def _overridden() -> set:
@@ -171,7 +165,7 @@ def _with_factory_keywords(function, op):
             fmt = kwargs.pop("memory_format", default_format)
         out = function(*args, **kwargs)
         if formats:
-            out = _laid_out(out, fmt, args[0] if op.name in _LIKE and args else kwargs.get("input"), op.name)
+            out = laid_out(out, fmt, args[0] if op.name in _LIKE and args else kwargs.get("input"), op.name)
         if factory and pin:
             out = out.pin_memory()
         return out.requires_grad_() if requires_grad else out
@@ -182,7 +176,7 @@ def _with_factory_keywords(function, op):
     return creator
 
 
-def _laid_out(out, fmt, like, name: str):
+def laid_out(out, fmt, like, name: str):
     """``out`` in ``fmt``; ``preserve_format`` follows ``like``'s layout (channels_last stays channels_last)."""
     if fmt is preserve_format:
         if like is None or like.is_contiguous():
@@ -211,14 +205,10 @@ def export(namespace: dict) -> None:
         if op.category in ("creation", "random") and not op.name.endswith("_"):
             function = _with_factory_keywords(function, op)
         namespace[name] = function
-    for name in ("concat", "concatenate"):
-        namespace[name] = namespace["cat"]
-    for name in ("swapaxes", "positive"):
-        namespace[name] = own[name]
     for alias, name in ALIASES.items():
         namespace[alias] = namespace[name]
     for module in (_grids, _histograms, _sets):  # varargs forms, and functions picking an op's outputs
         namespace.update(module.FUNCTIONS)
     for name in TORCH_INPLACE_FUNCTIONS:
-        if hasattr(Tensor, name):  # the in-place op exists
+        if hasattr(Tensor, name):  # the in-place op exists (the Tensor surface is installed first)
             namespace[name] = inplace_function(name)

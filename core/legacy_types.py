@@ -10,6 +10,8 @@ literals keeps working; ``t.type(spec)`` accepts them with either a "torch." or 
 """
 from __future__ import annotations
 
+from typing import Any
+
 from .dispatch import registry
 from .dispatch.defaults import get_default_device
 from .dispatch.dtypes import (as_dtype, bfloat16, bool_, dtype as DType, float16, float32, float64,
@@ -25,6 +27,7 @@ _DTYPES_BY_NAME = {name: dt for dt, name in TYPE_NAMES.items()}
 
 
 # -- construction ---------------------------------------------------------------------------------
+
 
 def construct(dt: DType | None, device_type: str | None, name: str, args: tuple, kwargs: dict) -> Tensor:
     """The legacy constructor: no arguments (an empty 1-D tensor), sizes (uninitialized values), a
@@ -74,6 +77,7 @@ def _from_data(name: str, data, dt: DType | None, target: DType, dev) -> Tensor:
 
 # -- the type classes -------------------------------------------------------------------------------
 
+
 class LegacyTensorType(type):
     """The metaclass of ``ember.FloatTensor`` and friends: calling constructs, isinstance checks dtype."""
 
@@ -101,6 +105,7 @@ CUDA_TYPES = {name: _type_class(dt, "cuda", "ember.cuda") for dt, name in TYPE_N
 
 
 # -- Tensor.type ------------------------------------------------------------------------------------
+
 
 def type_string(t: Tensor) -> str:
     """PyTorch's type string: "torch.FloatTensor", "torch.cuda.LongTensor"."""
@@ -137,3 +142,14 @@ def _parse(spec: str) -> tuple[DType, str]:
         raise ValueError(f"invalid type: {spec!r} (expected a name like 'torch.FloatTensor' or "
                          f"'torch.cuda.LongTensor')")
     return _DTYPES_BY_NAME[name], device_type or "cpu"
+
+
+def typename(obj: Any, /) -> str:
+    """The type's name as PyTorch spells it: a tensor's legacy type (``torch.FloatTensor``, as
+    ``Tensor.type()`` returns it), else ``module.QualifiedName`` (builtins unqualified)."""
+    if isinstance(obj, Tensor):
+        return obj.type()
+    cls = obj if isinstance(obj, type) else type(obj)
+    module = getattr(cls, "__module__", None)
+    name = getattr(cls, "__qualname__", cls.__name__)
+    return name if module in (None, "builtins") else f"{module}.{name}"

@@ -75,8 +75,10 @@ def _ancestors(module: str) -> set[str]:
     return {".".join(parts[:i]) for i in range(1, len(parts))}
 
 
-def import_graph(deferred: bool = False) -> dict[str, set[str]]:
-    """Which ember modules each ember module imports: at import time, or with ``deferred`` at any time."""
+def import_graph(deferred: bool = False, packages_count: bool = False) -> dict[str, set[str]]:
+    """Which ember modules each ember module imports: at import time, or with ``deferred`` at any time.
+    With ``packages_count``, importing one's own package counts too: it works mid-cycle, but it is a
+    circle in the design all the same (``import ember`` in a module ``ember`` itself imports)."""
     modules = _modules()
     known = set(modules)
     graph = {}
@@ -84,7 +86,7 @@ def import_graph(deferred: bool = False) -> dict[str, set[str]]:
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
         is_package = path.name == "__init__.py"
         imported = (_imported(node, name, is_package, known) for node in _imports(tree.body, deferred))
-        graph[name] = set().union(*imported) - {name} - _ancestors(name)
+        graph[name] = set().union(*imported) - {name} - (set() if packages_count else _ancestors(name))
     return graph
 
 
@@ -100,6 +102,7 @@ def reachable(graph: dict[str, set[str]], start: str) -> set[str]:
 
 GRAPH = import_graph()
 GRAPH_WITH_DEFERRED = import_graph(deferred=True)
+STRICT_GRAPH = import_graph(packages_count=True)
 
 
 def _members(prefix: str) -> set[str]:
@@ -157,3 +160,35 @@ def test_relative_imports_resolve():
     assert "ember.dispatch.plugins" in GRAPH["ember.dispatch.device"]
     assert "ember.tensor" in GRAPH["ember.serialization"]
     assert "ember.backends.opencl.kernels" in GRAPH["ember.backends.opencl.backend"]
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The groups of more than one module that all reach each other (strongly connected components)."""
+    reach = {module: reachable(graph, module) for module in graph}
+    found, placed = [], set()
+    for module in sorted(graph):
+        if module in placed or module not in reach[module]:
+            continue
+        group = sorted(m for m in reach[module] if module in reach[m])
+        placed.update(group)
+        if len(group) > 1:
+            found.append(group)
+    return found
+
+
+def test_circles_finds_a_circle():
+    graph = {"ember.a": {"ember.b"}, "ember.b": {"ember.c"}, "ember.c": {"ember.a"}, "ember.d": {"ember.a"}}
+    assert circles(graph) == [["ember.a", "ember.b", "ember.c"]]
+
+
+def test_ember_has_no_import_circles():
+    """No group of modules imports each other at import time, a module's own packages included."""
+    assert circles(STRICT_GRAPH) == []
+
+
+def test_dispatch_imports_nothing_above_it():
+    """``ember.dispatch`` is the bottom layer: not even an import inside a function reaches above it."""
+    upward = [f"{module} imports {imported}" for module in sorted(_members("ember.dispatch"))
+              for imported in sorted(GRAPH_WITH_DEFERRED[module])
+              if not imported.startswith("ember.dispatch")]
+    assert upward == []

@@ -19,7 +19,7 @@ from ember.stubgen.__main__ import main as stubgen_main
 from ember.stubgen.modules import DECLARED_RESULTS
 
 ROOT = stubgen.PACKAGE_DIR
-STUBS = ("__init__.pyi", "tensor.pyi", "nn/functional/__init__.pyi")
+STUBS = ("__init__.pyi", "tensor/__init__.pyi", "nn/functional/__init__.pyi")
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +36,7 @@ def _functions(body: list) -> dict[str, ast.FunctionDef]:
 
 
 def _tensor_class() -> ast.ClassDef:
-    return next(n for n in _tree("tensor.pyi").body if isinstance(n, ast.ClassDef) and n.name == "Tensor")
+    return next(n for n in _tree("tensor/__init__.pyi").body if isinstance(n, ast.ClassDef) and n.name == "Tensor")
 
 
 def _params(function: ast.FunctionDef) -> tuple[list[str], list[str], str | None]:
@@ -58,10 +58,11 @@ def test_a_changed_stub_is_reported_stale(generated, tmp_path):
         (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / path).write_text(text, encoding="utf-8")
     assert stubgen.stale(generated, tmp_path) == []
-    (tmp_path / "tensor.pyi").write_text(generated["tensor.pyi"].replace("def backward(", "def backwards("))
+    tensor_stub = "tensor/__init__.pyi"
+    (tmp_path / tensor_stub).write_text(generated[tensor_stub].replace("def backward(", "def backwards("))
     (tmp_path / "nn/functional/__init__.pyi").unlink()
-    assert stubgen.stale(generated, tmp_path) == ["nn/functional/__init__.pyi", "tensor.pyi"]
-    assert stubgen.write(generated, tmp_path) == ["nn/functional/__init__.pyi", "tensor.pyi"]
+    assert stubgen.stale(generated, tmp_path) == ["nn/functional/__init__.pyi", "tensor/__init__.pyi"]
+    assert stubgen.write(generated, tmp_path) == ["nn/functional/__init__.pyi", "tensor/__init__.pyi"]
     assert stubgen.stale(generated, tmp_path) == []
 
 

@@ -28,7 +28,7 @@ from typing import Callable
 
 import numpy as np
 
-from ember.dispatch.fusion import ElementwiseProgram, UnsupportedProgram, lower, render_python, value_dtype
+from ember.dispatch import ElementwiseProgram, UnsupportedProgram, lower, render_python, value_dtype
 
 from .dtypes import LOW_PRECISION, NUMPY_DTYPE
 

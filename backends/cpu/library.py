@@ -7,8 +7,7 @@ import numpy as np
 from scipy import special
 
 from ember.backends.arraykernels import ArrayLib
-from ember.dispatch.dtypes import bfloat16
-from ember.dispatch.fast_erf import erf_float32
+from ember.dispatch import bfloat16, erf_float32
 
 from .dtypes import LOW_PRECISION, NUMPY_DTYPE
 from .scatter import add_at

@@ -14,10 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ember.dispatch.ops.optim import adam_scalars
-
-from ember.dispatch import OPS
-from ember.dispatch.fusion import ElementwiseProgram, Step, value_dtype
+from ember.dispatch import OPS, ElementwiseProgram, Step, adam_scalars, value_dtype
 
 from . import fusion
 from .dtypes import EMBER_DTYPE, LOW_PRECISION

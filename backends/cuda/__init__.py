@@ -3,7 +3,7 @@
 Importing this module imports no CuPy: the backend finds out whether it can run (CuPy installed, CUDA
 libraries loadable, a device present) the first time it is asked, and says why not otherwise.
 """
-from ember.dispatch import PLUGIN_API_VERSION, hookimpl
+from ember.dispatch import backend_hooks
 
 from .backend import CudaBackend
 
@@ -11,12 +11,4 @@ from .backend import CudaBackend
 # re-exported here from ember.backends.flags (they import no CuPy).
 from ember.backends.flags.cuda import is_built, matmul  # noqa: E402,F401
 
-
-@hookimpl
-def ember_plugin_api_version() -> int:
-    return PLUGIN_API_VERSION
-
-
-@hookimpl
-def ember_register_backend() -> CudaBackend:
-    return CudaBackend()
+ember_plugin_api_version, ember_register_backend = backend_hooks(CudaBackend)

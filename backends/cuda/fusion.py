@@ -17,8 +17,7 @@ from typing import Callable
 
 import numpy as np
 
-from ember.dispatch import bfloat16, float16
-from ember.dispatch.fusion import CUDA, ElementwiseProgram, UnsupportedProgram, render_c, value_dtype
+from ember.dispatch import CUDA, ElementwiseProgram, UnsupportedProgram, bfloat16, float16, render_c, value_dtype
 
 from .kernel_sources import ElementwiseSource
 

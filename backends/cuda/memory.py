@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ember.dispatch import c_contiguous
-from ember.dispatch.inflight import InFlight
+from ember.dispatch import InFlight, c_contiguous
 
 _PINNED_FROM_BYTES = 1 << 20  # smaller copies go straight from pageable memory (CUDA stages them itself)
 

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import os
 
-from ember.dispatch.device_runtime import DeviceRuntime
-from ember.dispatch.inflight import InFlight
+from ember.dispatch import DeviceRuntime, InFlight
 
 # CuPy's default stream is the per-thread one when this variable is set, the legacy one otherwise.
 _PER_THREAD_DEFAULT = "CUPY_CUDA_PER_THREAD_DEFAULT_STREAM"

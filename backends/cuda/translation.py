@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from ember.dispatch.fusion import CUDA
+from ember.dispatch import CUDA
 
 from .kernel_sources import ElementwiseSource, KernelSource, ModuleSource, ReductionSource
 

@@ -1,8 +1,7 @@
 """``ember.backends.cuda.matmul`` and ``ember.backends.cuda.is_built()``, as ``torch.backends.cuda``'s."""
 from __future__ import annotations
 
-from ember.dispatch import registry
-from ember.dispatch.flags import FLAGS
+from ember.dispatch import FLAGS, registry
 
 
 def is_built() -> bool:

@@ -10,7 +10,7 @@ import contextlib
 import sys
 import types
 
-from ember.dispatch.flags import FLAGS
+from ember.dispatch import FLAGS
 
 _ATTRIBUTES = {"enabled": "cudnn_enabled", "benchmark": "cudnn_benchmark",
                "deterministic": "cudnn_deterministic", "allow_tf32": "cudnn_allow_tf32"}

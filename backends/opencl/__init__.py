@@ -5,16 +5,8 @@ Importing this module never touches OpenCL: devices are probed on first use.
 """
 from __future__ import annotations
 
-from ember.dispatch import PLUGIN_API_VERSION, hookimpl
+from ember.dispatch import backend_hooks
 
 from .backend import OpenCLBackend
 
-
-@hookimpl
-def ember_plugin_api_version() -> int:
-    return PLUGIN_API_VERSION
-
-
-@hookimpl
-def ember_register_backend() -> OpenCLBackend:
-    return OpenCLBackend()
+ember_plugin_api_version, ember_register_backend = backend_hooks(OpenCLBackend)

@@ -3,8 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ember.dispatch import Backend, bfloat16, c_contiguous, float16, float64
-from ember.dispatch.dtypes import ALL_DTYPES
+from ember.dispatch import ALL_DTYPES, Backend, bfloat16, c_contiguous, float16, float64
 
 from . import fusion
 from .array import CLArray

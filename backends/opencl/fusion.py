@@ -16,23 +16,18 @@ float16 on devices without ``cl_khr_fp16`` (such devices cannot hold it), float6
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 from typing import Callable
 
 import numpy as np
 
-from ember.dispatch import bfloat16, float16, float64
-from ember.dispatch.fusion import OPENCL, ElementwiseProgram, UnsupportedProgram, render_c, value_dtype
+from ember.dispatch import (OPENCL, ElementwiseProgram, UnsupportedProgram, bfloat16, float16, float64, render_c,
+                           value_dtype)
 
 from .array import CLArray, empty
 from .cltypes import NUMPY_DTYPE, STORAGE_CTYPE, load, store
 from .runtime import DeviceRuntime, runtime_of
 from .strided import broadcast_strides, by_rows, collapse, index_space, launch, position
 
-# PoCL's float tanh stops just short of ±1; the op-by-op tanh kernel rounds to ±1 past these points, and so
-# does the fused one (a macro: OpenCL C has no overloading of user functions, and arguments are variables).
-_HELPERS = "#define ember_tanh(v) (fabs(v) > (sizeof(v) == 4 ? 9.02f : 19.07) ? ((v) > 0 ? 1 : -1) : tanh(v))\n"
-DIALECT = replace(OPENCL, functions={"tanh": "ember_tanh"})
 _ELEMENT = "ember_element"
 _LONG = np.dtype(np.int64)
 
@@ -52,7 +47,7 @@ def _build(program: ElementwiseProgram, runtime: DeviceRuntime) -> "FusedKernel 
     if not _supported(program, runtime):
         return None
     try:
-        element = render_c(program, DIALECT, _ELEMENT)
+        element = render_c(program, OPENCL, _ELEMENT)
     except UnsupportedProgram:
         return None
     kernel = FusedKernel(runtime, program, element)
@@ -136,11 +131,11 @@ def kernel_source(element: str, in_dtypes: list, out_dtypes: list, out_values: l
         scalar_dtypes.append(None)
     params += ["const long n"] + [f"const long d{d}" for d in range(ndim)]
     scalar_dtypes += [_LONG] * (1 + ndim)
-    values = [f"{DIALECT.types[v.name]} y{i};" for i, v in enumerate(out_values)]
+    values = [f"{OPENCL.types[v.name]} y{i};" for i, v in enumerate(out_values)]
     call = f"{_ELEMENT}({', '.join(loads + [f'&y{i}' for i in range(len(out_dtypes))])});"
     stores = [store(dt, f"out{i}", "g", f"y{i}") for i, dt in enumerate(out_dtypes)]
     body = "\n    ".join([index_space(ndim, rows), *values, call, *stores])
-    source = f"""{_HELPERS}{element}
+    source = f"""{OPENCL.helpers}{element}
 __kernel void ember_fused({', '.join(params)})
 {{
     {body}
@@ -149,4 +144,4 @@ __kernel void ember_fused({', '.join(params)})
     return source, scalar_dtypes
 
 
-__all__ = ["DIALECT", "FusedKernel", "fuse_elementwise", "kernel_source"]
+__all__ = ["FusedKernel", "fuse_elementwise", "kernel_source"]

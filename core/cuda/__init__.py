@@ -134,7 +134,3 @@ from . import amp, nvtx  # noqa: E402  (ember.cuda.amp: torch.cuda.amp's spellin
 from .device_info import get_device_capability, get_device_name, get_device_properties, mem_get_info  # noqa: E402
 from .memory_report import memory_stats, memory_summary  # noqa: E402
 from .streams import Event, Stream, StreamContext, current_stream, default_stream, set_stream, stream  # noqa: E402
-from .streams import record_stream as _record_stream  # noqa: E402
-from ..tensor import Tensor as _Tensor  # noqa: E402
-
-_Tensor.record_stream = _record_stream  # torch.Tensor.record_stream: a cuda tensor lent to another stream

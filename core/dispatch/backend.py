@@ -20,9 +20,16 @@ class Backend:
     arrays; they do no argument checking of their own.
     """
 
+    # Every attribute a backend may set is declared here, so that core reads them plainly (no getattr).
     device_type: str = ""
     #: op name -> kernel: every primitive, plus any composite the backend overrides.
     kernels: dict[str, Callable[..., Any]] = {}
+    #: Whether the kernels of simple elementwise ops take a Python number (a float, or an int 0 <= v < 128)
+    #: for an operand as it is; otherwise it arrives as a 0-d native array of the computation dtype.
+    accepts_python_scalars: bool = False
+    #: The optional DLPack import hook (``ember.from_dlpack``): ``from_dlpack(producer, copy)`` returns a
+    #: native array sharing ``producer``'s device memory. None where the backend cannot import DLPack.
+    from_dlpack: Callable[[Any, bool | None], Any] | None = None
 
     # -- capabilities ------------------------------------------------------------
     def unavailable_reason(self) -> str | None:

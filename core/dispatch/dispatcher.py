@@ -311,7 +311,7 @@ def _arguments(op: OpDef, values: list, compute, backend, dev: Device) -> tuple:
     ``PASS`` (as it is), or a function making the native argument (casting, moving, making a scalar)."""
     Tensor = links.tensor.type
     cast = backend.kernels["to_dtype"]
-    scalars_pass = (simple_elementwise(op) and getattr(backend, "accepts_python_scalars", False)
+    scalars_pass = (simple_elementwise(op) and backend.accepts_python_scalars
                     and all(values[i] == op.params[i].default for i in op.attr_positions))  # as the fast path calls
     arguments = []
     for i in op.tensor_positions:
@@ -327,7 +327,7 @@ def _arguments(op: OpDef, values: list, compute, backend, dev: Device) -> tuple:
             arguments.append((i, _list_maker(dev, cast if promote else None, compute)))
         elif isinstance(v, _NUMBER):
             dt = compute or scalar_dtype(v)
-            if scalars_pass and _passes_as_scalar(v, dt):
+            if scalars_pass and passes_as_number(v, dt):
                 arguments.append((i, PASS))
             else:
                 arguments.append((i, _scalar_maker(backend, dt, dev.index)))
@@ -347,11 +347,13 @@ def simple_elementwise(op: OpDef) -> bool:
             and all(p.default is not REQUIRED for p in op.params[len(tensors):]))
 
 
-def _passes_as_scalar(v, dt: DType) -> bool:
-    """Whether a backend's elementwise kernel may take the Python number itself: floats for floating
-    compute, small non-negative ints for any (NumPy refuses ints out of the array dtype's range)."""
+def passes_as_number(v, dt: DType | None = None) -> bool:
+    """Whether a backend's elementwise kernel may take the Python number ``v`` itself (where the backend
+    ``accepts_python_scalars``): floats for floating compute, small non-negative ints for any but bool
+    (NumPy refuses ints out of the array dtype's range). Without ``dt``, whether ``v`` can pass for some
+    dtype: the fast path keys its plans on such numbers."""
     if v.__class__ is float:
-        return dt.is_floating_point
+        return dt is None or dt.is_floating_point
     return v.__class__ is int and 0 <= v < 128 and dt is not bool_
 
 
@@ -456,7 +458,8 @@ def _promote(op: OpDef, values: list, tensors, scalars):
     return op.promote(rt, values)
 
 
-_ACCEPTS = {
+#: An op's ``dtypes`` category -> whether it accepts a computation dtype.
+CATEGORY_ACCEPTS = {
     "all": lambda d: True,
     "numeric": lambda d: d is not bool_,
     "float": lambda d: d.is_floating_point,
@@ -466,7 +469,7 @@ _ACCEPTS = {
 
 
 def _check_dtypes(op: OpDef, compute: DType | None, out, tensors, backend, dev: Device):
-    if compute is not None and not _ACCEPTS[op.dtypes](compute):
+    if compute is not None and not CATEGORY_ACCEPTS[op.dtypes](compute):
         raise DtypeError(f"{op.name}: not supported for dtype {compute.name} (accepts {op.dtypes} dtypes); "
                          f"inputs: {', '.join(describe(t) for t in tensors) or 'none'}")
     supported = backend.supported_dtypes(dev.index)
@@ -476,5 +479,6 @@ def _check_dtypes(op: OpDef, compute: DType | None, out, tensors, backend, dev: 
                              f"{', '.join(x.name for x in sorted(supported, key=lambda x: x._rank))}")
 
 
-__all__ = ["call", "run", "resolve", "value_read_hooks", "simple_elementwise", "validates_every_call", "bind", "plan_key", "make_plan", "transfer", "wrap_dim", "note_value_read", "ShapeError",
-           "BackendError"]
+__all__ = ["call", "run", "resolve", "value_read_hooks", "simple_elementwise", "passes_as_number",
+           "CATEGORY_ACCEPTS", "validates_every_call", "bind", "plan_key", "make_plan", "transfer", "wrap_dim",
+           "note_value_read", "ShapeError", "BackendError"]

@@ -10,7 +10,7 @@ goes to ``dispatcher.call``, which also raises the proper errors.
 from __future__ import annotations
 
 from . import links, modes
-from .dispatcher import _validate_and_plan, call, simple_elementwise
+from .dispatcher import _validate_and_plan, call, passes_as_number, simple_elementwise
 from .errors import EmberError
 from .kernel_errors import KERNEL_ERRORS, kernel_error
 from .meta import broadcast_shapes
@@ -40,11 +40,6 @@ def _fast_plan(op: OpDef, key: tuple, device, dtype, grad: bool, scalar=None, sc
         plan = _GENERIC  # the generic path raises the error, naming the real operands
     store(key, plan)
     return plan
-
-
-def _small(number) -> bool:
-    """Python numbers the fast path takes: floats, and ints a kernel of any dtype accepts as they are."""
-    return number.__class__ is float or (number.__class__ is int and 0 <= number < 128)
 
 
 def make_unary(op: OpDef):
@@ -89,7 +84,7 @@ def make_binary(op: OpDef):
                                 if a._data.shape != b._data.shape:
                                     broadcast_shapes(name, a._data.shape, b._data.shape)
                                 return plan.run([a, b, *plan.attrs])
-                    elif _small(b):
+                    elif passes_as_number(b):
                         grad = a.requires_grad and links.recorder.state.enabled
                         key = (op, a._device, a._dtype, grad, b.__class__)
                         plan = lookup(key)
@@ -97,7 +92,7 @@ def make_binary(op: OpDef):
                             plan = _fast_plan(op, key, a._device, a._dtype, grad, b)
                         if plan is not _GENERIC:
                             return plan.run([a, b, *plan.attrs])
-                elif b.__class__ is tensor_type and _small(a):
+                elif b.__class__ is tensor_type and passes_as_number(a):
                     grad = b.requires_grad and links.recorder.state.enabled
                     key = (op, b._device, b._dtype, grad, a.__class__, 0)
                     plan = lookup(key)

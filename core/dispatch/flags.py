@@ -82,3 +82,41 @@ def are_deterministic_algorithms_enabled() -> bool:
 
 def is_deterministic_algorithms_warn_only_enabled() -> bool:
     return FLAGS.deterministic_warn_only
+
+
+_DEBUG_MODES = {"default": 0, "warn": 1, "error": 2}
+
+
+def set_deterministic_debug_mode(debug_mode: int | str) -> None:
+    """0/'default': any kernel; 1/'warn': warn where an op has no deterministic kernel; 2/'error': raise there.
+    The same switch as ``use_deterministic_algorithms``."""
+    if isinstance(debug_mode, str):
+        if debug_mode not in _DEBUG_MODES:
+            raise RuntimeError(f"set_deterministic_debug_mode: invalid mode {debug_mode!r}; expected one of "
+                               f"'default', 'warn', 'error'")
+        debug_mode = _DEBUG_MODES[debug_mode]
+    elif not isinstance(debug_mode, int) or isinstance(debug_mode, bool):
+        raise TypeError(f"set_deterministic_debug_mode: debug_mode must be an int or str, got "
+                        f"{type(debug_mode).__name__}")
+    if debug_mode not in (0, 1, 2):
+        raise RuntimeError(f"set_deterministic_debug_mode: invalid mode {debug_mode}; expected 0, 1 or 2")
+    use_deterministic_algorithms(debug_mode > 0, warn_only=debug_mode == 1)
+
+
+def get_deterministic_debug_mode() -> int:
+    """0, 1 or 2, as ``set_deterministic_debug_mode`` sets them."""
+    if not FLAGS.deterministic:
+        return 0
+    return 1 if FLAGS.deterministic_warn_only else 2
+
+
+def set_warn_always(b: bool, /) -> None:
+    """When True, warnings Ember gives once per process (a backend falling back to the CPU, ...) are given
+    every time, as PyTorch's TORCH_WARN_ONCE sites under the same switch."""
+    if not isinstance(b, bool):
+        raise TypeError(f"set_warn_always(): argument 'b' must be bool, not {type(b).__name__}")
+    FLAGS.warn_always = b
+
+
+def is_warn_always_enabled() -> bool:
+    return FLAGS.warn_always

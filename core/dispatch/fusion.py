@@ -18,7 +18,9 @@ single-assignment form, so they agree on every cast:
 - float16 and bfloat16 compute in float32: inputs and outputs of those dtypes are float32 values in the
   rendered code (the caller converts on load and store) and intermediate results are not rounded to half,
   so fused chains are at least as accurate as op-by-op ones;
-- ``max``/``min`` propagate NaN (NumPy's maximum/minimum, not C's fmax); ``where`` evaluates both branches;
+- ``max``/``min`` propagate NaN (NumPy's maximum/minimum, not C's fmax) and give the second operand where
+  the two are equal (``max(0.0, -0.0)`` is ``-0.0``, as NumPy's vector loops and the OpenCL op-by-op kernels
+  give); ``where`` evaluates both branches;
   ``sigmoid(x)`` is ``1 / (1 + exp(-x))``, ``rsqrt(x)`` is ``1 / sqrt(x)``; ``floor``/``ceil`` of integers
   are the integers themselves;
 - ``pow`` of integers is not rendered (integer powers raise on negative exponents op by op): rendering
@@ -39,7 +41,7 @@ import ast
 import hashlib
 import math
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
@@ -422,8 +424,7 @@ def _reduction_parts(program: ElementwiseProgram, accumulator: DType | None):
 _FAST_FLOAT32 = {"erf": erf_float32_source, "exp": exp_float32_source}
 _PY_FUNCTIONS = {"exp": "np.exp", "log": "np.log", "log1p": "np.log1p", "expm1": "np.expm1", "sqrt": "np.sqrt",
                  "tanh": "np.tanh", "erf": "math.erf", "abs": "np.abs", "sin": "np.sin", "cos": "np.cos",
-                 "tan": "np.tan", "floor": "np.floor", "ceil": "np.ceil", "pow": "np.power", "max": "np.maximum",
-                 "min": "np.minimum"}
+                 "tan": "np.tan", "floor": "np.floor", "ceil": "np.ceil", "pow": "np.power"}  # max, min: _keeps_first
 
 
 #: How each renderer writes an instruction of each kind (consts and calls have functions of their own):
@@ -488,6 +489,8 @@ def render_python(program: ElementwiseProgram, name: str = "element") -> str:
         a = ins.args
         if _fast_float32(ins):
             return f"{name}_{a[0]}({a[1]})"
+        if a[0] in ("max", "min"):
+            return f"{a[1]} if {_keeps_first(a[0], a[1], a[2], ins.dtype, 'or')} else {a[2]}"
         return f"{_py_type(ins.dtype)}({_PY_FUNCTIONS[a[0]]}({', '.join(a[1:])}))"
     for ins, text in _expressions(instrs, _PY_FORMS, _py_type, _py_const, call):
         lines.append(f"    {ins.var} = {text}")
@@ -516,8 +519,9 @@ def _py_reduction(program: ElementwiseProgram, name: str) -> list[str]:
 @dataclass(frozen=True)
 class CDialect:
     """What differs between the C dialects: type names (of value dtypes; half types are float values),
-    the function qualifier, the spelling of infinity and NaN, the suffix of 64-bit integer literals, and
-    function names where they differ from C's."""
+    the function qualifier, the spelling of infinity and NaN, the suffix of 64-bit integer literals,
+    function names where they differ from C's, and ``helpers``: the C those functions need (macros), which
+    a kernel's source places once before the rendered code, as every kernel of the dialect's backend does."""
 
     types: Mapping[str, str]
     qualifier: str
@@ -525,11 +529,16 @@ class CDialect:
     nan: str
     long_suffix: str
     functions: Mapping[str, str] = field(default_factory=dict)
+    helpers: str = ""
 
 
+# PoCL's float tanh stops just short of ±1; past these points tanh rounds to ±1, so the OpenCL dialect's tanh
+# does (a macro: OpenCL C has no overloading of user functions). Eager and fused kernels both take it from here.
+_OPENCL_TANH = "#define ember_tanh(v) (fabs(v) > (sizeof(v) == 4 ? 9.02f : 19.07) ? ((v) > 0 ? 1 : -1) : tanh(v))\n"
 OPENCL = CDialect(types={"bool": "bool", "uint8": "uchar", "int8": "char", "int16": "short", "int32": "int",
                          "int64": "long", "float32": "float", "float64": "double"},
-                  qualifier="inline", infinity="INFINITY", nan="NAN", long_suffix="L")
+                  qualifier="inline", infinity="INFINITY", nan="NAN", long_suffix="L",
+                  functions={"tanh": "ember_tanh"}, helpers=_OPENCL_TANH)
 CUDA = CDialect(types={"bool": "bool", "uint8": "unsigned char", "int8": "signed char", "int16": "short",
                        "int32": "int", "int64": "long long", "float32": "float", "float64": "double"},
                 qualifier="__device__ __forceinline__", infinity="CUDART_INF", nan="CUDART_NAN", long_suffix="LL")
@@ -553,7 +562,8 @@ def render_c(program: ElementwiseProgram, dialect: CDialect = OPENCL, name: str 
              accumulator: DType | None = None) -> str:
     """C source of ``qualifier void name(T0 x0, ..., U0 *y0, ...)``: one element of each input in (a float
     for half inputs: convert on load), the outputs written through the pointers (a float for half outputs:
-    convert on store). Integer arithmetic is done in the compute type and cast back, so it wraps.
+    convert on store). Integer arithmetic is done in the compute type and cast back, so it wraps. The code
+    uses ``dialect.helpers``, which the kernel's source defines before it.
 
     With a reduction, also ``A name_init(void)``, ``A name_combine(A acc, V v)`` (``v``: the value ``name``
     wrote to ``*y0``) and ``R name_finish(A acc, long count)`` (the result value, a float for half results),
@@ -590,14 +600,20 @@ def _c_reduction(program: ElementwiseProgram, dialect: CDialect, name: str, accu
             f"{q} {r} {name}_finish({a} acc, {types['int64']} count) {{ return {finish}; }}"]
 
 
+def _keeps_first(name: str, a: str, b: str, dt: DType, or_: str) -> str:
+    """When max/min of ``a`` and ``b`` is ``a``: it is larger (smaller), or NaN. NaN propagates, as in NumPy's
+    maximum/minimum (C's fmax/fmin drop it), and ties give ``b``, as NumPy's vector loops and the OpenCL
+    op-by-op kernels do (which matters only for the sign of a zero)."""
+    keep = f"({a} > {b})" if name == "max" else f"({a} < {b})"
+    if dt.is_floating_point:  # (integers have no NaN, and compilers warn about ``a != a`` on them)
+        keep = f"({keep} {or_} {a} != {a})"
+    return keep
+
+
 def _c_call(name: str, args: tuple, dt: DType, dialect: CDialect) -> str:
     t = dialect.types[dt.name]
-    if name in ("max", "min"):  # NaN-propagating, as NumPy's maximum/minimum (C's fmax/fmin drop NaN)
-        a, b = args
-        keep = f"({a} >= {b})" if name == "max" else f"({a} <= {b})"
-        if dt.is_floating_point:  # (integers have no NaN, and compilers warn about ``a != a`` on them)
-            keep = f"({keep} || {a} != {a})"
-        return f"({keep} ? {a} : {b})"
+    if name in ("max", "min"):
+        return f"({_keeps_first(name, *args, dt, '||')} ? {args[0]} : {args[1]})"
     if name == "abs":
         return f"({t})({'fabs' if dt.is_floating_point else 'abs'}({args[0]}))"
     return f"({t})({dialect.functions.get(name, name)}({', '.join(args)}))"

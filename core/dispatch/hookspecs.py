@@ -6,7 +6,12 @@ pluggy is used only to discover and register plugins; per-op calls never pass th
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Callable
+
 import pluggy
+
+if TYPE_CHECKING:
+    from .backend import Backend
 
 PROJECT = "ember"
 PLUGIN_API_VERSION = 1
@@ -23,3 +28,21 @@ class BackendHookSpecs:
     @hookspec
     def ember_register_backend(self):
         """Return the :class:`ember.dispatch.Backend` instance this plugin provides."""
+
+
+def backend_hooks(make_backend: Callable[[], Backend]) -> tuple[Callable[[], int], Callable[[], Backend]]:
+    """The two hook implementations of a plugin providing ``make_backend()`` (say, a Backend subclass).
+
+    pluggy finds hooks by attribute name, so a plugin module binds them at its top level::
+
+        ember_plugin_api_version, ember_register_backend = backend_hooks(MyBackend)
+    """
+    @hookimpl
+    def ember_plugin_api_version() -> int:
+        return PLUGIN_API_VERSION
+
+    @hookimpl
+    def ember_register_backend() -> Backend:
+        return make_backend()
+
+    return ember_plugin_api_version, ember_register_backend

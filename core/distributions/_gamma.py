@@ -14,10 +14,12 @@ terms are negligible (checked every few terms: one scalar read per check). PyTor
 """
 from __future__ import annotations
 
-import ember
 from ..autograd import Function
+from ..autograd.grad_mode import no_grad
+from ..dispatch.dtypes import bool_
+from ..functions import rand, randn, where, zeros
 from ..tensor import Tensor
-from .utils import eps_of, tiny_of
+from .utils import eps_of, ones_like, tiny_of, zeros_like
 
 _CHECK_EVERY = 8  # series terms between convergence checks
 _MAX_TERMS = 100_000
@@ -25,7 +27,7 @@ _MAX_TERMS = 100_000
 
 def _series(a: Tensor, x: Tensor) -> tuple[Tensor, Tensor]:
     """(S, S'): the sums of cₖ and of dcₖ/da above, until every term is below eps of its sum."""
-    term, dterm = ember.ones_like(x), ember.zeros_like(x)
+    term, dterm = ones_like(x), zeros_like(x)
     total, dtotal = term, dterm
     eps = eps_of(x.dtype)
     past_peak_at = (x - a).amax().item() if x.numel() else 0.0  # terms grow until k reaches x - a
@@ -46,7 +48,7 @@ def regularized_gamma_lower(a: Tensor, x: Tensor) -> Tensor:
     safe = x.clamp(min=tiny_of(x.dtype))
     total, _ = _series(a, safe)
     log_prefix = a * safe.log() - safe - (a + 1).lgamma()
-    return ember.where(x > 0, (log_prefix.exp() * total).clamp(max=1.0), ember.zeros_like(x))
+    return where(x > 0, (log_prefix.exp() * total).clamp(max=1.0), zeros_like(x))
 
 
 def standard_gamma_grad(a: Tensor, z: Tensor) -> Tensor:
@@ -60,18 +62,18 @@ def _marsaglia_tsang(shape_param: Tensor, generator=None) -> Tensor:
     """Gamma(a, 1) draws for a >= 1: a vectorized rejection loop, one scalar read per round."""
     d = shape_param - 1.0 / 3.0
     c = (9.0 * d).rsqrt()
-    result = ember.zeros_like(shape_param)
-    done = ember.zeros(tuple(shape_param.shape), dtype=ember.bool, device=shape_param.device)
+    result = zeros_like(shape_param)
+    done = zeros(tuple(shape_param.shape), dtype=bool_, device=shape_param.device)
     kwargs = dict(dtype=shape_param.dtype, device=shape_param.device, generator=generator)
     while not bool(done.all().item()):
-        normal = ember.randn(tuple(shape_param.shape), **kwargs)
-        uniform = ember.rand(tuple(shape_param.shape), **kwargs)
+        normal = randn(tuple(shape_param.shape), **kwargs)
+        uniform = rand(tuple(shape_param.shape), **kwargs)
         v = (1.0 + c * normal) ** 3
         positive = v > 0
-        log_v = ember.where(positive, v, ember.ones_like(v)).log()
+        log_v = where(positive, v, ones_like(v)).log()
         accept = positive & (uniform.log() < 0.5 * normal * normal + d - d * v + d * log_v)
         fresh = accept & ~done
-        result = ember.where(fresh, d * v, result)
+        result = where(fresh, d * v, result)
         done = done | fresh
     return result
 
@@ -79,11 +81,11 @@ def _marsaglia_tsang(shape_param: Tensor, generator=None) -> Tensor:
 def sample_standard_gamma(concentration: Tensor, generator=None) -> Tensor:
     """Gamma(concentration, 1) draws; a < 1 is boosted: Gamma(a) = Gamma(a + 1) · U^(1/a)."""
     small = concentration < 1.0
-    boosted = _marsaglia_tsang(ember.where(small, concentration + 1.0, concentration), generator)
-    uniform = ember.rand(tuple(concentration.shape), dtype=concentration.dtype, device=concentration.device,
-                         generator=generator)
+    boosted = _marsaglia_tsang(where(small, concentration + 1.0, concentration), generator)
+    uniform = rand(tuple(concentration.shape), dtype=concentration.dtype, device=concentration.device,
+                   generator=generator)
     scale = (uniform.clamp(min=tiny_of(concentration.dtype)).log() / concentration).exp()
-    return ember.where(small, boosted * scale, boosted).clamp(min=tiny_of(concentration.dtype))
+    return where(small, boosted * scale, boosted).clamp(min=tiny_of(concentration.dtype))
 
 
 class _StandardGamma(Function):
@@ -96,7 +98,7 @@ class _StandardGamma(Function):
     @staticmethod
     def backward(ctx, grad):
         concentration, sample = ctx.saved_tensors
-        with ember.no_grad():
+        with no_grad():
             return grad * standard_gamma_grad(concentration, sample)
 
 
@@ -116,12 +118,12 @@ class _GammaCdf(Function):
     @staticmethod
     def backward(ctx, grad):
         a, x = ctx.saved_tensors
-        with ember.no_grad():
+        with no_grad():
             safe = x.clamp(min=tiny_of(x.dtype))
             density = ((a - 1) * safe.log() - safe - a.lgamma()).exp()
-            density = ember.where(x > 0, density, ember.zeros_like(density))
+            density = where(x > 0, density, zeros_like(density))
             grad_a = -density * standard_gamma_grad(a, x)  # ∂P/∂a = -(dz/da) · density
-            grad_a = ember.where(x > 0, grad_a, ember.zeros_like(grad_a))
+            grad_a = where(x > 0, grad_a, zeros_like(grad_a))
             return grad * grad_a, grad * density
 
 

@@ -6,8 +6,8 @@ distributions (tens, not thousands) and keeps every step an ordinary differentia
 """
 from __future__ import annotations
 
-import ember
 from ..dispatch.errors import ShapeError
+from ..functions import arange, cat, stack, zeros
 from ..tensor import Tensor
 
 
@@ -27,17 +27,17 @@ def cholesky(matrix: Tensor) -> Tensor:
     for j in range(n):
         below = matrix[..., j:, j]
         if j:
-            done = ember.stack([c[..., j - k:] for k, c in enumerate(columns)], -1)  # L[j:, :j]
+            done = stack([c[..., j - k:] for k, c in enumerate(columns)], -1)  # L[j:, :j]
             below = below - (done * done[..., :1, :]).sum(-1)
         pivot = below[..., :1]
         if not bool((pivot > 0).all().item()):
             raise ValueError(f"cholesky: the input is not positive-definite (leading minor of order {j + 1} is "
                              f"not positive) for a matrix of shape {tuple(matrix.shape)}")
         root = pivot.sqrt()
-        columns.append(ember.cat([root, below[..., 1:] / root], -1))
-    zeros = [ember.zeros(tuple(matrix.shape[:-2]) + (j,), dtype=matrix.dtype, device=matrix.device)
-             for j in range(n)]
-    return ember.stack([ember.cat([z, c], -1) for z, c in zip(zeros, columns)], -1)
+        columns.append(cat([root, below[..., 1:] / root], -1))
+    zero_blocks = [zeros(tuple(matrix.shape[:-2]) + (j,), dtype=matrix.dtype, device=matrix.device)
+                   for j in range(n)]
+    return stack([cat([z, c], -1) for z, c in zip(zero_blocks, columns)], -1)
 
 
 def solve_triangular(matrix: Tensor, rhs: Tensor, *, upper: bool) -> Tensor:
@@ -53,12 +53,12 @@ def solve_triangular(matrix: Tensor, rhs: Tensor, *, upper: bool) -> Tensor:
         if rows:
             known = sorted(rows)
             coefficients = matrix[..., i:i + 1, known[0]:known[-1] + 1]  # the solved rows are contiguous
-            row = row - coefficients @ ember.cat([rows[k] for k in known], -2)
+            row = row - coefficients @ cat([rows[k] for k in known], -2)
         rows[i] = row / matrix[..., i:i + 1, i:i + 1]
-    return ember.cat([rows[i] for i in range(n)], -2)
+    return cat([rows[i] for i in range(n)], -2)
 
 
 def diagonal(matrix: Tensor) -> Tensor:
     """The main diagonal of the last two dims, shape (..., n)."""
-    index = ember.arange(_check_square("diagonal", matrix), device=matrix.device)
+    index = arange(_check_square("diagonal", matrix), device=matrix.device)
     return matrix[..., index, index]

@@ -1,11 +1,13 @@
 """Bernoulli(probs= | logits=)."""
 from __future__ import annotations
 
-import ember
+from ..autograd.grad_mode import no_grad
+from ..dispatch.ops import F
+from ..functions import arange, where
 from ..tensor import Size, Tensor
 from . import constraints
 from .distribution import Distribution
-from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits, softplus
+from .utils import broadcast_all, full_like, lazy_property, logits_to_probs, probs_to_logits, softplus
 
 __all__ = ["Bernoulli"]
 
@@ -57,7 +59,7 @@ class Bernoulli(Distribution):
     @property
     def mode(self):
         mode = (self.probs >= 0.5).to(self.probs.dtype)
-        return ember.where(self.probs == 0.5, ember.full_like(mode, float("nan")), mode)
+        return where(self.probs == 0.5, full_like(mode, float("nan")), mode)
 
     @property
     def variance(self):
@@ -65,8 +67,8 @@ class Bernoulli(Distribution):
 
     def sample(self, sample_shape=Size()):
         shape = self._extended_shape(sample_shape)
-        with ember.no_grad():
-            return ember.bernoulli(self.probs.expand(tuple(shape)))
+        with no_grad():
+            return F.bernoulli(self.probs.expand(tuple(shape)))
 
     def log_prob(self, value):
         if self._validate_args:
@@ -78,6 +80,6 @@ class Bernoulli(Distribution):
         return _bce_with_logits(self.logits, self.probs)
 
     def enumerate_support(self, expand: bool = True):
-        values = ember.arange(2, dtype=self._param.dtype, device=self._param.device)
+        values = arange(2, dtype=self._param.dtype, device=self._param.device)
         values = values.view((-1,) + (1,) * len(self._batch_shape))
         return values.expand((2,) + tuple(self._batch_shape)) if expand else values

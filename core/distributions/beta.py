@@ -1,7 +1,7 @@
 """Beta(concentration1, concentration0): the two-class Dirichlet, on the unit interval."""
 from __future__ import annotations
 
-import ember
+from ..functions import stack
 from ..tensor import Size
 from . import constraints
 from .dirichlet import Dirichlet
@@ -18,7 +18,7 @@ class Beta(Distribution):
 
     def __init__(self, concentration1, concentration0, validate_args=None) -> None:
         c1, c0 = broadcast_all(concentration1, concentration0)
-        self._dirichlet = Dirichlet(ember.stack([c1, c0], -1), validate_args=validate_args)
+        self._dirichlet = Dirichlet(stack([c1, c0], -1), validate_args=validate_args)
         super().__init__(self._dirichlet.batch_shape, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
@@ -55,7 +55,7 @@ class Beta(Distribution):
     def log_prob(self, value):
         if self._validate_args:
             self._validate_sample(value)
-        pair = ember.stack([value, 1.0 - value], -1)
+        pair = stack([value, 1.0 - value], -1)
         return self._dirichlet.log_prob(pair)
 
     def entropy(self):

@@ -1,8 +1,10 @@
 """Categorical(probs= | logits=) over {0, ..., K-1}, the classes along the last dim."""
 from __future__ import annotations
 
-import ember
+from ..autograd.grad_mode import no_grad
 from ..dispatch.meta import broadcast_shapes
+from ..dispatch.ops import F
+from ..functions import arange, full
 from ..tensor import Size
 from . import constraints
 from .distribution import Distribution
@@ -55,8 +57,8 @@ class Categorical(Distribution):
 
     @property
     def mean(self):
-        return ember.full(tuple(self._extended_shape()), float("nan"), dtype=self._param.dtype,
-                          device=self._param.device)
+        return full(tuple(self._extended_shape()), float("nan"), dtype=self._param.dtype,
+                    device=self._param.device)
 
     @property
     def mode(self):
@@ -71,9 +73,9 @@ class Categorical(Distribution):
         count = 1
         for size in sample_shape:
             count *= size
-        with ember.no_grad():
+        with no_grad():
             flat = self.probs.reshape(-1, self._num_events)
-            draws = ember.multinomial(flat, count, replacement=True).T  # (count, batch entries)
+            draws = F.multinomial(flat, count, replacement=True).T  # (count, batch entries)
             return draws.reshape(shape)
 
     def log_prob(self, value):
@@ -90,6 +92,6 @@ class Categorical(Distribution):
         return -(logits * self.probs).sum(-1)
 
     def enumerate_support(self, expand: bool = True):
-        values = ember.arange(self._num_events, device=self._param.device)
+        values = arange(self._num_events, device=self._param.device)
         values = values.view((-1,) + (1,) * len(self._batch_shape))
         return values.expand((self._num_events,) + tuple(self._batch_shape)) if expand else values

@@ -5,8 +5,10 @@ are reduced), so a distribution can say which entries are invalid.
 """
 from __future__ import annotations
 
-import ember
+from ..dispatch.dtypes import bool_
+from ..functions import cat, full, ones, where
 from ..tensor import Tensor
+from .utils import ones_like
 
 __all__ = ["Constraint", "boolean", "dependent", "dependent_property", "greater_than", "greater_than_eq",
            "half_open_interval", "independent", "integer_interval", "interval", "is_dependent", "less_than",
@@ -196,7 +198,7 @@ class _Square(Constraint):
 
     def check(self, value):
         square = value.shape[-1] == value.shape[-2]
-        return ember.full(tuple(value.shape[:-2]), square, dtype=ember.bool, device=value.device)
+        return full(tuple(value.shape[:-2]), square, dtype=bool_, device=value.device)
 
 
 class _Symmetric(_Square):
@@ -242,15 +244,15 @@ def _leading_minors_positive(value: Tensor, *, strict: bool) -> Tensor:
     """Per matrix: whether symmetric Gaussian elimination meets only positive pivots (or >= 0)."""
     n = value.shape[-1]
     matrix = (value + value.mT) * 0.5
-    ok = ember.ones(tuple(value.shape[:-2]), dtype=ember.bool, device=value.device)
+    ok = ones(tuple(value.shape[:-2]), dtype=bool_, device=value.device)
     for j in range(n):
         pivot = matrix[..., j, j]
         ok = ok & (pivot > 0 if strict else pivot >= -1e-12)
         if j + 1 < n:
-            safe = ember.where(pivot > 0, pivot, ember.ones_like(pivot))
+            safe = where(pivot > 0, pivot, ones_like(pivot))
             column = matrix[..., j + 1:, j]
             rest = matrix[..., j + 1:, j + 1:] - column.unsqueeze(-1) * column.unsqueeze(-2) / safe[..., None, None]
-            matrix = ember.cat([matrix[..., :j + 1, :], ember.cat([matrix[..., j + 1:, :j + 1], rest], -1)], -2)
+            matrix = cat([matrix[..., :j + 1, :], cat([matrix[..., j + 1:, :j + 1], rest], -1)], -2)
     return ok
 
 

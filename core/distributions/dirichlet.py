@@ -1,7 +1,8 @@
 """Dirichlet(concentration): distributions on the simplex, the classes along the last dim."""
 from __future__ import annotations
 
-import ember
+from ..dispatch.ops import F
+from ..functions import where
 from ..tensor import Size
 from . import constraints
 from ._gamma import standard_gamma
@@ -37,9 +38,9 @@ class Dirichlet(Distribution):
         shifted = (self.concentration - 1).clamp(min=0.0)
         mode = shifted / shifted.sum(-1, keepdim=True)
         # where every concentration is below 1 the density peaks at a vertex: the largest one's
-        vertex = ember.one_hot(mode.argmax(-1), shifted.shape[-1]).to(mode.dtype)
+        vertex = F.one_hot(mode.argmax(-1), shifted.shape[-1]).to(mode.dtype)
         below = (self.concentration < 1).all(-1, keepdim=True)
-        return ember.where(below, vertex, mode)
+        return where(below, vertex, mode)
 
     @property
     def variance(self):

@@ -8,7 +8,7 @@ the constraint.
 """
 from __future__ import annotations
 
-import ember
+from ..autograd.grad_mode import no_grad
 from ..tensor import Size, Tensor
 from . import constraints
 from .utils import expand_to, lazy_property
@@ -122,7 +122,7 @@ class Distribution:
     # -- sampling and densities ----------------------------------------------------------------------------
     def sample(self, sample_shape=Size()) -> Tensor:
         """Draws without gradient; reparameterized distributions use rsample under no_grad."""
-        with ember.no_grad():
+        with no_grad():
             return self.rsample(sample_shape)
 
     def rsample(self, sample_shape=Size()) -> Tensor:

@@ -1,11 +1,11 @@
 """Exponential(rate)."""
 from __future__ import annotations
 
-import ember
+from ..functions import rand
 from ..tensor import Size
 from . import constraints
 from .distribution import Distribution
-from .utils import broadcast_all
+from .utils import broadcast_all, zeros_like
 
 __all__ = ["Exponential"]
 
@@ -28,7 +28,7 @@ class Exponential(Distribution):
 
     @property
     def mode(self):
-        return ember.zeros_like(self.rate)
+        return zeros_like(self.rate)
 
     @property
     def stddev(self):
@@ -40,7 +40,7 @@ class Exponential(Distribution):
 
     def rsample(self, sample_shape=Size()):
         shape = self._extended_shape(sample_shape)
-        u = ember.rand(tuple(shape), dtype=self.rate.dtype, device=self.rate.device)
+        u = rand(tuple(shape), dtype=self.rate.dtype, device=self.rate.device)
         return -(-u).log1p() / self.rate  # u in [0, 1): -log(1 - u) is a standard exponential draw
 
     def log_prob(self, value):

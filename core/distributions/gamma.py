@@ -1,7 +1,7 @@
 """Gamma(concentration, rate)."""
 from __future__ import annotations
 
-import ember
+from ..creation import as_tensor
 from ..tensor import Size
 from . import constraints
 from ._gamma import gamma_cdf, standard_gamma
@@ -44,7 +44,7 @@ class Gamma(Distribution):
     def log_prob(self, value):
         if self._validate_args:
             self._validate_sample(value)
-        value = ember.as_tensor(value, dtype=self.rate.dtype, device=self.rate.device)
+        value = as_tensor(value, dtype=self.rate.dtype, device=self.rate.device)
         return (xlogy(self.concentration, self.rate) + xlogy(self.concentration - 1, value)
                 - self.rate * value - self.concentration.lgamma())
 

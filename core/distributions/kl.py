@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import math
 
-import ember
 from ..dispatch.meta import broadcast_shapes
+from ..functions import where
 from ..tensor import Tensor
 from ._linalg import diagonal, solve_triangular
 from .bernoulli import Bernoulli
@@ -25,7 +25,7 @@ from .normal import Normal
 from .one_hot_categorical import OneHotCategorical
 from .poisson import Poisson
 from .uniform import Uniform
-from .utils import softplus, sum_rightmost
+from .utils import full_like, softplus, sum_rightmost, zeros_like
 
 __all__ = ["kl_divergence", "register_kl"]
 
@@ -65,7 +65,7 @@ def kl_divergence(p: Distribution, q: Distribution) -> Tensor:
 
 
 def _infinite_where(condition: Tensor, value: Tensor) -> Tensor:
-    return ember.where(condition, ember.full_like(value, math.inf), value)
+    return where(condition, full_like(value, math.inf), value)
 
 
 @register_kl(Normal, Normal)
@@ -79,19 +79,19 @@ def _kl_normal_normal(p, q):
 def _kl_bernoulli_bernoulli(p, q):
     # p log(p/q) + (1-p) log((1-p)/(1-q)) in logits, finite at p in {0, 1}
     t1 = p.probs * (softplus(-q.logits) - softplus(-p.logits))
-    t1 = ember.where(q.probs == 0, ember.full_like(t1, math.inf), t1)
-    t1 = ember.where(p.probs == 0, ember.zeros_like(t1), t1)
+    t1 = where(q.probs == 0, full_like(t1, math.inf), t1)
+    t1 = where(p.probs == 0, zeros_like(t1), t1)
     t2 = (1 - p.probs) * (softplus(q.logits) - softplus(p.logits))
-    t2 = ember.where(q.probs == 1, ember.full_like(t2, math.inf), t2)
-    t2 = ember.where(p.probs == 1, ember.zeros_like(t2), t2)
+    t2 = where(q.probs == 1, full_like(t2, math.inf), t2)
+    t2 = where(p.probs == 1, zeros_like(t2), t2)
     return t1 + t2
 
 
 @register_kl(Categorical, Categorical)
 def _kl_categorical_categorical(p, q):
     t = p.probs * (p.logits - q.logits)
-    t = ember.where(q.probs == 0, ember.full_like(t, math.inf), t)
-    t = ember.where(p.probs == 0, ember.zeros_like(t), t)
+    t = where(q.probs == 0, full_like(t, math.inf), t)
+    t = where(p.probs == 0, zeros_like(t), t)
     return t.sum(-1)
 
 
@@ -143,7 +143,7 @@ def _kl_laplace_laplace(p, q):
 def _kl_poisson_poisson(p, q):
     # rate_p log(rate_p / rate_q) - (rate_p - rate_q); 0 log 0 = 0, and +inf where q's rate is 0 but p's is not
     log_ratio = p.rate.log() - q.rate.log()
-    term = ember.where(p.rate == 0, ember.zeros_like(log_ratio), p.rate * log_ratio)
+    term = where(p.rate == 0, zeros_like(log_ratio), p.rate * log_ratio)
     return term - (p.rate - q.rate)
 
 

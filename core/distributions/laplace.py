@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math
 
-import ember
+from ..functions import rand
 from ..tensor import Size
 from . import constraints
 from .distribution import Distribution
@@ -44,7 +44,7 @@ class Laplace(Distribution):
         shape = self._extended_shape(sample_shape)
         eps = eps_of(self.loc.dtype)
         # u uniform on (-1, 1), away from -1 so that log1p(-|u|) stays finite
-        u = ember.rand(tuple(shape), dtype=self.loc.dtype, device=self.loc.device) * (2 - eps) + (eps - 1)
+        u = rand(tuple(shape), dtype=self.loc.dtype, device=self.loc.device) * (2 - eps) + (eps - 1)
         return self.loc - self.scale * u.sign() * (-u.abs()).log1p()
 
     def log_prob(self, value):

@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import math
 
-import ember
 from ..dispatch.meta import broadcast_shapes
+from ..dispatch.ops import F
+from ..functions import randn
 from ..tensor import Size, Tensor
 from . import constraints
 from ._linalg import cholesky, diagonal, solve_triangular
@@ -19,7 +20,7 @@ def _precision_to_scale_tril(precision: Tensor) -> Tensor:
     with J the flip, flip(P) = Lf Lfᵀ gives P⁻¹ = (J Lf⁻ᵀ J)(J Lf⁻ᵀ J)ᵀ, and J Lf⁻ᵀ J is lower-triangular."""
     flipped = cholesky(precision.flip((-2, -1)))
     upper = flipped.flip((-2, -1)).mT  # J Lf J transposed: lower-triangular, its inverse is the factor
-    eye = ember.eye(precision.shape[-1], dtype=precision.dtype, device=precision.device)
+    eye = F.eye(precision.shape[-1], dtype=precision.dtype, device=precision.device)
     return solve_triangular(upper, eye.expand(tuple(upper.shape)), upper=False)
 
 
@@ -91,7 +92,7 @@ class MultivariateNormal(Distribution):
     def precision_matrix(self):
         L = self._unbroadcasted_scale_tril
         n = self._event_shape[0]
-        eye = ember.eye(n, dtype=L.dtype, device=L.device)
+        eye = F.eye(n, dtype=L.dtype, device=L.device)
         inverse = solve_triangular(L, eye.expand(tuple(L.shape)), upper=False)  # L⁻¹
         return (inverse.mT @ inverse).expand(tuple(self._batch_shape) + (n, n))
 
@@ -110,7 +111,7 @@ class MultivariateNormal(Distribution):
 
     def rsample(self, sample_shape=Size()):
         shape = tuple(self._extended_shape(sample_shape))
-        noise = ember.randn(shape, dtype=self.loc.dtype, device=self.loc.device)
+        noise = randn(shape, dtype=self.loc.dtype, device=self.loc.device)
         return self.loc + (self._unbroadcasted_scale_tril @ noise.unsqueeze(-1)).squeeze(-1)
 
     def _half_log_det(self) -> Tensor:

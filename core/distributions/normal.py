@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math
 
-import ember
+from ..functions import randn
 from ..tensor import Size
 from . import constraints
 from .distribution import Distribution
@@ -43,7 +43,7 @@ class Normal(Distribution):
 
     def rsample(self, sample_shape=Size()):
         shape = self._extended_shape(sample_shape)
-        noise = ember.randn(tuple(shape), dtype=self.loc.dtype, device=self.loc.device)
+        noise = randn(tuple(shape), dtype=self.loc.dtype, device=self.loc.device)
         return self.loc + noise * self.scale
 
     def log_prob(self, value):

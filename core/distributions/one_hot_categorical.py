@@ -1,7 +1,7 @@
 """OneHotCategorical: a Categorical whose draws are one-hot vectors."""
 from __future__ import annotations
 
-import ember
+from ..dispatch.ops import F
 from ..tensor import Size
 from . import constraints
 from .categorical import Categorical
@@ -50,7 +50,7 @@ class OneHotCategorical(Distribution):
     @property
     def mode(self):
         probs = self._categorical.probs
-        return ember.one_hot(probs.argmax(-1), probs.shape[-1]).to(probs.dtype)
+        return F.one_hot(probs.argmax(-1), probs.shape[-1]).to(probs.dtype)
 
     @property
     def variance(self):
@@ -58,7 +58,7 @@ class OneHotCategorical(Distribution):
 
     def sample(self, sample_shape=Size()):
         indices = self._categorical.sample(sample_shape)
-        return ember.one_hot(indices, self._categorical._num_events).to(self._categorical.probs.dtype)
+        return F.one_hot(indices, self._categorical._num_events).to(self._categorical.probs.dtype)
 
     def log_prob(self, value):
         if self._validate_args:
@@ -70,6 +70,6 @@ class OneHotCategorical(Distribution):
 
     def enumerate_support(self, expand: bool = True):
         n = self._event_shape[0]
-        values = ember.eye(n, dtype=self._param.dtype, device=self._param.device)
+        values = F.eye(n, dtype=self._param.dtype, device=self._param.device)
         values = values.view((n,) + (1,) * len(self._batch_shape) + (n,))
         return values.expand((n,) + tuple(self._batch_shape) + (n,)) if expand else values

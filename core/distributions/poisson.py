@@ -1,7 +1,8 @@
 """Poisson(rate); draws come from ``ember.poisson``."""
 from __future__ import annotations
 
-import ember
+from ..autograd.grad_mode import no_grad
+from ..dispatch.ops import F
 from ..tensor import Size
 from . import constraints
 from .distribution import Distribution
@@ -35,8 +36,8 @@ class Poisson(Distribution):
 
     def sample(self, sample_shape=Size()):
         shape = tuple(self._extended_shape(sample_shape))
-        with ember.no_grad():
-            return ember.poisson(self.rate.expand(shape).contiguous())
+        with no_grad():
+            return F.poisson(self.rate.expand(shape).contiguous())
 
     def log_prob(self, value):
         if self._validate_args:

@@ -1,7 +1,7 @@
 """TransformedDistribution: a base distribution pushed through transforms; LogNormal is one."""
 from __future__ import annotations
 
-import ember
+from ..autograd.grad_mode import no_grad
 from ..tensor import Size
 from . import constraints
 from .distribution import Distribution
@@ -56,7 +56,7 @@ class TransformedDistribution(Distribution):
         return self.base_dist.has_rsample
 
     def sample(self, sample_shape=Size()):
-        with ember.no_grad():
+        with no_grad():
             x = self.base_dist.sample(sample_shape)
             for transform in self.transforms:
                 x = transform(x)

@@ -9,10 +9,10 @@ from __future__ import annotations
 import math
 import weakref
 
-import ember
+from ..dispatch.ops import F
 from ..tensor import Tensor
 from . import constraints
-from .utils import eps_of, softplus, sum_rightmost, tiny_of
+from .utils import eps_of, full_like, softplus, sum_rightmost, tiny_of, zeros_like
 
 __all__ = ["AffineTransform", "ComposeTransform", "ExpTransform", "PowerTransform", "SigmoidTransform",
            "SoftmaxTransform", "TanhTransform", "Transform", "identity_transform"]
@@ -194,7 +194,7 @@ class ComposeTransform(Transform):
 
     def log_abs_det_jacobian(self, x, y):
         if not self.parts:
-            return ember.zeros_like(x)
+            return zeros_like(x)
         total = 0
         for part in self.parts:
             y_part = part(x)
@@ -261,7 +261,7 @@ class AffineTransform(Transform):
         if isinstance(self.scale, Tensor):
             result = self.scale.abs().log()
         else:
-            result = ember.full_like(x, math.log(abs(self.scale)))
+            result = full_like(x, math.log(abs(self.scale)))
         shape = tuple(x.shape)
         if tuple(result.shape) != shape:
             result = result.expand(shape)
@@ -337,7 +337,7 @@ class SoftmaxTransform(Transform):
     domain, codomain = constraints.real_vector, constraints.simplex
 
     def _call(self, x):
-        return ember.softmax(x, -1)
+        return F.softmax(x, -1)
 
     def _inverse(self, y):
         return y.log()

@@ -1,11 +1,11 @@
 """Uniform(low, high): the continuous uniform distribution on [low, high)."""
 from __future__ import annotations
 
-import ember
+from ..functions import rand
 from ..tensor import Size
 from . import constraints
 from .distribution import Distribution
-from .utils import broadcast_all
+from .utils import broadcast_all, full_like
 
 __all__ = ["Uniform"]
 
@@ -35,7 +35,7 @@ class Uniform(Distribution):
 
     @property
     def mode(self):
-        return ember.full_like(self.high, float("nan"))
+        return full_like(self.high, float("nan"))
 
     @property
     def stddev(self):
@@ -47,7 +47,7 @@ class Uniform(Distribution):
 
     def rsample(self, sample_shape=Size()):
         shape = self._extended_shape(sample_shape)
-        u = ember.rand(tuple(shape), dtype=self.low.dtype, device=self.low.device)
+        u = rand(tuple(shape), dtype=self.low.dtype, device=self.low.device)
         return self.low + u * (self.high - self.low)
 
     def log_prob(self, value):

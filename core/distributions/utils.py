@@ -4,13 +4,19 @@ from __future__ import annotations
 import functools
 from numbers import Number
 
-import ember
+from ..autograd.grad_mode import enable_grad
+from ..creation import tensor
+from ..dispatch.dtypes import get_default_dtype
 from ..dispatch.errors import ShapeError
 from ..dispatch.meta import broadcast_shapes
+from ..dispatch.ops import F
+from ..dispatch.promotion import promote_types
+from ..functions import full, laid_out, where
+from ..memory_format import preserve_format
 from ..tensor import Tensor
 
-__all__ = ["broadcast_all", "clamp_probs", "eps_of", "lazy_property", "logits_to_probs", "probs_to_logits",
-           "softplus", "sum_rightmost", "tiny_of", "xlogy"]
+__all__ = ["broadcast_all", "clamp_probs", "eps_of", "full_like", "lazy_property", "logits_to_probs", "ones_like",
+           "probs_to_logits", "softplus", "sum_rightmost", "tiny_of", "xlogy", "zeros_like"]
 
 _EPS = {"float16": 2.0 ** -10, "bfloat16": 2.0 ** -7, "float32": 2.0 ** -23, "float64": 2.0 ** -52}
 _TINY = {"float16": 2.0 ** -14, "bfloat16": 2.0 ** -126, "float32": 2.0 ** -126, "float64": 2.0 ** -1022}
@@ -33,6 +39,21 @@ def min_of(dtype) -> float:
     return _MIN[dtype.name]
 
 
+# ember.zeros_like and its kin, as the distributions call them: the op, its result laid out as x is
+# (PyTorch's preserve_format: a channels_last x gives a channels_last result).
+
+def zeros_like(x: Tensor) -> Tensor:
+    return laid_out(F.zeros_like(x), preserve_format, x, "zeros_like")
+
+
+def ones_like(x: Tensor) -> Tensor:
+    return laid_out(F.ones_like(x), preserve_format, x, "ones_like")
+
+
+def full_like(x: Tensor, fill_value) -> Tensor:
+    return laid_out(F.full_like(x, fill_value), preserve_format, x, "full_like")
+
+
 def broadcast_all(*values) -> tuple:
     """Tensors and numbers broadcast to one shape; numbers become tensors of the tensors' dtype and device
     (the default dtype when every value is a number)."""
@@ -42,17 +63,17 @@ def broadcast_all(*values) -> tuple:
             raise ValueError(f"Input arguments must all be instances of numbers.Number or ember.Tensor, "
                              f"got {type(v).__name__}")
     if not tensors:
-        dtype = ember.get_default_dtype()
-        return tuple(ember.tensor(float(v), dtype=dtype) for v in values)
+        dtype = get_default_dtype()
+        return tuple(tensor(float(v), dtype=dtype) for v in values)
     dtype, device = tensors[0].dtype, tensors[0].device
     for t in tensors[1:]:
-        dtype = ember.promote_types(dtype, t.dtype)
+        dtype = promote_types(dtype, t.dtype)
     shape = broadcast_shapes("broadcast_all", *[tuple(t.shape) for t in tensors])
     out = []
     for v in values:
         if not isinstance(v, Tensor):
-            v = ember.full(shape, float(v), dtype=dtype if dtype.is_floating_point else ember.get_default_dtype(),
-                           device=device)
+            v = full(shape, float(v), dtype=dtype if dtype.is_floating_point else get_default_dtype(),
+                     device=device)
         elif tuple(v.shape) != shape:
             v = v.expand(shape)
         out.append(v)
@@ -81,7 +102,7 @@ def probs_to_logits(probs: Tensor, is_binary: bool = False) -> Tensor:
 
 def logits_to_probs(logits: Tensor, is_binary: bool = False) -> Tensor:
     """The sigmoid of binary logits, the softmax of categorical ones (over the last dim)."""
-    return logits.sigmoid() if is_binary else ember.softmax(logits, -1)
+    return logits.sigmoid() if is_binary else F.softmax(logits, -1)
 
 
 class lazy_property:
@@ -95,7 +116,7 @@ class lazy_property:
     def __get__(self, instance, owner=None):
         if instance is None:
             return self
-        with ember.enable_grad():
+        with enable_grad():
             value = self.wrapped(instance)
         setattr(instance, self.wrapped.__name__, value)
         return value
@@ -115,6 +136,6 @@ def softplus(x: Tensor) -> Tensor:
 
 def xlogy(x, y: Tensor) -> Tensor:
     """x · log(y), 0 where x == 0 (also where y == 0)."""
-    x_tensor = x if isinstance(x, Tensor) else ember.full_like(y, float(x))
+    x_tensor = x if isinstance(x, Tensor) else full_like(y, float(x))
     product = x_tensor * y.log()
-    return ember.where(x_tensor == 0, ember.zeros_like(product), product)
+    return where(x_tensor == 0, zeros_like(product), product)

@@ -20,11 +20,3 @@ def chain_matmul(*matrices, out=None):
     result = F.clone(matrices[0]) if len(matrices) == 1 else F.chain_matmul(list(matrices))
     return write_out("chain_matmul", result, out)
 
-
-def install(tensor_type) -> None:
-    """``Tensor.lu``, as torch.Tensor has it."""
-    def method(self, pivot: bool = True, get_infos: bool = False):
-        return lu(self, pivot, get_infos)
-    method.__name__ = method.__qualname__ = "lu"
-    method.__doc__ = lu.__doc__
-    tensor_type.lu = method

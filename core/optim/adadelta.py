@@ -3,10 +3,9 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from ..dispatch.ops import F
 from ..tensor import Tensor
 from ._updates import descent_direction, moving_average
-from .optimizer import Optimizer, check_non_negative
+from .optimizer import Optimizer, check_non_negative, hyperparameters
 
 
 class Adadelta(Optimizer):
@@ -15,6 +14,8 @@ class Adadelta(Optimizer):
 
     State per parameter: ``step``, ``square_avg`` (of gradients) and ``acc_delta`` (of updates).
     """
+
+    _state_names = ("square_avg", "acc_delta")
 
     def __init__(self, params: Iterable, lr: float = 1.0, rho: float = 0.9, eps: float = 1e-6,
                  weight_decay: float = 0, foreach: bool | None = None, *, capturable: bool = False,
@@ -27,16 +28,12 @@ class Adadelta(Optimizer):
                         capturable=capturable, foreach=foreach, differentiable=differentiable)
         super().__init__(params, defaults)
 
-    def _step_group(self, group: dict[str, Any]) -> None:
-        for p, grad, state in self._params_with_grad(group):
-            if not state:
-                state["step"] = 0
-                state["square_avg"] = F.zeros_like(p)
-                state["acc_delta"] = F.zeros_like(p)
-            state["step"] += 1
-            state["square_avg"], state["acc_delta"] = adadelta_update(
-                p, grad, state["square_avg"], state["acc_delta"], lr=float(group["lr"]), rho=float(group["rho"]),
-                eps=float(group["eps"]), weight_decay=float(group["weight_decay"]), maximize=group["maximize"])
+    def _options(self, group: dict[str, Any]) -> dict[str, Any]:
+        return hyperparameters(group, "lr", "rho", "eps", "weight_decay", flags=("maximize",))
+
+    def _update(self, p: Tensor, grad: Tensor, state: dict[str, Any], options: dict[str, Any]) -> None:
+        state["square_avg"], state["acc_delta"] = adadelta_update(p, grad, state["square_avg"], state["acc_delta"],
+                                                                  **options)
 
 
 def adadelta_update(param: Tensor, grad: Tensor, square_avg: Tensor, acc_delta: Tensor, *, lr: float, rho: float,

@@ -6,7 +6,7 @@ from typing import Any, Iterable
 
 from ..dispatch.ops import F
 from ..tensor import Tensor
-from .optimizer import Optimizer
+from .optimizer import Optimizer, hyperparameters
 
 #: Machine epsilon per floating dtype, the default ``eps[0]`` (PyTorch's ``finfo(dtype).eps``).
 _MACHINE_EPSILON = {"float64": 2.0 ** -52, "float32": 2.0 ** -23, "float16": 2.0 ** -10, "bfloat16": 2.0 ** -7}
@@ -43,23 +43,24 @@ class Adafactor(Optimizer):
                         maximize=maximize)
         super().__init__(params, defaults)
 
-    def _step_group(self, group: dict[str, Any]) -> None:
+    def _initial_state(self, p: Tensor, grad: Tensor | None, group: dict[str, Any]) -> dict[str, Any]:
+        if grad.dim() > 1:
+            return {"step": 0, "row_var": F.zeros_like(grad.mean(dim=-1, keepdim=True)),
+                    "col_var": F.zeros_like(grad.mean(dim=-2, keepdim=True))}
+        return {"step": 0, "variance": F.zeros_like(grad)}
+
+    def _options(self, group: dict[str, Any]) -> tuple[float | None, dict[str, Any]]:
+        """``(eps[0], adafactor_update's other keyword arguments)``: eps[0] may depend on the parameter's dtype."""
         eps1, eps2 = group["eps"]
-        for p, grad, state in self._params_with_grad(group):
-            if not state:
-                state["step"] = 0
-                if grad.dim() > 1:
-                    state["row_var"] = F.zeros_like(grad.mean(dim=-1, keepdim=True))
-                    state["col_var"] = F.zeros_like(grad.mean(dim=-2, keepdim=True))
-                else:
-                    state["variance"] = F.zeros_like(grad)
-            state["step"] = step = state["step"] + 1
-            variance = adafactor_update(
-                p, grad, state.get("row_var"), state.get("col_var"), state.get("variance"), step=step,
-                lr=float(group["lr"]), beta2_decay=float(group["beta2_decay"]),
-                eps1=_MACHINE_EPSILON[p.dtype.name] if eps1 is None else float(eps1), eps2=float(eps2),
-                d=float(group["d"]), weight_decay=float(group["weight_decay"]), maximize=group["maximize"])
-            state.update(variance)
+        return eps1, dict(hyperparameters(group, "lr", "beta2_decay", "d", "weight_decay", flags=("maximize",)),
+                          eps2=float(eps2))
+
+    def _update(self, p: Tensor, grad: Tensor, state: dict[str, Any],
+                options: tuple[float | None, dict[str, Any]]) -> None:
+        eps1, kwargs = options
+        state.update(adafactor_update(
+            p, grad, state.get("row_var"), state.get("col_var"), state.get("variance"), step=state["step"],
+            eps1=_MACHINE_EPSILON[p.dtype.name] if eps1 is None else float(eps1), **kwargs))
 
 
 def _rms(t: Tensor) -> float:

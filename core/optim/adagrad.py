@@ -6,7 +6,7 @@ from typing import Any, Iterable
 from ..dispatch.ops import F
 from ..tensor import Tensor
 from ._updates import descent_direction
-from .optimizer import Optimizer, check_implementation_flags
+from .optimizer import Optimizer, check_implementation_flags, check_non_negative, hyperparameters
 
 
 class Adagrad(Optimizer):
@@ -21,40 +21,26 @@ class Adagrad(Optimizer):
     def __init__(self, params: Iterable, lr: float = 1e-2, lr_decay: float = 0, weight_decay: float = 0,
                  initial_accumulator_value: float = 0, eps: float = 1e-10, foreach: bool | None = None, *,
                  maximize: bool = False, differentiable: bool = False, fused: bool | None = None) -> None:
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if not 0.0 <= lr_decay:
-            raise ValueError(f"Invalid lr_decay value: {lr_decay}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        if not 0.0 <= initial_accumulator_value:
-            raise ValueError(f"Invalid initial_accumulator_value value: {initial_accumulator_value}")
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
+        check_non_negative(lr=lr, lr_decay=lr_decay, weight_decay=weight_decay,
+                           initial_accumulator_value=initial_accumulator_value, eps=eps)
         defaults = dict(lr=lr, lr_decay=lr_decay, eps=eps, weight_decay=weight_decay,
                         initial_accumulator_value=initial_accumulator_value, foreach=foreach, maximize=maximize,
                         differentiable=differentiable, fused=fused)
         super().__init__(params, defaults)
         check_implementation_flags(foreach=foreach, fused=fused, differentiable=differentiable)
-        for group in self.param_groups:
+        for group in self.param_groups:  # groups added later get their state on first use
             for p in group["params"]:
-                self._init_state(p, group)
+                if not self.state[p]:
+                    self.state[p].update(self._initial_state(p, None, group))
 
-    def _init_state(self, p: Tensor, group: dict[str, Any]) -> dict[str, Any]:
-        state = self.state[p]
-        if not state:
-            state["step"] = 0
-            state["sum"] = F.full_like(p, float(group["initial_accumulator_value"]))
-        return state
+    def _initial_state(self, p: Tensor, grad: Tensor | None, group: dict[str, Any]) -> dict[str, Any]:
+        return {"step": 0, "sum": F.full_like(p, float(group["initial_accumulator_value"]))}
 
-    def _step_group(self, group: dict[str, Any]) -> None:
-        lr, lr_decay, eps = float(group["lr"]), float(group["lr_decay"]), float(group["eps"])
-        weight_decay, maximize = float(group["weight_decay"]), group["maximize"]
-        for p, grad, _ in self._params_with_grad(group):
-            state = self._init_state(p, group)  # groups added later get their state on first use
-            state["step"] = step = state["step"] + 1
-            state["sum"] = adagrad_update(p, grad, state["sum"], step=step, lr=lr, lr_decay=lr_decay,
-                                          weight_decay=weight_decay, eps=eps, maximize=maximize)
+    def _options(self, group: dict[str, Any]) -> dict[str, Any]:
+        return hyperparameters(group, "lr", "lr_decay", "weight_decay", "eps", flags=("maximize",))
+
+    def _update(self, p: Tensor, grad: Tensor, state: dict[str, Any], options: dict[str, Any]) -> None:
+        state["sum"] = adagrad_update(p, grad, state["sum"], step=state["step"], **options)
 
 
 def adagrad_update(param: Tensor, grad: Tensor, state_sum: Tensor, *, step: int, lr: float, lr_decay: float,

@@ -7,7 +7,7 @@ from ..dispatch.ops import F
 from ..dispatch.ops.optim import adam_scalars
 from ..tensor import Tensor
 from ._updates import adam_moments, split_weight_decay
-from .optimizer import Optimizer, check_betas, check_implementation_flags, check_non_negative
+from .optimizer import Optimizer, check_betas, check_implementation_flags, check_non_negative, hyperparameters
 
 
 class Adam(Optimizer):
@@ -18,6 +18,8 @@ class Adam(Optimizer):
     ``decoupled_weight_decay`` shrinks the parameter directly, which is AdamW.
     State per parameter: ``step``, ``exp_avg``, ``exp_avg_sq`` (and ``max_exp_avg_sq`` with amsgrad).
     """
+
+    _state_names = ("exp_avg", "exp_avg_sq")
 
     def __init__(self, params: Iterable, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
                  eps: float = 1e-8, weight_decay: float = 0, amsgrad: bool = False, *, foreach: bool | None = None,
@@ -32,33 +34,35 @@ class Adam(Optimizer):
         super().__init__(params, defaults)
         check_implementation_flags(foreach=foreach, fused=fused, differentiable=differentiable)
 
-    def _step_group(self, group: dict[str, Any]) -> None:
-        lr, eps, weight_decay = float(group["lr"]), float(group["eps"]), float(group["weight_decay"])
-        beta1, beta2 = float(group["betas"][0]), float(group["betas"][1])
-        amsgrad, maximize, decoupled = group["amsgrad"], group["maximize"], group["decoupled_weight_decay"]
+    def _initial_state(self, p: Tensor, grad: Tensor | None, group: dict[str, Any]) -> dict[str, Any]:
+        state = super()._initial_state(p, grad, group)
+        if group["amsgrad"]:
+            state["max_exp_avg_sq"] = F.zeros_like(p)
+        return state
+
+    def _options(self, group: dict[str, Any]) -> tuple[bool, bool, dict[str, Any]]:
+        """``(amsgrad, composed, adam_update's keyword arguments)``."""
         # the adam_step op (a fused kernel where the backend has one) computes no gradient of its own
-        composed = amsgrad or group.get("differentiable", False)
-        for p, grad, state in self._params_with_grad(group):
-            if not state:
-                state["step"] = 0
-                state["exp_avg"] = F.zeros_like(p)
-                state["exp_avg_sq"] = F.zeros_like(p)
-                if amsgrad:
-                    state["max_exp_avg_sq"] = F.zeros_like(p)
-            state["step"] = step = state["step"] + 1
-            if composed:
-                state["exp_avg"], state["exp_avg_sq"], max_exp_avg_sq = adam_update(
-                    p, grad, state["exp_avg"], state["exp_avg_sq"], state.get("max_exp_avg_sq"), step=step, lr=lr,
-                    beta1=beta1, beta2=beta2, eps=eps, weight_decay=weight_decay,
-                    decoupled_weight_decay=decoupled, maximize=maximize)
-                if amsgrad:
-                    state["max_exp_avg_sq"] = max_exp_avg_sq
-                continue
-            # one op per parameter, which a backend may run as one fused kernel
-            new_param, state["exp_avg"], state["exp_avg_sq"] = F.adam_step(
-                p, grad, state["exp_avg"], state["exp_avg_sq"], step, lr, beta1, beta2, eps, weight_decay,
-                decoupled, maximize)
-            p.copy_(new_param)
+        composed = group["amsgrad"] or group.get("differentiable", False)
+        return group["amsgrad"], composed, hyperparameters(group, "lr", "betas", "eps", "weight_decay",
+                                                           flags=("decoupled_weight_decay", "maximize"))
+
+    def _update(self, p: Tensor, grad: Tensor, state: dict[str, Any],
+                options: tuple[bool, bool, dict[str, Any]]) -> None:
+        amsgrad, composed, kwargs = options
+        if composed:
+            state["exp_avg"], state["exp_avg_sq"], max_exp_avg_sq = adam_update(
+                p, grad, state["exp_avg"], state["exp_avg_sq"], state.get("max_exp_avg_sq"), step=state["step"],
+                **kwargs)
+            if amsgrad:
+                state["max_exp_avg_sq"] = max_exp_avg_sq
+            return
+        # one op per parameter, which a backend may run as one fused kernel
+        new_param, state["exp_avg"], state["exp_avg_sq"] = F.adam_step(
+            p, grad, state["exp_avg"], state["exp_avg_sq"], state["step"], kwargs["lr"], kwargs["beta1"],
+            kwargs["beta2"], kwargs["eps"], kwargs["weight_decay"], kwargs["decoupled_weight_decay"],
+            kwargs["maximize"])
+        p.copy_(new_param)
 
 
 class AdamW(Adam):

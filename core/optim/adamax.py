@@ -3,10 +3,9 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from ..dispatch.ops import F
 from ..tensor import Tensor
 from ._updates import descent_direction, moving_average
-from .optimizer import Optimizer, check_betas, check_non_negative
+from .optimizer import Optimizer, check_betas, check_non_negative, hyperparameters
 
 
 class Adamax(Optimizer):
@@ -15,6 +14,8 @@ class Adamax(Optimizer):
 
     State per parameter: ``step``, ``exp_avg`` and ``exp_inf``, the decaying maximum of ``|grad| + eps``.
     """
+
+    _state_names = ("exp_avg", "exp_inf")
 
     def __init__(self, params: Iterable, lr: float = 2e-3, betas: tuple[float, float] = (0.9, 0.999),
                  eps: float = 1e-8, weight_decay: float = 0, foreach: bool | None = None, *, maximize: bool = False,
@@ -26,17 +27,12 @@ class Adamax(Optimizer):
                         differentiable=differentiable, capturable=capturable)
         super().__init__(params, defaults)
 
-    def _step_group(self, group: dict[str, Any]) -> None:
-        for p, grad, state in self._params_with_grad(group):
-            if not state:
-                state["step"] = 0
-                state["exp_avg"] = F.zeros_like(p)
-                state["exp_inf"] = F.zeros_like(p)
-            state["step"] = step = state["step"] + 1
-            state["exp_avg"], state["exp_inf"] = adamax_update(
-                p, grad, state["exp_avg"], state["exp_inf"], step=step, lr=float(group["lr"]),
-                beta1=float(group["betas"][0]), beta2=float(group["betas"][1]), eps=float(group["eps"]),
-                weight_decay=float(group["weight_decay"]), maximize=group["maximize"])
+    def _options(self, group: dict[str, Any]) -> dict[str, Any]:
+        return hyperparameters(group, "lr", "betas", "eps", "weight_decay", flags=("maximize",))
+
+    def _update(self, p: Tensor, grad: Tensor, state: dict[str, Any], options: dict[str, Any]) -> None:
+        state["exp_avg"], state["exp_inf"] = adamax_update(p, grad, state["exp_avg"], state["exp_inf"],
+                                                             step=state["step"], **options)
 
 
 def adamax_update(param: Tensor, grad: Tensor, exp_avg: Tensor, exp_inf: Tensor, *, step: int, lr: float,

@@ -6,7 +6,7 @@ from typing import Any, Iterable
 from ..dispatch.ops import F
 from ..tensor import Tensor
 from ._updates import descent_direction
-from .optimizer import Optimizer, check_non_negative
+from .optimizer import Optimizer, check_non_negative, hyperparameters
 
 
 class ASGD(Optimizer):
@@ -27,20 +27,18 @@ class ASGD(Optimizer):
                         maximize=maximize, differentiable=differentiable, capturable=capturable)
         super().__init__(params, defaults)
 
-    def _step_group(self, group: dict[str, Any]) -> None:
-        lr, lambd, alpha, t0 = float(group["lr"]), float(group["lambd"]), float(group["alpha"]), float(group["t0"])
-        for p, grad, state in self._params_with_grad(group):
-            if not state:
-                state["step"] = 0
-                state["eta"] = lr
-                state["mu"] = 1.0
-                state["ax"] = F.zeros_like(p)
-            state["step"] = step = state["step"] + 1
-            state["ax"] = asgd_update(p, grad, state["ax"], eta=float(state["eta"]), mu=float(state["mu"]),
-                                      lambd=lambd, weight_decay=float(group["weight_decay"]),
-                                      maximize=group["maximize"])
-            state["eta"] = lr / (1.0 + lambd * lr * step) ** alpha
-            state["mu"] = 1.0 / max(1.0, step - t0)
+    def _initial_state(self, p: Tensor, grad: Tensor | None, group: dict[str, Any]) -> dict[str, Any]:
+        return {"step": 0, "eta": float(group["lr"]), "mu": 1.0, "ax": F.zeros_like(p)}
+
+    def _options(self, group: dict[str, Any]) -> dict[str, Any]:
+        return hyperparameters(group, "lr", "lambd", "alpha", "t0", "weight_decay", flags=("maximize",))
+
+    def _update(self, p: Tensor, grad: Tensor, state: dict[str, Any], options: dict[str, Any]) -> None:
+        step, lr, lambd = state["step"], options["lr"], options["lambd"]
+        state["ax"] = asgd_update(p, grad, state["ax"], eta=float(state["eta"]), mu=float(state["mu"]), lambd=lambd,
+                                  weight_decay=options["weight_decay"], maximize=options["maximize"])
+        state["eta"] = lr / (1.0 + lambd * lr * step) ** options["alpha"]
+        state["mu"] = 1.0 / max(1.0, step - options["t0"])
 
 
 def asgd_update(param: Tensor, grad: Tensor, ax: Tensor, *, eta: float, mu: float, lambd: float,

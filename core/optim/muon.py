@@ -7,7 +7,7 @@ from typing import Any, Iterable
 from ..dispatch.dtypes import bfloat16
 from ..dispatch.ops import F
 from ..tensor import Tensor
-from .optimizer import Optimizer
+from .optimizer import Optimizer, hyperparameters
 
 ADJUST_LR_FNS = ("original", "match_rms_adamw")
 
@@ -55,6 +55,8 @@ class Muon(Optimizer):
     ``buf``, orthogonalized; the parameter decays by ``1 - lr * weight_decay`` and moves by the adjusted lr.
     """
 
+    _counts_steps = False  # the state is the momentum buffer alone
+
     def __init__(self, params: Iterable, lr: float = 1e-3, weight_decay: float = 0.1, momentum: float = 0.95,
                  nesterov: bool = True, ns_coefficients: tuple[float, float, float] = (3.4445, -4.775, 2.0315),
                  eps: float = 1e-07, ns_steps: int = 5, adjust_lr_fn: str | None = None) -> None:
@@ -73,15 +75,17 @@ class Muon(Optimizer):
                     raise ValueError(f"Muon only supports 2D parameters whereas we found a parameter with size: "
                                      f"{tuple(p.shape)}")
 
-    def _step_group(self, group: dict[str, Any]) -> None:
-        lr, momentum = float(group["lr"]), float(group["momentum"])
-        for p, grad, state in self._params_with_grad(group):
-            if "momentum_buffer" not in state:
-                state["momentum_buffer"] = F.zeros_like(grad)
-            buf = state["momentum_buffer"]
-            buf.copy_(buf.lerp(grad, 1 - momentum))
-            update = grad.lerp(buf, momentum) if group["nesterov"] else buf
-            update = zeropower_via_newtonschulz(update, tuple(group["ns_coefficients"]), int(group["ns_steps"]),
-                                                float(group["eps"]))
-            p.copy_(p * (1 - lr * float(group["weight_decay"])) - adjust_lr(lr, group["adjust_lr_fn"], p.shape)
-                    * update.to(p.dtype))
+    def _initial_state(self, p: Tensor, grad: Tensor | None, group: dict[str, Any]) -> dict[str, Any]:
+        return {"momentum_buffer": F.zeros_like(grad)}
+
+    def _options(self, group: dict[str, Any]) -> dict[str, Any]:
+        return dict(hyperparameters(group, "lr", "momentum", "weight_decay", "eps", flags=("nesterov", "adjust_lr_fn")),
+                    ns_coefficients=tuple(group["ns_coefficients"]), ns_steps=int(group["ns_steps"]))
+
+    def _update(self, p: Tensor, grad: Tensor, state: dict[str, Any], options: dict[str, Any]) -> None:
+        lr, momentum, buf = options["lr"], options["momentum"], state["momentum_buffer"]
+        buf.copy_(buf.lerp(grad, 1 - momentum))
+        update = grad.lerp(buf, momentum) if options["nesterov"] else buf
+        update = zeropower_via_newtonschulz(update, options["ns_coefficients"], options["ns_steps"], options["eps"])
+        p.copy_(p * (1 - lr * options["weight_decay"]) - adjust_lr(lr, options["adjust_lr_fn"], p.shape)
+                * update.to(p.dtype))

@@ -6,7 +6,7 @@ from typing import Any, Iterable
 from ..dispatch.ops import F
 from ..tensor import Tensor
 from ._updates import adam_moments, split_weight_decay
-from .optimizer import Optimizer, check_betas, check_non_negative
+from .optimizer import Optimizer, check_betas, check_non_negative, hyperparameters
 
 
 class NAdam(Optimizer):
@@ -30,24 +30,23 @@ class NAdam(Optimizer):
                         capturable=capturable, differentiable=differentiable)
         super().__init__(params, defaults)
 
-    def _step_group(self, group: dict[str, Any]) -> None:
-        beta1, beta2 = float(group["betas"][0]), float(group["betas"][1])
-        momentum_decay = float(group["momentum_decay"])
-        for p, grad, state in self._params_with_grad(group):
-            if not state:
-                state["step"] = 0
-                state["mu_product"] = 1.0
-                state["exp_avg"] = F.zeros_like(p)
-                state["exp_avg_sq"] = F.zeros_like(p)
-            state["step"] = step = state["step"] + 1
-            mu = beta1 * (1.0 - 0.5 * 0.96 ** (step * momentum_decay))
-            mu_next = beta1 * (1.0 - 0.5 * 0.96 ** ((step + 1) * momentum_decay))
-            state["mu_product"] = mu_product = float(state["mu_product"]) * mu
-            state["exp_avg"], state["exp_avg_sq"] = nadam_update(
-                p, grad, state["exp_avg"], state["exp_avg_sq"], step=step, mu=mu, mu_next=mu_next,
-                mu_product=mu_product, lr=float(group["lr"]), beta1=beta1, beta2=beta2, eps=float(group["eps"]),
-                weight_decay=float(group["weight_decay"]), decoupled_weight_decay=group["decoupled_weight_decay"],
-                maximize=group["maximize"])
+    def _initial_state(self, p: Tensor, grad: Tensor | None, group: dict[str, Any]) -> dict[str, Any]:
+        return {"step": 0, "mu_product": 1.0, "exp_avg": F.zeros_like(p), "exp_avg_sq": F.zeros_like(p)}
+
+    def _options(self, group: dict[str, Any]) -> tuple[float, dict[str, Any]]:
+        """``(momentum_decay, nadam_update's other keyword arguments)``."""
+        return float(group["momentum_decay"]), hyperparameters(group, "lr", "betas", "eps", "weight_decay",
+                                                               flags=("decoupled_weight_decay", "maximize"))
+
+    def _update(self, p: Tensor, grad: Tensor, state: dict[str, Any], options: tuple[float, dict[str, Any]]) -> None:
+        momentum_decay, kwargs = options
+        step, beta1 = state["step"], kwargs["beta1"]
+        mu = beta1 * (1.0 - 0.5 * 0.96 ** (step * momentum_decay))
+        mu_next = beta1 * (1.0 - 0.5 * 0.96 ** ((step + 1) * momentum_decay))
+        state["mu_product"] = mu_product = float(state["mu_product"]) * mu
+        state["exp_avg"], state["exp_avg_sq"] = nadam_update(
+            p, grad, state["exp_avg"], state["exp_avg_sq"], step=step, mu=mu, mu_next=mu_next, mu_product=mu_product,
+            **kwargs)
 
 
 def nadam_update(param: Tensor, grad: Tensor, exp_avg: Tensor, exp_avg_sq: Tensor, *, step: int, mu: float,

@@ -28,6 +28,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 from ..autograd import enable_grad, set_grad_enabled
 from ..compiler.state import runs_eagerly
+from ..dispatch.ops import F
 from ..tensor import Tensor
 
 
@@ -59,9 +60,15 @@ class Optimizer:
 
     ``params`` is an iterable of tensors, of ``(name, tensor)`` pairs, or of dicts
     (param groups) whose ``"params"`` entry holds them and whose other entries override
-    ``defaults`` for that group. Subclasses implement ``_step_group(group)``, or
+    ``defaults`` for that group. Subclasses state what their update needs (``_state_names`` or
+    ``_initial_state``, ``_options`` and ``_update``), or implement ``_step_group(group)``, or
     override ``step`` entirely.
     """
+
+    #: The state tensors a parameter starts with (zeros shaped like it), after ``step`` where it is counted.
+    _state_names: tuple[str, ...] = ()
+    #: Whether the state counts the parameter's updates in ``step``: SGD's and Muon's do not, as in PyTorch.
+    _counts_steps: bool = True
 
     def __init__(self, params: Iterable, defaults: dict[str, Any]) -> None:
         self.defaults = defaults
@@ -175,7 +182,35 @@ class Optimizer:
             yield p, grad, self.state[p]
 
     def _step_group(self, group: dict[str, Any]) -> None:
-        raise NotImplementedError(f"{type(self).__name__} must implement step() or _step_group(group)")
+        """The loop every optimizer shares: each parameter with a gradient gets its state on first use, counts
+        the step, then ``_update`` runs with the group's hyperparameters (read once per group)."""
+        if type(self)._update is Optimizer._update:  # fail even where no parameter has a gradient
+            raise NotImplementedError(f"{type(self).__name__} must implement step() or _step_group(group)")
+        options, update, counts_steps = self._options(group), self._update, self._counts_steps
+        for p, grad, state in self._params_with_grad(group):
+            if not state:
+                state.update(self._initial_state(p, grad, group))
+            if counts_steps:
+                state["step"] += 1
+            update(p, grad, state, options)
+
+    def _initial_state(self, p: Tensor, grad: Tensor | None, group: dict[str, Any]) -> dict[str, Any]:
+        """A parameter's first state: ``step`` (where counted) and ``_state_names`` as zeros, in that order,
+        which is the order ``state_dict()`` lists them in. ``grad`` is None where the state is made before a
+        step (Adagrad)."""
+        state: dict[str, Any] = {"step": 0} if self._counts_steps else {}
+        for name in self._state_names:
+            state[name] = F.zeros_like(p)
+        return state
+
+    def _options(self, group: dict[str, Any]) -> Any:
+        """What ``_update`` needs from ``group``, read once per step: for most optimizers, the keyword arguments
+        of their update function."""
+        return {}
+
+    def _update(self, p: Tensor, grad: Tensor, state: dict[str, Any], options: Any) -> None:
+        """One parameter's update: write it into ``p`` and rebind ``state``'s entries."""
+        raise NotImplementedError(f"{type(self).__name__} must implement _update for Optimizer._step_group")
 
     # -- checkpoints ---------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
@@ -300,6 +335,19 @@ def check_betas(betas) -> tuple[float, float]:
         if not 0.0 <= beta < 1.0:
             raise ValueError(f"Invalid beta parameter at index {i}: {beta}")
     return float(betas[0]), float(betas[1])
+
+
+def hyperparameters(group: dict[str, Any], *floats: str, flags: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The keyword arguments of an update function, read from a param group: ``floats`` as floats (``betas``
+    as ``beta1`` and ``beta2``), ``flags`` as given."""
+    options: dict[str, Any] = {}
+    for name in floats:
+        if name == "betas":
+            options["beta1"], options["beta2"] = float(group["betas"][0]), float(group["betas"][1])
+        else:
+            options[name] = float(group[name])
+    options.update((name, group[name]) for name in flags)
+    return options
 
 
 def check_non_negative(**values: float) -> None:

@@ -4,10 +4,9 @@ from __future__ import annotations
 import math
 from typing import Any, Iterable
 
-from ..dispatch.ops import F
 from ..tensor import Tensor
 from ._updates import adam_moments, split_weight_decay
-from .optimizer import Optimizer, check_betas, check_non_negative
+from .optimizer import Optimizer, check_betas, check_non_negative, hyperparameters
 
 
 class RAdam(Optimizer):
@@ -18,6 +17,8 @@ class RAdam(Optimizer):
     few steps), the update is plain momentum SGD; after that Adam's, scaled by the rectification
     term. State per parameter: ``step``, ``exp_avg``, ``exp_avg_sq``.
     """
+
+    _state_names = ("exp_avg", "exp_avg_sq")
 
     def __init__(self, params: Iterable, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
                  eps: float = 1e-8, weight_decay: float = 0, decoupled_weight_decay: bool = False, *,
@@ -31,18 +32,13 @@ class RAdam(Optimizer):
                         differentiable=differentiable)
         super().__init__(params, defaults)
 
-    def _step_group(self, group: dict[str, Any]) -> None:
-        for p, grad, state in self._params_with_grad(group):
-            if not state:
-                state["step"] = 0
-                state["exp_avg"] = F.zeros_like(p)
-                state["exp_avg_sq"] = F.zeros_like(p)
-            state["step"] = step = state["step"] + 1
-            state["exp_avg"], state["exp_avg_sq"] = radam_update(
-                p, grad, state["exp_avg"], state["exp_avg_sq"], step=step, lr=float(group["lr"]),
-                beta1=float(group["betas"][0]), beta2=float(group["betas"][1]), eps=float(group["eps"]),
-                weight_decay=float(group["weight_decay"]), decoupled_weight_decay=group["decoupled_weight_decay"],
-                maximize=group["maximize"])
+    def _options(self, group: dict[str, Any]) -> dict[str, Any]:
+        return hyperparameters(group, "lr", "betas", "eps", "weight_decay",
+                               flags=("decoupled_weight_decay", "maximize"))
+
+    def _update(self, p: Tensor, grad: Tensor, state: dict[str, Any], options: dict[str, Any]) -> None:
+        state["exp_avg"], state["exp_avg_sq"] = radam_update(p, grad, state["exp_avg"], state["exp_avg_sq"],
+                                                             step=state["step"], **options)
 
 
 def radam_update(param: Tensor, grad: Tensor, exp_avg: Tensor, exp_avg_sq: Tensor, *, step: int, lr: float,

@@ -6,7 +6,7 @@ from typing import Any, Iterable
 from ..dispatch.ops import F
 from ..tensor import Tensor
 from ._updates import descent_direction, moving_average
-from .optimizer import Optimizer
+from .optimizer import Optimizer, check_non_negative, hyperparameters
 
 
 class RMSprop(Optimizer):
@@ -18,46 +18,40 @@ class RMSprop(Optimizer):
     (momentum > 0) and ``grad_avg`` (centered), all starting at zero as in PyTorch.
     """
 
+    _state_names = ("square_avg",)
+
     def __init__(self, params: Iterable, lr: float = 1e-2, alpha: float = 0.99, eps: float = 1e-8,
                  weight_decay: float = 0, momentum: float = 0, centered: bool = False, capturable: bool = False,
                  foreach: bool | None = None, maximize: bool = False, differentiable: bool = False) -> None:
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        if not 0.0 <= momentum:
-            raise ValueError(f"Invalid momentum value: {momentum}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        if not 0.0 <= alpha:
-            raise ValueError(f"Invalid alpha value: {alpha}")
+        check_non_negative(lr=lr, eps=eps, momentum=momentum, weight_decay=weight_decay, alpha=alpha)
         defaults = dict(lr=lr, momentum=momentum, alpha=alpha, eps=eps, centered=centered,
                         weight_decay=weight_decay, capturable=capturable, foreach=foreach, maximize=maximize,
                         differentiable=differentiable)
         super().__init__(params, defaults)
 
-    def _step_group(self, group: dict[str, Any]) -> None:
-        lr, alpha, eps = float(group["lr"]), float(group["alpha"]), float(group["eps"])
-        weight_decay, momentum = float(group["weight_decay"]), float(group["momentum"])
-        centered, maximize = group["centered"], group["maximize"]
-        for p, grad, state in self._params_with_grad(group):
-            if not state:
-                state["step"] = 0
-                state["square_avg"] = F.zeros_like(p)
-                if momentum > 0:
-                    state["momentum_buffer"] = F.zeros_like(p)
-                if centered:
-                    state["grad_avg"] = F.zeros_like(p)
-            state["step"] += 1
-            square_avg, grad_avg, buf = rmsprop_update(
-                p, grad, state["square_avg"], state.get("grad_avg") if centered else None,
-                state.get("momentum_buffer") if momentum > 0 else None, lr=lr, alpha=alpha, eps=eps,
-                weight_decay=weight_decay, momentum=momentum, maximize=maximize)
-            state["square_avg"] = square_avg
-            if centered:
-                state["grad_avg"] = grad_avg
-            if momentum > 0:
-                state["momentum_buffer"] = buf
+    def _initial_state(self, p: Tensor, grad: Tensor | None, group: dict[str, Any]) -> dict[str, Any]:
+        state = super()._initial_state(p, grad, group)
+        if float(group["momentum"]) > 0:
+            state["momentum_buffer"] = F.zeros_like(p)
+        if group["centered"]:
+            state["grad_avg"] = F.zeros_like(p)
+        return state
+
+    def _options(self, group: dict[str, Any]) -> tuple[bool, dict[str, Any]]:
+        """``(centered, rmsprop_update's keyword arguments)``."""
+        return group["centered"], hyperparameters(group, "lr", "alpha", "eps", "weight_decay", "momentum",
+                                                  flags=("maximize",))
+
+    def _update(self, p: Tensor, grad: Tensor, state: dict[str, Any], options: tuple[bool, dict[str, Any]]) -> None:
+        centered, kwargs = options
+        has_momentum = kwargs["momentum"] > 0
+        state["square_avg"], grad_avg, buf = rmsprop_update(
+            p, grad, state["square_avg"], state.get("grad_avg") if centered else None,
+            state.get("momentum_buffer") if has_momentum else None, **kwargs)
+        if centered:
+            state["grad_avg"] = grad_avg
+        if has_momentum:
+            state["momentum_buffer"] = buf
 
 
 def rmsprop_update(param: Tensor, grad: Tensor, square_avg: Tensor, grad_avg: Tensor | None,

@@ -28,18 +28,17 @@ class Rprop(Optimizer):
                         differentiable=differentiable, capturable=capturable)
         super().__init__(params, defaults)
 
-    def _step_group(self, group: dict[str, Any]) -> None:
+    def _initial_state(self, p: Tensor, grad: Tensor | None, group: dict[str, Any]) -> dict[str, Any]:
+        return {"step": 0, "prev": F.zeros_like(p), "step_size": F.full_like(grad, float(group["lr"]))}
+
+    def _options(self, group: dict[str, Any]) -> dict[str, Any]:
         etaminus, etaplus = (float(e) for e in group["etas"])
         step_size_min, step_size_max = (float(s) for s in group["step_sizes"])
-        for p, grad, state in self._params_with_grad(group):
-            if not state:
-                state["step"] = 0
-                state["prev"] = F.zeros_like(p)
-                state["step_size"] = F.full_like(grad, float(group["lr"]))
-            state["step"] += 1
-            state["prev"], state["step_size"] = rprop_update(
-                p, grad, state["prev"], state["step_size"], etaminus=etaminus, etaplus=etaplus,
-                step_size_min=step_size_min, step_size_max=step_size_max, maximize=group["maximize"])
+        return dict(etaminus=etaminus, etaplus=etaplus, step_size_min=step_size_min, step_size_max=step_size_max,
+                    maximize=group["maximize"])
+
+    def _update(self, p: Tensor, grad: Tensor, state: dict[str, Any], options: dict[str, Any]) -> None:
+        state["prev"], state["step_size"] = rprop_update(p, grad, state["prev"], state["step_size"], **options)
 
 
 def rprop_update(param: Tensor, grad: Tensor, prev: Tensor, step_size: Tensor, *, etaminus: float, etaplus: float,

@@ -5,7 +5,7 @@ from typing import Any, Iterable
 
 from ..tensor import Tensor
 from ._updates import descent_direction
-from .optimizer import Optimizer, check_implementation_flags
+from .optimizer import Optimizer, check_implementation_flags, hyperparameters
 
 
 class SGD(Optimizer):
@@ -15,6 +15,8 @@ class SGD(Optimizer):
     With momentum the buffer starts as the first gradient and then follows
     ``buf = momentum * buf + (1 - dampening) * grad``, as in PyTorch.
     """
+
+    _counts_steps = False  # the state is the momentum buffer alone, made from the first gradient
 
     def __init__(self, params: Iterable, lr: float = 1e-3, momentum: float = 0, dampening: float = 0,
                  weight_decay: float = 0, nesterov: bool = False, *, maximize: bool = False,
@@ -33,17 +35,14 @@ class SGD(Optimizer):
         super().__init__(params, defaults)
         check_implementation_flags(foreach=foreach, fused=fused, differentiable=differentiable)
 
-    def _step_group(self, group: dict[str, Any]) -> None:
-        lr, momentum, dampening = float(group["lr"]), float(group["momentum"]), float(group["dampening"])
-        weight_decay, nesterov, maximize = float(group["weight_decay"]), group["nesterov"], group["maximize"]
-        for p, grad, state in self._params_with_grad(group):
-            if momentum != 0:
-                state["momentum_buffer"] = sgd_update(
-                    p, grad, state.get("momentum_buffer"), lr=lr, momentum=momentum, dampening=dampening,
-                    weight_decay=weight_decay, nesterov=nesterov, maximize=maximize)
-            else:
-                sgd_update(p, grad, None, lr=lr, momentum=0.0, dampening=dampening, weight_decay=weight_decay,
-                           nesterov=False, maximize=maximize)
+    def _options(self, group: dict[str, Any]) -> dict[str, Any]:
+        return hyperparameters(group, "lr", "momentum", "dampening", "weight_decay", flags=("nesterov", "maximize"))
+
+    def _update(self, p: Tensor, grad: Tensor, state: dict[str, Any], options: dict[str, Any]) -> None:
+        if options["momentum"] != 0:
+            state["momentum_buffer"] = sgd_update(p, grad, state.get("momentum_buffer"), **options)
+        else:  # the momentum and nesterov given are unused
+            sgd_update(p, grad, None, **options)
 
 
 def sgd_update(param: Tensor, grad: Tensor, momentum_buffer: Tensor | None, *, lr: float, momentum: float,

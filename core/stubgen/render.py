@@ -31,8 +31,9 @@ def _tensor_extras(stub) -> None:
 
 
 def _own_names_only(module: types.ModuleType) -> types.ModuleType:
-    """A plain module's stub lists what it defines; a package's, everything it exports."""
-    if hasattr(module, "__path__"):
+    """A package's stub lists everything it exports; ``ember.tensor``'s, like a plain module's, what it defines
+    (its submodules are the surface's topic files, no public API of their own)."""
+    if hasattr(module, "__path__") and module.__name__ != "ember.tensor":
         return module
     view = types.ModuleType(module.__name__)
     view.__file__ = module.__file__

@@ -24,7 +24,7 @@ import numpy as np
 from scipy import special
 
 import ember.dispatch as ed
-from ember.dispatch import PLUGIN_API_VERSION, Backend, hookimpl
+from ember.dispatch import Backend, backend_hooks
 
 DEVICE_TYPE = "template"
 
@@ -407,11 +407,5 @@ class TemplateBackend(Backend):
         return TemplateGenerator(int(np.random.SeedSequence().entropy % 2 ** 63))
 
 
-@hookimpl
-def ember_plugin_api_version() -> int:
-    return PLUGIN_API_VERSION
-
-
-@hookimpl
-def ember_register_backend() -> Backend:
-    return TemplateBackend()
+# The plugin's two pluggy hooks (the API version it targets, and its backend), found by these names.
+ember_plugin_api_version, ember_register_backend = backend_hooks(TemplateBackend)

@@ -1,43 +1,37 @@
-"""GELU (erf and tanh forms) as one elementwise kernel, computing in float (double for float64 input)."""
+"""GELU (erf and tanh forms) as one elementwise kernel: gelu's scalar formula, rendered by the fusion renderer.
+
+Each kernel is the op's one-step program through ``fusion.elementwise_source``, the code ``ember.compile``'s
+fused kernels are made of, as the CPU renders its GELU kernel from the formula (``cpu/formula_kernels.py``):
+the kernel logic is the formula that PoCL runs in CI, and the NVRTC test compiles these very records. Half
+precision computes in float and rounds once; float64 computes in double. One kernel per form and dtype, for a
+0-d program: CuPy's elementwise kernels broadcast any shape and layout to the output they allocate.
+"""
 from __future__ import annotations
 
+from ember.dispatch import ElementwiseProgram, Step, float16, float32, float64
+
+from ..fusion import elementwise_source
 from ..kernel_sources import CUPY_FLOATS, ElementwiseSource
 
-_PREAMBLE = r"""
-template <typename T> struct ember_accumulate { typedef float type; };
-template <> struct ember_accumulate<double> { typedef double type; };
-__device__ __forceinline__ float ember_erf(float v) { return erff(v); }
-__device__ __forceinline__ double ember_erf(double v) { return erf(v); }
-__device__ __forceinline__ float ember_tanh(float v) { return tanhf(v); }
-__device__ __forceinline__ double ember_tanh(double v) { return tanh(v); }
-"""
-
-_ERF = """
-typedef typename ember_accumulate<T>::type A;
-const A v = (A)x;
-y = (T)((A)0.5 * v * ((A)1 + ember_erf(v * (A)0.70710678118654752440)));
-"""
-
-_TANH = """
-typedef typename ember_accumulate<T>::type A;
-const A v = (A)x;
-const A inner = (A)0.79788456080286535588 * (v + (A)0.044715 * v * v * v);
-y = (T)((A)0.5 * v * ((A)1 + ember_tanh(inner)));
-"""
+_DTYPES = {dt.name: dt for dt in (float16, float32, float64)}
 
 
-#: approximate= -> the kernel
-SOURCES_BY_FORM = {
-    "none": ElementwiseSource("T x", "T y", _ERF, "ember_gelu_erf", preamble=_PREAMBLE, dtypes=CUPY_FLOATS),
-    "tanh": ElementwiseSource("T x", "T y", _TANH, "ember_gelu_tanh", preamble=_PREAMBLE, dtypes=CUPY_FLOATS),
-}
-SOURCES = tuple(SOURCES_BY_FORM.values())
+def _source(approximate: str, dtype_name: str) -> ElementwiseSource:
+    dt = _DTYPES[dtype_name]
+    step = Step("gelu", (("input", 0),), (approximate,), dt, dt)
+    return elementwise_source(ElementwiseProgram((((), dt),), (step,), (0,), ()))
+
+
+#: approximate= -> NumPy dtype name -> the kernel
+SOURCES_BY_FORM = {form: {name: _source(form, name) for name in CUPY_FLOATS} for form in ("none", "tanh")}
+SOURCES = tuple(source for by_dtype in SOURCES_BY_FORM.values() for source in by_dtype.values())
 
 
 def build(cupy, lib) -> dict:
-    forms = {form: source.build(cupy) for form, source in SOURCES_BY_FORM.items()}
+    kernels = {(form, name): source.build(cupy) for form, by_dtype in SOURCES_BY_FORM.items()
+               for name, source in by_dtype.items()}
 
     def gelu(a, approximate):
-        return forms[approximate](a)
+        return kernels[approximate, a.dtype.name](a)
 
     return {"gelu": gelu}

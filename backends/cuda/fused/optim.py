@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ember.dispatch.ops.optim import adam_scalars
+from ember.dispatch import adam_scalars
 
 from ..kernel_sources import CUPY_FLOATS, ElementwiseSource
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ember.backends.float_divmod import OPENCL_QUALIFIER, float_divmod_source, floor_divide_name, remainder_name
+from ember.dispatch import OPENCL
 
 from .. import strided
 from ..array import CLArray
@@ -25,12 +26,13 @@ def _dtype_kind(dtype: np.dtype) -> str:
     return "float" if is_float(dtype) else ("bool" if dtype == BOOL else "int")
 
 
-def unary(expressions: dict, out_bool: bool = False):
-    """A kernel from {"float"|"int"|"bool": expression of x0}; "int" also serves bool unless given."""
+def unary(expressions: dict, out_bool: bool = False, helpers: str = ""):
+    """A kernel from {"float"|"int"|"bool": expression of x0}; "int" also serves bool unless given. ``helpers``:
+    C the expressions use (the OpenCL dialect's macros)."""
     def kernel(a):
         kind = _dtype_kind(a.dtype)
         expr = expressions.get(kind) or expressions.get("int" if kind == "bool" else kind)
-        return strided.run(a.runtime, expr, [a], BOOL if out_bool else a.dtype)
+        return strided.run(a.runtime, expr, [a], BOOL if out_bool else a.dtype, helpers=helpers)
     return kernel
 
 
@@ -169,8 +171,9 @@ def _where(condition, a, b):
                        next(v.dtype for v in (a, b) if isinstance(v, CLArray)))
 
 
-# Some OpenCL libraries (PoCL's float tanh) stop just short of ±1; past these points tanh rounds to ±1.
-_TANH = "fabs(x0) > (sizeof(x0) == 4 ? 9.02f : 19.07) ? copysign(1, x0) : tanh(x0)"
+# Some OpenCL libraries (PoCL's float tanh) stop just short of ±1: the OpenCL dialect's tanh, which fused kernels
+# call too, rounds to ±1 past the points where tanh does.
+_TANH = unary({"float": f"{OPENCL.functions['tanh']}(x0)"}, helpers=OPENCL.helpers)
 _MAX = {"float": "(isnan(x0) || x0 > x1) ? x0 : x1", "int": "x0 > x1 ? x0 : x1"}
 _MIN = {"float": "(isnan(x0) || x0 < x1) ? x0 : x1", "int": "x0 < x1 ? x0 : x1"}
 
@@ -181,7 +184,7 @@ KERNELS = {
     "exp": unary({"float": "exp(x0)"}), "expm1": unary({"float": "expm1(x0)"}),
     "log": unary({"float": "log(x0)"}), "log1p": unary({"float": "log1p(x0)"}),
     "sqrt": unary({"float": "sqrt(x0)"}), "sin": unary({"float": "sin(x0)"}), "cos": unary({"float": "cos(x0)"}),
-    "tan": unary({"float": "tan(x0)"}), "tanh": unary({"float": _TANH}), "erf": unary({"float": "erf(x0)"}),
+    "tan": unary({"float": "tan(x0)"}), "tanh": _TANH, "erf": unary({"float": "erf(x0)"}),
     "floor": unary({"float": "floor(x0)", "int": "x0"}), "ceil": unary({"float": "ceil(x0)", "int": "x0"}),
     "round": _round,
     "logical_not": unary(_same("!x0"), out_bool=True),

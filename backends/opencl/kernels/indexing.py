@@ -48,6 +48,25 @@ def _index_terms(p, index_dtypes: tuple, coords: list, stride: str) -> list[str]
     return terms
 
 
+def _per_position(name: str, p: Params, dims: list[str], coords: list[str], body: str) -> str:
+    """The source of kernel ``name``: one work-item per position ``g < n`` of the index space ``dims``,
+    which it splits into ``coords`` before running ``body`` (take, scatter and index_put_ share this)."""
+    return f"""
+__kernel void {name}({p.text()})
+{{
+    const long g = get_global_id(0);
+    if (g >= n) return;
+    {split("g", dims, coords, "r")}
+{body}
+}}
+"""
+
+
+def _write(dtype: np.dtype, buffer: str, at: str, value: str, accumulate: bool) -> str:
+    """C storing ``value`` to ``buffer[at]``, or adding it to what is there."""
+    return store(dtype, buffer, at, f"{load(dtype, buffer, at)} + {value}" if accumulate else value)
+
+
 # -- take: out[g] = a[a_pos(g) + sum_k ix_k[ix_k_pos(g)] * step_k] -----------------------------------
 
 def _take_kernel(runtime, dtype: np.dtype, index_dtypes: tuple, rank: int):
@@ -56,16 +75,9 @@ def _take_kernel(runtime, dtype: np.dtype, index_dtypes: tuple, rank: int):
         p = Params().buffer("a", dtype).longs("a_o", *names("a_s", rank))
         terms = _index_terms(p, index_dtypes, coords, "s")
         p.buffer("out", dtype, const=False).longs("n", *dims)
-        source = f"""
-__kernel void ember_take({p.text()})
-{{
-    const long g = get_global_id(0);
-    if (g >= n) return;
-    {split("g", dims, coords, "r")}
+        source = _per_position("ember_take", p, dims, coords, f"""\
     const long off = {dot("a_o", coords, names("a_s", rank))} + {" + ".join(terms)};
-    {store(dtype, "out", "g", load(dtype, "a", "off"))}
-}}
-"""
+    {store(dtype, "out", "g", load(dtype, "a", "off"))}""")
         return source, "ember_take", p.dtypes
     return cached(runtime, ("take", dtype, index_dtypes, rank), build)
 
@@ -108,24 +120,14 @@ def _scatter_kernel(runtime, dtype: np.dtype, index_dtype: np.dtype, src_dtype: 
         p.buffer("ix", index_dtype).longs("ix_o", *names("ix_s", rank), "ix_step")
         p.buffer("src", src_dtype).longs("src_o", *names("src_s", rank), "src_step")
         p.longs("length", "n", *dims)
-        value = load(src_dtype, "src", "sb + k * src_step")
-        if accumulate:
-            value = f"{load(dtype, 'out', 'p')} + {value}"
-        source = f"""
-__kernel void ember_scatter({p.text()})
-{{
-    const long g = get_global_id(0);
-    if (g >= n) return;
-    {split("g", dims, coords, "r")}
+        source = _per_position("ember_scatter", p, dims, coords, f"""\
     const long ob = {dot("out_o", coords, names("out_s", rank))};
     const long ib = {dot("ix_o", coords, names("ix_s", rank))};
     const long sb = {dot("src_o", coords, names("src_s", rank))};
     for (long k = 0; k < length; ++k) {{
         const long p = ob + (long)ix[ib + k * ix_step] * out_step;
-        {store(dtype, "out", "p", value)}
-    }}
-}}
-"""
+        {_write(dtype, "out", "p", load(src_dtype, "src", "sb + k * src_step"), accumulate)}
+    }}""")
         return source, "ember_scatter", p.dtypes
     return cached(runtime, ("scatter", dtype, index_dtype, src_dtype, rank, accumulate), build)
 
@@ -195,25 +197,15 @@ def _put_kernel(runtime, dtype: np.dtype, values_dtype: np.dtype, index_dtypes: 
             p.buffer(f"x{k}", idt).longs(f"x{k}_o", *names(f"x{k}_t", brank), f"step{k}")
             terms.append(f"{_read_index(f'x{k}', f'x{k}_o', bcoords, names(f'x{k}_t', brank))} * step{k}")
         p.longs("n", *dims, "nb", *bdims)
-        value = load(values_dtype, "v", "vo")
-        if accumulate:
-            value = f"{load(dtype, 'a', 'off')} + {value}"
-        source = f"""
-__kernel void ember_index_put({p.text()})
-{{
-    const long g = get_global_id(0);
-    if (g >= n) return;
-    {split("g", dims, coords, "r")}
+        source = _per_position("ember_index_put", p, dims, coords, f"""\
     const long base = {dot("a_o", coords, names("a_s", rank))};
     const long vbase = {dot("v_o", coords, names("v_s", rank))};
     for (long b = 0; b < nb; ++b) {{
         {split("b", bdims, bcoords, "q")}
         const long off = base + {" + ".join(terms)};
         const long vo = {dot("vbase", bcoords, names("v_t", brank))};
-        {store(dtype, "a", "off", value)}
-    }}
-}}
-"""
+        {_write(dtype, "a", "off", load(values_dtype, "v", "vo"), accumulate)}
+    }}""")
         return source, "ember_index_put", p.dtypes
     return cached(runtime, ("index_put", dtype, values_dtype, index_dtypes, rank, brank, accumulate), build)
 

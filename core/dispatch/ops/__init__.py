@@ -1,40 +1,11 @@
 """The operator declarations, one module per category, and the callable namespace built from them.
 
-``ember.dispatch.ops.F`` holds one Python function per declared op; composite
+``ember.dispatch.ops.F`` (``namespace``) holds one Python function per declared op; composite
 definitions call other ops through it, so they run on any backend.
 """
 from __future__ import annotations
 
-from types import SimpleNamespace
-
-from ..dispatcher import call
-from ..fastpath import make_function as make_fast
-from ..schema import OPS, OpDef
-
-F = SimpleNamespace()
-
-
-def _generic(op: OpDef):
-    def function(*args, **kwargs):
-        return call(op, args, kwargs)
-    return function
-
-
-def _make_function(op: OpDef):
-    fast = make_fast(op)
-    function = fast or _generic(op)
-    function.__name__ = op.name
-    function.__module__, function.__qualname__ = __name__, f"F.{op.name}"  # so pickle finds it as F.<name> here
-    function.__doc__ = f"{op.signature}\n\n{op.doc}".strip()
-    function.op = op
-    function.is_fast_path = fast is not None
-    return function
-
-
-def _populate() -> None:
-    for name, op in OPS.items():
-        setattr(F, name, _make_function(op))
-
+from .namespace import F, populate
 
 from . import elementwise, reduction, views, creation, random, sampling, linalg, indexing  # noqa: E402,F401
 from . import padding, conv, pooling, softmax, activations, layers, normalization, losses, optim, special  # noqa: E402,F401
@@ -49,4 +20,4 @@ from . import diagonals, products, statistics, histograms, sets, grids  # noqa: 
 from . import decompositions, linalg_solvers, linalg_functions, linalg_norms, linalg_householder  # noqa: E402,F401,E501
 from . import special_elementary, special_erf, special_gamma, special_bessel, special_polynomials  # noqa: E402,F401,E501
 
-_populate()
+populate()

@@ -1,6 +1,8 @@
 """The activation functions (relu's relatives, gelu, softplus, hardtanh, logsigmoid ...) and threshold_backward.
 
-Each is a composite in Ember ops, with a ``scalar`` formula where fusion can render it and an ONNX lowering.
+Each is a composite with an ONNX lowering and, where fusion can render it, a ``scalar`` formula. Where the formula
+says exactly what the composite does, the composite is the formula computed over ``F`` (``formula_composite``);
+the others are written here in Ember ops (``ember.dispatch.formula_composite.HAND_COMPOSITES`` says why).
 """
 from __future__ import annotations
 
@@ -10,10 +12,11 @@ import numpy as np
 
 from .. import rules
 from ..binding import tensor_argument
+from ..formula_composite import formula_composite
 from ..meta import require, shape
 from ..overflow import check_fits
 from ..schema import FLOAT32_ON_CUDA, Sample, defop
-from . import F
+from .namespace import F
 from .opmath import in_opmath
 
 
@@ -45,10 +48,6 @@ def _with_attrs(*samples):
     return generate
 
 
-def _leaky_relu(x, negative_slope=0.01):
-    return F.where(F.gt(x, 0), x, F.mul(x, negative_slope))
-
-
 def _elu(x, alpha=1.0):
     # expm1 sees only the non-positive part, so the unused branch cannot overflow (nor its gradient)
     return F.where(F.gt(x, 0), x, F.mul(F.expm1(F.minimum(x, 0)), alpha))
@@ -60,13 +59,6 @@ _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 def _gelu_check(op, args):
     if args["approximate"] not in ("none", "tanh"):
         raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {args['approximate']!r}")
-
-
-def _gelu(x, approximate="none"):
-    if approximate == "tanh":
-        inner = F.mul(F.add(x, F.mul(F.mul(F.mul(x, x), x), 0.044715)), _SQRT_2_OVER_PI)
-        return F.mul(F.mul(x, 0.5), F.add(F.tanh(inner), 1))
-    return F.mul(F.mul(x, 0.5), F.add(F.erf(F.mul(x, 1 / math.sqrt(2.0))), 1))
 
 
 def _gelu_reference(x, approximate="none"):
@@ -116,11 +108,6 @@ def _hardtanh(x, min_val=-1.0, max_val=1.0):
         min_val, max_val = (min(max(int(v), low), high) for v in (min_val, max_val))
     # where rather than clamp: PyTorch's gradient is zero at the limits themselves, clamp's passes there
     return F.where(F.le(x, min_val), min_val, F.where(F.ge(x, max_val), max_val, x))
-
-
-def _logsigmoid(x):
-    # log(1 / (1 + exp(-x))) = min(x, 0) - log1p(exp(-|x|)), finite for every x
-    return F.sub(F.minimum(x, 0), F.log1p(F.exp(F.neg(F.abs(x)))))
 
 
 def _sigmoid_reference(x):
@@ -186,7 +173,7 @@ def _logsigmoid_onnx(g, input):
     return g.op("Neg", g.op("Softplus", g.op("Neg", input)))
 
 
-_activation("relu(Tensor input)", lambda x: F.where(F.le(x, 0), 0, x), lambda x: np.maximum(x, 0),
+_activation("relu(Tensor input)", formula_composite("relu"), lambda x: np.maximum(x, 0),
             dtypes="numeric", method=True, inplace=True, doc="max(x, 0); NaN stays NaN; relu'(0) = 0",
             scalar="max(input, 0)", onnx="Relu",
             derivative=lambda grad, result: F.threshold_backward(grad, result, 0.0))
@@ -210,12 +197,12 @@ def _threshold_backward_samples(make, dtype):
 
 defop("threshold_backward(Tensor grad_output, Tensor input, float threshold)", "nn", kind="composite",
       promotion=rules.same, dtypes="float", meta=_gradient_meta("threshold_backward"),
-      composite=lambda grad_output, input, threshold: F.mul(grad_output, F.gt(input, threshold)),
+      composite=formula_composite("threshold_backward"),
       reference=lambda grad_output, x, threshold: np.where(np.asarray(x) > threshold, grad_output, 0.0),
       samples=_threshold_backward_samples, method=False, scalar="grad_output * (input > threshold)",
       doc="grad_output where input > threshold, else 0: relu's gradient (threshold 0, input its result) in one "
           "op instead of a comparison, a cast and a product")
-_activation("leaky_relu(Tensor input, float negative_slope=0.01)", _leaky_relu,
+_activation("leaky_relu(Tensor input, float negative_slope=0.01)", formula_composite("leaky_relu"),
             lambda x, negative_slope=0.01: np.where(x > 0, x, x * negative_slope),
             samples=_with_attrs(((0.2,), {}), ((), {"negative_slope": -1.5})), doc="x if x > 0 else x * slope",
             onnx=_leaky_relu_onnx,
@@ -225,8 +212,9 @@ _activation("elu(Tensor input, float alpha=1.0)", _elu,
             samples=_with_attrs(((0.5,), {}), ((), {"alpha": 2.0})), doc="x if x > 0 else alpha * (exp(x) - 1)",
             onnx=_elu_onnx,
             scalar="max(input, 0) + expm1(min(input, 0)) * alpha")
-_activation("gelu(Tensor input, *, str approximate='none')", _gelu, _gelu_reference, normalize=_gelu_check,
-            samples=_with_attrs(((), {"approximate": "tanh"})), scalar=_gelu_formula, onnx=_gelu_onnx,
+_activation("gelu(Tensor input, *, str approximate='none')", formula_composite("gelu"), _gelu_reference,
+            normalize=_gelu_check, samples=_with_attrs(((), {"approximate": "tanh"})), scalar=_gelu_formula,
+            onnx=_gelu_onnx,
             derivative=lambda grad, input, approximate: F.gelu_backward(grad, input, approximate=approximate),
             doc="x * Phi(x) with the normal CDF via erf, or its tanh approximation")
 _activation("silu(Tensor input)", lambda x: F.mul(x, F.sigmoid(x)), lambda x: x * _sigmoid_reference(x),
@@ -242,7 +230,7 @@ _activation("hardtanh(Tensor input, float min_val=-1.0, float max_val=1.0)", _ha
             lambda x, min_val=-1.0, max_val=1.0: np.clip(np.asarray(x, np.float64), min_val, max_val),
             dtypes="numeric", normalize=_hardtanh_check, samples=_with_attrs(((-2.0, 3.0), {})), onnx=_hardtanh_onnx,
             doc="x clamped to [min_val, max_val]")
-_activation("logsigmoid(Tensor input)", _logsigmoid,
+_activation("logsigmoid(Tensor input)", formula_composite("logsigmoid"),  # finite for every x
             lambda x: -_softplus_reference(-np.asarray(x, np.float64), 1.0, np.inf),
             doc="log(sigmoid(x)), stable for large |x|", scalar="min(input, 0) - log1p(exp(-abs(input)))",
             onnx=_logsigmoid_onnx)
@@ -318,7 +306,7 @@ def _shrink_check(op, args):
         raise ValueError(f"{op.name}: lambda must be greater or equal to 0, but found to be {args['lambd']}.")
 
 
-_activation("selu(Tensor input)", lambda x: F.mul(_elu(x, _SELU_ALPHA), _SELU_SCALE),
+_activation("selu(Tensor input)", formula_composite("selu"),
             lambda x: _SELU_SCALE * np.where(x > 0, x, _SELU_ALPHA * np.expm1(np.minimum(x, 0))), inplace=True,
             scalar=f"(max(input, 0) + expm1(min(input, 0)) * {_SELU_ALPHA!r}) * {_SELU_SCALE!r}",
             onnx=lambda g, input: g.op("Selu", input, alpha=_SELU_ALPHA, gamma=_SELU_SCALE),
@@ -333,27 +321,22 @@ _activation("celu(Tensor input, float alpha=1.0)", _celu,
             derivative=lambda grad, result, alpha: F.mul(grad, F.where(F.gt(result, 0), 1.0,
                                                                        F.add(F.div(result, alpha), 1.0))),
             doc="x if x > 0 else alpha * (exp(x / alpha) - 1): elu made continuously differentiable for any alpha")
-_activation("hardswish(Tensor input)",
-            lambda x: F.where(F.lt(x, -3), 0.0, F.where(F.le(x, 3), F.div(F.mul(x, F.add(x, 3)), 6), x)),
+_activation("hardswish(Tensor input)", formula_composite("hardswish"),
             lambda x: x * np.clip(x + 3, 0, 6) / 6, onnx="HardSwish",
             scalar="where(input < -3, 0, where(input <= 3, input * (input + 3) / 6, input))",
             doc="x * relu6(x + 3) / 6 (MobileNetV3); the slope is x / 3 + 0.5 on [-3, 3] as PyTorch's")
-_activation("hardsigmoid(Tensor input)",
-            lambda x: F.where(F.le(x, -3), 0.0, F.where(F.ge(x, 3), 1.0, F.add(F.div(x, 6), 0.5))),
+_activation("hardsigmoid(Tensor input)", formula_composite("hardsigmoid"),
             lambda x: np.clip(x + 3, 0, 6) / 6,
             scalar="where(input <= -3, 0, where(input >= 3, 1, input / 6 + 0.5))",
             onnx=lambda g, input: g.op("HardSigmoid", input, alpha=1 / 6, beta=0.5),
             doc="relu6(x + 3) / 6: a piecewise-linear sigmoid")
-_activation("softshrink(Tensor input, float lambd=0.5)",
-            lambda x, lambd=0.5: F.where(F.gt(x, lambd), F.sub(x, lambd),
-                                         F.where(F.lt(x, -lambd), F.add(x, lambd), 0.0)),
+_activation("softshrink(Tensor input, float lambd=0.5)", formula_composite("softshrink"),
             lambda x, lambd=0.5: np.where(x > lambd, x - lambd, np.where(x < -lambd, x + lambd, 0)),
             normalize=_shrink_check, samples=_with_attrs(((2.0,), {}), ((), {"lambd": 0.0})),
             scalar="where(input > lambd, input - lambd, where(input < -lambd, input + lambd, 0))",
             onnx=lambda g, input, lambd: g.op("Shrink", input, lambd=float(lambd), bias=float(lambd)),
             doc="x - lambd above lambd, x + lambd below -lambd, 0 between: soft thresholding")
-_activation("hardshrink(Tensor input, float lambd=0.5)",
-            lambda x, lambd=0.5: F.where(F.le(F.abs(x), lambd), 0.0, x),
+_activation("hardshrink(Tensor input, float lambd=0.5)", formula_composite("hardshrink"),
             lambda x, lambd=0.5: np.where(np.abs(x) <= lambd, 0, x), method=True,
             samples=_with_attrs(((2.0,), {}), ((), {"lambd": -1.0})),
             scalar="where(abs(input) <= lambd, 0, input)",
@@ -373,8 +356,7 @@ def _threshold_check(op, args):
             args[name] = int(args[name])
 
 
-_activation("threshold(Tensor input, float threshold, float value)",
-            lambda x, threshold, value: F.where(F.gt(x, threshold), x, value),
+_activation("threshold(Tensor input, float threshold, float value)", formula_composite("threshold"),
             lambda x, threshold, value: np.where(x > threshold, x, value), dtypes="numeric", inplace=True,
             normalize=_threshold_check,
             samples=lambda make, dtype: (Sample((make((4, 5)), t, v)) for t, v in ((0.0, -2.0), (1.5, 7.0))),

@@ -14,7 +14,7 @@ from ..dtypes import float32
 from ..errors import DtypeError, describe
 from ..meta import numel, require, shape
 from ..schema import Sample, defop
-from . import F
+from .namespace import F
 
 _UNSCALE = "_amp_foreach_non_finite_check_and_unscale"
 _UPDATE = "_amp_update_scale"

@@ -17,7 +17,7 @@ from ..dtypes import bool_
 from ..errors import DtypeError
 from ..meta import broadcast_shapes, require, shape
 from ..schema import Sample, defop
-from . import F
+from .namespace import F
 from .opmath import in_opmath
 
 _NAME = "scaled_dot_product_attention"

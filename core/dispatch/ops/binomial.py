@@ -10,8 +10,9 @@ from __future__ import annotations
 from ..errors import DtypeError, describe
 from ..meta import broadcast_shapes, shape
 from ..schema import Sample, defop
-from . import F
+from .namespace import F
 from .random import precise_float, uniform_open_below
+from .rejection_sampling import transformed_rejection
 from .sampling import _flags
 
 _SMALL_MEAN = 10.0
@@ -83,23 +84,17 @@ def _transformed_rejection(n, p, pending, generator):
     log_odds = F.log(F.div(p, q))
     mode = F.floor(F.mul(F.add(n, 1.0), p))
     log_mode_pmf = F.add(F.lgamma(F.add(mode, 1.0)), F.lgamma(F.add(F.sub(n, mode), 1.0)))
-    result = F.zeros_like(n)
-    size, dtype, device = tuple(n.shape), n.dtype, n.device
-    while F.any(pending).item():
-        u = F.sub(F.rand_uniform(size, generator=generator, dtype=dtype, device=device), 0.5)
-        v = F.rand_uniform(size, generator=generator, dtype=dtype, device=device)
-        us = F.sub(0.5, F.abs(u))
-        k = F.floor(F.add(F.mul(F.add(F.div(F.mul(a, 2.0), us), b), u), c))
+
+    def accept(k, us, v):
         in_range = F.logical_and(F.ge(k, 0.0), F.le(k, n))
         quick = F.logical_and(F.ge(us, 0.07), F.le(v, v_r))
         log_v = F.log(F.div(F.mul(v, alpha), F.add(F.div(a, F.mul(us, us)), b)))
         safe_k = F.minimum(F.maximum(k, 0.0), n)
         log_ratio = F.add(F.sub(F.sub(log_mode_pmf, F.lgamma(F.add(safe_k, 1.0))),
                                 F.lgamma(F.add(F.sub(n, safe_k), 1.0))), F.mul(F.sub(safe_k, mode), log_odds))
-        accepted = F.logical_and(F.logical_and(pending, in_range), F.logical_or(quick, F.le(log_v, log_ratio)))
-        result = F.where(accepted, k, result)
-        pending = F.logical_and(pending, F.logical_not(accepted))
-    return result
+        return F.logical_and(in_range, F.logical_or(quick, F.le(log_v, log_ratio)))
+
+    return transformed_rejection(a, b, c, pending, accept, generator)
 
 
 def _samples(make, dtype):

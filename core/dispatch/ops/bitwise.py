@@ -12,7 +12,7 @@ from .. import rules
 from ..dtypes import bool_, int64
 from ..meta import elementwise as broadcast_meta
 from ..schema import defop
-from . import F
+from .namespace import F
 from .float_args import as_tensors, promoted_dtype
 
 

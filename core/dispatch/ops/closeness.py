@@ -14,7 +14,7 @@ from ..dtypes import get_default_dtype
 from ..errors import DtypeError, describe
 from ..meta import elementwise as broadcast_meta
 from ..schema import Sample, defop
-from . import F
+from .namespace import F
 
 
 def _check(op, args):

@@ -16,7 +16,7 @@ import numpy as np
 from .. import rules
 from ..meta import require, shape
 from ..schema import Sample, defop
-from . import F
+from .namespace import F
 from .samples import unit_weights
 from .spatial import (at_least, expand_attr, flat_padding, int_tuple, onnx_batched, sliding_windows, with_batch,
                       without_batch)

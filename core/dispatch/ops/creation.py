@@ -10,7 +10,7 @@ from ..dtypes import float64, get_default_dtype, int64
 from ..errors import ShapeError
 from ..overflow import check_fits
 from ..schema import Sample, defop
-from . import F
+from .namespace import F
 
 _TAIL = "*, dtype? dtype=None, device? device=None"
 

@@ -19,7 +19,7 @@ from ..dtypes import int64
 from ..errors import EmberError, ShapeError
 from ..meta import require, shape
 from ..schema import Sample, defop
-from . import F
+from .namespace import F
 from .losses import check_reduction
 from .opmath import in_opmath
 

@@ -20,7 +20,7 @@ from ..errors import EmberError, ShapeError
 from .. import rules
 from ..meta import shape
 from ..schema import Gauge, Sample, defop
-from . import F
+from .namespace import F
 from .matrices import diag_embed, diag_of, floating, floating_outputs, matrix_shape, mT
 
 

@@ -1,15 +1,17 @@
 """Diagonals: the ``diagonal`` view (a primitive: no chain of other views can step by two strides at once),
-and diag_embed, diag, diagflat and trace composed from it and from indexing."""
+and diag_embed, diag, diagflat and trace composed from it and from indexing; fill_diagonal_, in place."""
 from __future__ import annotations
 
 import numpy as np
 
 from .. import rules
 from ..binding import wrap_dim
+from ..dtypes import bool_, int64
 from ..errors import ShapeError, describe
-from ..meta import shape
+from ..meta import numel, require, shape
+from ..overflow import check_fits
 from ..schema import Sample, defop
-from . import F
+from .namespace import F
 
 
 def diagonal_length(rows: int, cols: int, offset: int) -> int:
@@ -210,3 +212,59 @@ defop("trace(Tensor input)", "linalg", kind="composite", promotion=rules.accumul
       meta=_trace_meta, composite=lambda x: F.sum(F.diagonal(x)),
       reference=lambda x: np.asarray(np.trace(x, dtype=np.int64 if x.dtype.kind in "iub" else x.dtype)),
       samples=_trace_samples, doc="the sum of a matrix's main diagonal (integers sum in int64)")
+
+
+# -- fill_diagonal_ ---------------------------------------------------------------------------
+
+def _fill_diagonal_normalize(op, args):
+    x, value = args["self"], args["fill_value"]
+    in_shape = shape(x)
+    require(len(in_shape) >= 2, op.name, "dimensions must larger than 1", x)
+    require(len(in_shape) == 2 or len(set(in_shape)) == 1, op.name, "all dimensions of input must be of equal length",
+            x)
+    if isinstance(value, (int, float)):
+        check_fits(op.name, value, x.dtype)  # as fill_ does: 300 into uint8 is refused, not wrapped
+
+
+def _diagonal_positions(in_shape: tuple, wrap: bool) -> range:
+    """Flat positions of the main diagonal: a step of one past each row's length; on a tall matrix ``wrap``
+    starts again below the square part (NumPy's fill_diagonal)."""
+    step = sum(numel(in_shape[d + 1:]) for d in range(len(in_shape)))
+    end = numel(in_shape) if wrap or len(in_shape) > 2 else min(in_shape[0], in_shape[1]) * in_shape[1]
+    return range(0, end, step)
+
+
+def _fill_diagonal(x, fill_value, wrap=False):
+    """A mask of the diagonal, then where: nothing of self's old values is saved for the backward, which the
+    write into self would invalidate (the gradient to them is zero on the diagonal)."""
+    in_shape = tuple(x.shape)
+    positions = _diagonal_positions(in_shape, wrap)
+    where_to = F.arange(positions.start, max(positions.stop, positions.start), positions.step, dtype=int64,
+                        device=x.device)
+    mask = F.index_put_(F.zeros((numel(in_shape),), dtype=bool_, device=x.device), [where_to],
+                        F.full((), True, dtype=bool_, device=x.device))
+    value = F.full((), fill_value, dtype=x.dtype, device=x.device)
+    return F.copy_(x, F.where(F.reshape(mask, in_shape), value, x))
+
+
+def _fill_diagonal_reference(x, fill_value, wrap=False):
+    out = np.array(x)
+    np.fill_diagonal(out, fill_value, wrap=wrap)
+    return out
+
+
+def _fill_diagonal_samples(make, dtype):
+    value = -1.5 if dtype.is_floating_point else 2
+    yield Sample((make((3, 3)), value))
+    yield Sample((make((7, 3)), value), note="tall")
+    yield Sample((make((7, 3)), value, True), note="tall, wrapped")
+    yield Sample((make((2, 5), noncontiguous=True), value, True), note="wide, non-contiguous")
+    yield Sample((make((3, 3, 3)), value), note="3-D")
+    yield Sample((make((0, 3)), value), note="empty")
+
+
+defop("fill_diagonal_(Tensor self, Scalar fill_value, bool wrap=False)", "indexing", kind="composite",
+      promotion=rules.passthrough, normalize=_fill_diagonal_normalize, meta=lambda x, *rest: shape(x),
+      mutates=True, composite=_fill_diagonal, reference=_fill_diagonal_reference, samples=_fill_diagonal_samples,
+      doc="writes fill_value (cast to self's dtype) on the main diagonal, in place; beyond 2 dims all dims have "
+          "one length; wrap: a tall matrix's diagonal starts again below the square part, as NumPy's")

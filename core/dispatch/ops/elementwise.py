@@ -8,9 +8,10 @@ import numpy as np
 from .. import rules
 from ..dtypes import bool_, get_default_dtype
 from ..errors import DtypeError, describe_all
+from ..formula_composite import formula_composite
 from ..meta import elementwise as broadcast_meta, require, shape
 from ..schema import FLOAT32_ON_CUDA, Sample, defop
-from . import F
+from .namespace import F
 from .onnx_support import as_bool, as_ordered, constant_like, python_mod_fix, trunc, where
 from .opmath import in_opmath
 
@@ -187,10 +188,10 @@ _unary("isnan", np.isnan, promotion=rules.to_bool, scalar="input != input", diff
 
 # -- unary composites -----------------------------------------------------------------------
 _LN2 = math.log(2.0)
-_unary("log2", np.log2, promotion=rules.to_float, kind="composite", scalar=f"log(input) / {_LN2!r}", grad_domain=_POSITIVE, autocast=FLOAT32_ON_CUDA,
-       composite=lambda x: F.div(F.log(x), _LN2))
+_unary("log2", np.log2, promotion=rules.to_float, kind="composite", scalar=f"log(input) / {_LN2!r}",
+       composite=formula_composite("log2"), grad_domain=_POSITIVE, autocast=FLOAT32_ON_CUDA)
 _unary("reciprocal", np.reciprocal, promotion=rules.to_float, kind="composite", scalar="1 / input", autocast=FLOAT32_ON_CUDA,
-       composite=lambda x: F.div(1, x), onnx="Reciprocal",
+       composite=formula_composite("reciprocal"), onnx="Reciprocal",
        derivative=lambda grad, result: F.neg(F.mul(grad, F.mul(result, result))))
 _unary("rsqrt", lambda x: 1 / np.sqrt(x), promotion=rules.to_float, kind="composite", scalar="rsqrt(input)", autocast=FLOAT32_ON_CUDA,
        composite=lambda x: F.reciprocal(F.sqrt(x)), grad_domain=_POSITIVE, onnx=_rsqrt_onnx)
@@ -202,8 +203,8 @@ _unary("isinf", np.isinf, promotion=rules.to_bool, dtypes="numeric", kind="compo
        differentiable=False, composite=lambda x: F.eq(F.abs(x), math.inf), onnx=_isinf_onnx,
        scalar="input == input and input - input != 0")  # x - x is 0 when finite, NaN when infinite
 _unary("isfinite", np.isfinite, promotion=rules.to_bool, dtypes="numeric", kind="composite", inplace=False,
-       differentiable=False,
-       composite=lambda x: F.logical_not(F.logical_or(F.isnan(x), F.isinf(x))), scalar="input - input == 0",
+       differentiable=False, scalar="input - input == 0",  # x - x is 0 when finite, NaN otherwise
+       composite=formula_composite("isfinite"),
        onnx=_isfinite_onnx)
 
 # -- binary primitives ----------------------------------------------------------------------
@@ -246,14 +247,14 @@ def _is_bool(value) -> bool:
 
 
 def _sub_promotion(rt, op, args):
-    """PyTorch's rule: no bool operand at all, with its hint at what was meant."""
+    """PyTorch's rule (sub and rsub): no bool operand at all, with its hint at what was meant."""
     operands = [args["input"], args["other"]]
     if _is_bool(operands[0]) and _is_bool(operands[1]):
-        raise DtypeError("sub: Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` "
-                         f"or `logical_xor()` operator instead. ({describe_all(operands)})")
+        raise DtypeError(f"{op.name}: Subtraction, the `-` operator, with two bool tensors is not supported. Use "
+                         f"the `^` or `logical_xor()` operator instead. ({describe_all(operands)})")
     if _is_bool(operands[0]) or _is_bool(operands[1]):
-        raise DtypeError("sub: Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying "
-                         "to invert a mask, use the `~` or `logical_not()` operator instead. "
+        raise DtypeError(f"{op.name}: Subtraction, the `-` operator, with a bool tensor is not supported. If you "
+                         "are trying to invert a mask, use the `~` or `logical_not()` operator instead. "
                          f"({describe_all(operands)})")
     return rules.same(rt, op, args)
 
@@ -262,6 +263,25 @@ _binary("sub", lambda a, b, alpha=1: a - _scaled(a, b, alpha), extra=", *, Scala
         promotion=_sub_promotion, inplace=True, samples=_alpha_samples, doc="input - alpha * other", onnx=_sub_onnx,
         scalar=lambda alpha: "input - other" if alpha == 1 else "input - alpha * other",
         derivative=lambda grad, alpha: (grad, F.neg(grad) if alpha == 1 else F.mul(grad, -alpha)))
+
+
+def _rsub_reference(a, b, alpha=1):
+    a = np.asarray(a)
+    return b - _scaled(a, a, alpha)
+
+
+def _rsub_normalize(op, args):
+    """input must be a tensor (other may be a number), as in PyTorch."""
+    if not hasattr(args["input"], "_data"):
+        raise TypeError(f"{op.name}(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(args['input']).__name__}")
+
+
+_binary("rsub", _rsub_reference, extra=", *, Scalar alpha=1", dtypes="numeric", promotion=_sub_promotion,
+        kind="composite", method=False, samples=_alpha_samples, normalize=_rsub_normalize,
+        composite=lambda x, other, alpha=1: F.sub(other, x, alpha=alpha),
+        scalar=lambda alpha: "other - input" if alpha == 1 else "other - alpha * input",
+        doc="other - alpha * input: sub with the operands swapped (torch.rsub; no Tensor method, as in PyTorch)")
 _binary("mul", np.multiply, inplace=True, scalar="input * other", onnx=_mul_onnx,
         derivative={"input": lambda grad, other: F.mul(grad, other), "other": lambda grad, input: F.mul(grad, input)})
 
@@ -531,17 +551,11 @@ defop("clamp(Tensor input, Tensor? min=None, Tensor? max=None)", "elementwise", 
       derivative=_clamp_derivative,
       composite=_clamp, reference=_clamp_reference, inplace=True, doc="min(max(input, min), max)")
 
-@in_opmath
-def _lerp(x, end, w):
-    """PyTorch's two-sided formula (exact at weight 0 and 1), in float32 for half precision."""
-    difference = F.sub(end, x)
-    if not hasattr(w, "_data"):  # a Python number picks its side once
-        return F.add(x, F.mul(difference, w)) if w < 0.5 else F.sub(end, F.mul(difference, 1 - w))
-    return F.where(F.lt(w, 0.5), F.add(x, F.mul(w, difference)), F.sub(end, F.mul(difference, F.sub(1, w))))
-
-
+# PyTorch's two-sided formula (exact at weight 0 and 1), in float32 for half precision; a Python number weight
+# picks its side once
 defop("lerp(Tensor input, Tensor end, Tensor weight)", "elementwise", kind="composite",
-      promotion=rules.same, dtypes="float", meta=broadcast_meta("lerp"), composite=_lerp,
+      promotion=rules.same, dtypes="float", meta=broadcast_meta("lerp"),
+      composite=in_opmath(formula_composite("lerp")),
       reference=lambda x, end, w: np.where(np.less(w, 0.5), x + w * (end - x), end - (end - x) * (1 - w)),
       inplace=True, doc="input + weight * (end - input)",
       scalar="where(weight < 0.5, input + weight * (end - input), end - (end - input) * (1 - weight))")

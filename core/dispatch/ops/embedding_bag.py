@@ -17,7 +17,7 @@ from ..dispatcher import note_value_read
 from ..dtypes import int64
 from ..meta import require, shape
 from ..schema import Sample, defop
-from . import F
+from .namespace import F
 
 _MODES = ("sum", "mean", "max")
 

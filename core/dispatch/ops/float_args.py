@@ -11,7 +11,7 @@ from typing import Callable
 
 from ..dtypes import get_default_dtype
 from ..promotion import result_type_of
-from . import F
+from .namespace import F
 from .opmath import in_opmath
 
 

@@ -12,7 +12,7 @@ from ..errors import DtypeError, ShapeError, describe
 from ..meta import broadcast_shapes as _broadcast, shape
 from ..promotion import result_type_of
 from ..schema import Sample, defop
-from . import F
+from .namespace import F
 
 
 def _one_dtype(op_name: str, tensors) -> None:

@@ -18,7 +18,7 @@ from ..errors import DtypeError, ShapeError, describe
 from ..meta import shape
 from ..promotion import result_type_of
 from ..schema import Sample, defop
-from . import F
+from .namespace import F
 from .histogram_onnx import bincount_onnx, histc_onnx, histogram_onnx
 
 

@@ -16,7 +16,7 @@ from ..errors import DtypeError, OutOfRangeError, ShapeError, describe
 from ..meta import broadcast_shapes, numel, require, shape
 from ..overflow import check_fits
 from ..schema import Sample, defop
-from . import F
+from .namespace import F
 from .onnx_support import as_ordered, index_as_int64, rank, where
 from .value_checks import MISSING, CheckedValues
 
@@ -135,6 +135,42 @@ def _nonzero_reference(x, as_tuple=False):
 defop("nonzero(Tensor input, *, bool as_tuple=False)", "indexing", kind="composite", promotion=rules.to_int64,
       meta=_nonzero_meta, composite=_nonzero, reference=_nonzero_reference, samples=_argwhere_samples,
       differentiable=False, doc="argwhere(input), or with as_tuple one 1-D index tensor per dim")
+
+
+def _nonzero_static_normalize(op, args):
+    if args["size"] < 0:
+        raise ShapeError(f"{op.name}: 'size' must be a non-negative integer, got {args['size']}")
+
+
+def _nonzero_static(x, size, fill_value=-1):
+    found = F.argwhere(x)
+    if found.shape[0] >= size:
+        return F.slice(found, 0, 0, size)
+    padding = F.full((size - found.shape[0], x.ndim), fill_value, dtype=int64, device=x.device)
+    return F.cat([found, padding], 0)
+
+
+def _nonzero_static_reference(x, size, fill_value=-1):
+    found = np.argwhere(x)[:size]
+    padding = np.full((size - len(found), np.ndim(x)), fill_value, dtype=np.int64)
+    return np.concatenate([found.astype(np.int64), padding])
+
+
+def _nonzero_static_samples(make, dtype):
+    yield Sample((make((3, 4), low=0, high=2),), {"size": 5}, note="truncated or padded")
+    yield Sample((make((6,), low=0, high=2, noncontiguous=True),), {"size": 8, "fill_value": 7},
+                 note="padded with 7")
+    yield Sample((make((2, 3)),), {"size": 0}, note="size 0")
+    yield Sample((make((2, 0, 3)),), {"size": 2}, note="empty input: all padding")
+    yield Sample((make(()),), {"size": 2}, note="0-d: rows of no coordinates")
+
+
+defop("nonzero_static(Tensor input, *, int size, int fill_value=-1)", "indexing", kind="composite",
+      promotion=rules.to_int64, normalize=_nonzero_static_normalize,
+      meta=lambda x, size, fill_value=-1: (size, len(shape(x))), composite=_nonzero_static,
+      reference=_nonzero_static_reference, samples=_nonzero_static_samples, differentiable=False,
+      doc="nonzero(input) with exactly size rows: the first size, or all of them padded with rows of "
+          "fill_value")
 
 
 def _unbind_normalize(op, args):

@@ -18,7 +18,7 @@ from ..dispatcher import note_value_read
 from ..dtypes import float32, float64, int64
 from ..meta import require, shape
 from ..schema import Sample, defop
-from . import F
+from .namespace import F
 from .samples import unit_weights
 from .value_checks import MISSING, CheckedValues
 

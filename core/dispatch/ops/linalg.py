@@ -12,7 +12,7 @@ from ..errors import DtypeError, ShapeError
 from ..promotion import promote_types
 from ..meta import broadcast_shapes, require, shape
 from ..schema import Sample, defop
-from . import F
+from .namespace import F
 
 
 def _matmul_meta(a, b, name="matmul"):

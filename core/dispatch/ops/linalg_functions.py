@@ -16,7 +16,7 @@ from ..dtypes import float32, float64, int64
 from ..errors import DtypeError, ShapeError
 from ..meta import broadcast_shapes, shape
 from ..schema import Gauge, Sample, defop
-from . import F
+from .namespace import F
 from .decompositions import spd, well_conditioned
 from .linalg_solvers import _inv
 from .matrices import eye_like, float_dtype, floating, matrix_shape, mT, reads_results, wrap_dim as _wrap

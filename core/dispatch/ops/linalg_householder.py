@@ -10,7 +10,7 @@ import numpy as np
 from ..errors import ShapeError
 from ..meta import shape
 from ..schema import Sample, defop
-from . import F
+from .namespace import F
 from .matrices import floating, matrix_shape, mT
 
 

@@ -12,7 +12,7 @@ import numpy as np
 from ..errors import ShapeError
 from ..meta import shape
 from ..schema import OPS, Sample, defop
-from . import F
+from .namespace import F
 from .decompositions import well_conditioned
 from .linalg_solvers import _inv
 from .matrices import float_dtype, floating, matrix_shape, reads_results, wrap_dim as _wrap

@@ -13,7 +13,7 @@ from ..dtypes import float32, int32
 from ..errors import ShapeError
 from ..meta import broadcast_shapes, shape
 from ..schema import Sample, defop
-from . import F
+from .namespace import F
 from .decompositions import (ldl_factor_reference, lu_factor_reference, permutation_of, permute_rows, spd,
                              symmetric, well_conditioned)
 from .matrices import (check_info, diag_of, eye_like, floating, floating_outputs, matrix_shape, mT,

@@ -30,7 +30,7 @@ from ..dtypes import int64
 from ..errors import DtypeError, EmberError, OutOfRangeError, describe
 from ..meta import broadcast_shapes, require, shape
 from ..schema import Sample, defop
-from . import F
+from .namespace import F
 from .softmax import _log_softmax_reference
 from .onnx_support import index_as_int64
 from .opmath import in_opmath

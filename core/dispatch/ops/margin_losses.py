@@ -16,7 +16,7 @@ from ..dtypes import int64
 from ..errors import DtypeError, OutOfRangeError, describe
 from ..meta import broadcast_shapes, require, shape
 from ..schema import Sample, defop
-from . import F
+from .namespace import F
 from .distance import distance_reference
 from .losses import _refuse_weight_grad, check_reduction, reduced, reference_reduced
 from .opmath import in_opmath

@@ -11,7 +11,7 @@ from ..dispatcher import checking_results, note_value_read
 from ..dtypes import float32, float64, int32
 from ..errors import DtypeError, LinAlgError, ShapeError
 from ..meta import shape
-from . import F
+from .namespace import F
 
 
 def label(op_name: str) -> str:

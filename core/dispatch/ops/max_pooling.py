@@ -20,7 +20,7 @@ from ..dispatcher import note_value_read
 from ..dtypes import bool_, int64
 from ..meta import require, shape
 from ..schema import Sample, defop
-from . import F
+from .namespace import F
 from .pooling import _adaptive_normalize, _lowest, _pool_output_size, pool_normalize
 from .spatial import at_least, expand_attr, int_tuple
 

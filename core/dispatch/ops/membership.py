@@ -7,7 +7,7 @@ from .. import rules
 from ..dtypes import bool_
 from ..meta import shape
 from ..schema import Sample, defop
-from . import F
+from .namespace import F
 from .float_args import as_tensors, promoted_dtype
 
 

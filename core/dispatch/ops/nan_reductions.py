@@ -8,7 +8,7 @@ import numpy as np
 from .. import rules
 from ..dtypes import int64
 from ..schema import defop
-from . import F
+from .namespace import F
 from .reduction import _extremum_derivative, _moment_meta, _np_axis, _np_reduce, _reduce_meta, _var_reference
 
 

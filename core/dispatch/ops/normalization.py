@@ -21,7 +21,7 @@ import numpy as np
 from .. import links
 from ..meta import require, shape
 from ..schema import FLOAT32_ON_CUDA, Sample, defop
-from . import F
+from .namespace import F
 from .opmath import large_magnitudes, opmath_dtype, rounded, widened
 from .samples import unit_weights
 

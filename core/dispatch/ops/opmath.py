@@ -11,7 +11,7 @@ from typing import Callable
 
 from ..dtypes import dtype as DType, float32
 from ..promotion import result_type_of
-from . import F
+from .namespace import F
 
 
 def opmath_dtype(dt: DType) -> DType:

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..meta import require, shape
 from ..schema import Sample, defop
-from . import F
+from .namespace import F
 
 
 def adam_scalars(step: int, lr: float, beta1: float, beta2: float, eps: float) -> tuple[float, float]:

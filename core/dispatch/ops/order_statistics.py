@@ -13,7 +13,7 @@ from ..dtypes import int64
 from ..errors import OutOfRangeError
 from ..meta import describe, reduced, shape
 from ..schema import Sample, defop
-from . import F
+from .namespace import F
 from .reduction import _dim_pair_meta, _selected_derivative
 
 

@@ -11,7 +11,7 @@ from .. import rules
 from ..errors import ShapeError
 from ..meta import require, shape
 from ..schema import Sample, defop
-from . import F
+from .namespace import F
 from .onnx_support import INT64_MAX
 
 

@@ -18,7 +18,7 @@ from ..dtypes import int64
 from ..errors import DtypeError, describe, describe_all
 from ..meta import broadcast_shapes, shape
 from ..schema import Sample, defop
-from . import F
+from .namespace import F
 from .opmath import in_opmath
 from .losses import _refuse_weight_grad, check_reduction, check_weights, reduced, reference_reduced
 

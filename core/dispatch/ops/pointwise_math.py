@@ -8,9 +8,10 @@ import numpy as np
 
 from .. import rules
 from ..dtypes import bool_, float64
+from ..formula_composite import formula_composite
 from ..meta import elementwise as broadcast_meta
 from ..schema import Sample, defop
-from . import F
+from .namespace import F
 from .float_args import LARGEST, as_tensors, floating, is_tensor, promoted_dtype
 
 _LN2 = math.log(2.0)
@@ -22,14 +23,6 @@ def _binary(name, composite, reference, **fields):
 
 
 # -- log-domain sums ---------------------------------------------------------------------------------------
-
-@floating
-def _logaddexp(x, y):
-    """max + log1p(exp(-|x - y|)); equal operands (infinities included) give x + log 2."""
-    peak = F.maximum(x, y)
-    out = F.add(peak, F.log1p(F.exp(F.neg(F.abs(F.sub(x, y))))))
-    return F.where(F.eq(x, y), F.add(x, _LN2), out)
-
 
 @floating
 def _logaddexp2(x, y):
@@ -51,7 +44,9 @@ def _share_derivative(base):
             "other": lambda grad, input, other: F.mul(grad, weight(other, input))}
 
 
-_binary("logaddexp", _logaddexp, _logaddexp_reference, promotion=rules.same, dtypes="float", inplace=False,
+# max + log1p(exp(-|x - y|)); equal operands (infinities included) give x + log 2
+_binary("logaddexp", floating(formula_composite("logaddexp")), _logaddexp_reference, promotion=rules.same,
+        dtypes="float", inplace=False,
         derivative=_share_derivative(1.0),
         scalar="where(input == other, input + 0.6931471805599453, max(input, other) + "
                "log1p(exp(-abs(input - other))))",
@@ -74,12 +69,9 @@ defop("float_power(Tensor input, Tensor exponent)", "elementwise", kind="composi
       doc="pow computed (and answered) in float64")
 
 
-def _square(x):
-    return F.mul(x, x)
-
-
 defop("square(Tensor input)", "elementwise", kind="composite", promotion=rules.same, dtypes="numeric",
-      meta=broadcast_meta("square"), composite=_square, reference=np.square, inplace=True, scalar="input * input",
+      meta=broadcast_meta("square"), composite=formula_composite("square"), reference=np.square, inplace=True,
+      scalar="input * input",
       derivative=lambda grad, input: F.mul(grad, F.mul(input, 2)), doc="input * input")
 
 

@@ -13,7 +13,7 @@ from ..binding import tensor_argument
 from ..errors import DtypeError, ShapeError, describe
 from ..meta import broadcast_shapes, elementwise, shape
 from ..schema import Sample, defop
-from . import F
+from .namespace import F
 from .linalg import _matmul_meta
 
 

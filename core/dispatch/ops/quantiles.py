@@ -11,7 +11,7 @@ from ..dtypes import int64
 from ..errors import DtypeError, ShapeError
 from ..meta import describe, reduced, shape
 from ..schema import Sample, defop
-from . import F
+from .namespace import F
 from .float_args import is_tensor
 
 INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")

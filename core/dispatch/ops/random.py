@@ -11,7 +11,7 @@ from .. import rules
 from ..dtypes import float32, float64, int64
 from ..errors import DtypeError, ShapeError
 from ..schema import Sample, defop
-from . import F
+from .namespace import F
 
 _TAIL = "*, Generator? generator=None, dtype? dtype=None, device? device=None"
 

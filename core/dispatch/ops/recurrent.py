@@ -16,7 +16,7 @@ import numpy as np
 from ..errors import EmberError
 from ..meta import require, shape
 from ..schema import Sample, defop
-from . import F
+from .namespace import F
 
 # -- one time step ---------------------------------------------------------------------------------------------
 # ``gi`` is the input projection ``x W_ih^T + b_ih`` of this step. A state is a tuple: ``(h,)``, or ``(h, c)``

@@ -7,9 +7,10 @@ import numpy as np
 
 from .. import rules
 from ..dtypes import get_default_dtype, int32, int64, uint8
+from ..errors import ShapeError
 from ..meta import reduced, require, shape
 from ..schema import FLOAT32_ON_CUDA, Sample, defop
-from . import F
+from .namespace import F
 from .onnx_support import any_nan, as_ordered, rank, size_of
 from .opmath import in_opmath, large_magnitudes, rounded, widened
 
@@ -239,6 +240,60 @@ defop("amin(Tensor input, dim[]? dim=None, bool keepdim=False)", "reduction", pr
       meta=_reduce_meta("amin", needs_elements=True), reference=_np_reduce(np.min), doc="NaN propagates",
       onnx=_reduce_onnx("ReduceMin", propagate_nan=True),
       derivative=_extremum_derivative)
+
+
+# -- sum_to_size ------------------------------------------------------------------------------
+
+def _sum_to_size_dims(in_shape: tuple, size: tuple) -> tuple | None:
+    """The dims of ``in_shape`` to sum (with keepdim) so that it becomes ``size``: the leading ones and those where
+    ``size`` has 1; None where ``in_shape`` is not an expansion of ``size``."""
+    lead = len(in_shape) - len(size)
+    if lead < 0 or any(s not in (1, t) for s, t in zip(size, in_shape[lead:])):
+        return None
+    return tuple(range(lead)) + tuple(lead + d for d, s in enumerate(size) if s == 1 and in_shape[lead + d] != 1)
+
+
+def _sum_to_size_normalize(op, args):
+    if _sum_to_size_dims(shape(args["input"]), args["size"]) is None:
+        raise ShapeError(f"{op.name}: size {list(args['size'])} is not expandable to the size of the tensor "
+                         f"{list(shape(args['input']))}")
+
+
+def _sum_to_size_promotion(rt, op, args):
+    """sum's dtype (integers and bools in int64) where something is summed, else the input as it is, as PyTorch
+    returns the input itself there (sum's where asked about a dtype alone, without a tensor or a size)."""
+    x, size = args["input"], args["size"]
+    if not hasattr(x, "_data") or size is None or _sum_to_size_dims(shape(x), size):
+        return rules.accumulate(rt, op, args)
+    return rules.passthrough(rt, op, args)
+
+
+def _sum_to_size(x, size):
+    dims = _sum_to_size_dims(tuple(x.shape), size)
+    out = F.sum(x, dims, True) if dims else x
+    return F.reshape(out, size) if tuple(out.shape) != size else out
+
+
+def _sum_to_size_reference(x, size):
+    size = tuple(size)
+    dims = _sum_to_size_dims(np.shape(x), size)
+    return np.reshape(np.sum(x, axis=dims, keepdims=True), size) if dims else np.asarray(x)
+
+
+def _sum_to_size_samples(make, dtype):
+    yield Sample((make((2, 3)), (1, 3)))
+    yield Sample((make((4, 2, 3), noncontiguous=True), (2, 1)), note="leading dims dropped, non-contiguous")
+    yield Sample((make((2, 3)), (2, 3)), note="nothing to sum: the input itself")
+    yield Sample((make((3, 1)), (1,)), note="size-1 dims kept")
+    yield Sample((make((0, 3)), (1, 3)), note="empty")
+    yield Sample((make(()), ()), note="0-d")
+
+
+defop("sum_to_size(Tensor input, int[] size)", "reduction", kind="composite", promotion=_sum_to_size_promotion,
+      normalize=_sum_to_size_normalize, meta=lambda x, size: tuple(size), composite=_sum_to_size,
+      reference=_sum_to_size_reference, samples=_sum_to_size_samples,
+      doc="input summed down to size, which it must expand to (a gradient's reduction to an operand's shape); "
+          "the input itself where size is its shape. A Tensor method in PyTorch, taking the sizes as varargs")
 
 
 def _arg_reference(fn):

@@ -9,7 +9,7 @@ from ..dtypes import bool_
 from ..errors import OutOfRangeError, describe
 from ..meta import require, shape
 from ..schema import Sample, defop
-from . import F
+from .namespace import F
 from .indexing import _is_tensor, _with_size
 from .onnx_support import INT64_MIN, rank
 

@@ -11,7 +11,7 @@ from .. import rules
 from ..errors import ShapeError, describe
 from ..meta import shape
 from ..schema import Sample, defop
-from . import F
+from .namespace import F
 
 
 def _check(op, args):

@@ -18,7 +18,7 @@ from .. import rules
 from ..dtypes import int64
 from ..meta import require, shape
 from ..schema import Sample, defop
-from . import F
+from .namespace import F
 from .opmath import in_opmath
 from .spatial import at_least, expand_attr, int_tuple, sliding_windows, with_batch, without_batch
 

@@ -1,4 +1,4 @@
-"""Rearranging dims and elements: movedim, ravel, tile, rot90, fliplr/flipud, atleast_Nd, the
+"""Rearranging dims and elements: movedim, adjoint, ravel, tile, rot90, fliplr/flipud, atleast_Nd, the
 ``*stack`` joins, the splits (tensor_split, split_with_sizes, h/v/dsplit), unravel_index and repeat_interleave.
 
 Every op is a composite over the views, cat, flip, repeat and index_select, so it runs on every backend and
@@ -17,7 +17,7 @@ from ..dtypes import int64
 from ..errors import DtypeError, OutOfRangeError, ShapeError, describe
 from ..meta import numel, require, shape
 from ..schema import Sample, defop
-from . import F
+from .namespace import F
 
 
 def _is_tensor(value) -> bool:
@@ -64,6 +64,27 @@ defop("movedim(Tensor input, dim[]? source, dim[]? destination)", "view", kind="
       reference=_np_movedim, samples=_movedim_samples,
       doc="a view with the dims in source moved to the places in destination; the others keep their order "
           "(moveaxis is its other name)")
+
+
+# -- adjoint ---------------------------------------------------------------------------------------------
+
+def _adjoint_normalize(op, args):
+    ndim = len(shape(args["input"]))
+    require(ndim >= 2, op.name, f"tensor.adjoint() is only supported on matrices or batches of matrices. "
+                                f"Got {ndim}-D tensor", args["input"])
+
+
+def _adjoint_samples(make, dtype):
+    yield Sample((make((3, 5)),))
+    yield Sample((make((2, 3, 4), noncontiguous=True),), note="batched, non-contiguous")
+    yield Sample((make((2, 0, 3)),), note="empty")
+
+
+defop("adjoint(Tensor input)", "view", samples=_adjoint_samples, kind="composite", promotion=rules.passthrough,
+      normalize=_adjoint_normalize, meta=lambda x: shape(x)[:-2] + shape(x)[:-3:-1],
+      composite=lambda x: F.transpose(x, -2, -1), reference=lambda x: np.swapaxes(x, -2, -1),
+      doc="the conjugate transpose of the last two dims, as a view (for real tensors transpose(-2, -1)); "
+          "input has at least 2 dims")
 
 
 # -- ravel, tile, rot90, fliplr, flipud -------------------------------------------------------------------

@@ -6,9 +6,10 @@ import numpy as np
 
 from .. import rules
 from ..dtypes import float32, float64, int32
+from ..formula_composite import formula_composite
 from ..meta import elementwise as broadcast_meta, shape
 from ..schema import Sample, defop
-from . import F
+from .namespace import F
 from .float_args import LARGEST, as_tensors, float_dtype_of, floating, is_tensor, promoted_dtype
 
 
@@ -16,12 +17,9 @@ def _zero_grad(grad):
     return F.zeros_like(grad)
 
 
-def _trunc(x):
-    return F.where(F.lt(x, 0), F.ceil(x), F.floor(x))
-
-
 defop("trunc(Tensor input)", "elementwise", kind="composite", promotion=rules.same, dtypes="numeric",
-      meta=broadcast_meta("trunc"), composite=_trunc, reference=np.trunc, derivative=_zero_grad, inplace=True,
+      meta=broadcast_meta("trunc"), composite=formula_composite("trunc"), reference=np.trunc, derivative=_zero_grad,
+      inplace=True,
       scalar="where(input < 0, ceil(input), floor(input))",
       doc="rounds toward zero; integers pass through")
 defop("frac(Tensor input)", "elementwise", kind="composite", promotion=rules.same, dtypes="float",

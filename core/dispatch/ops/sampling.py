@@ -10,13 +10,14 @@ import math
 
 from .. import rules
 from ..binding import float_argument
-from ..dtypes import float32, int64
+from ..dtypes import float32
 from ..errors import DeviceError, DtypeError, ShapeError, describe
 from ..meta import broadcast_shapes, shape
 from ..promotion import result_type_of
 from ..schema import Sample, defop
-from . import F
+from .namespace import F
 from .random import precise_float, uniform_open_below
+from .rejection_sampling import transformed_rejection
 
 
 def _flags(*conditions) -> list:
@@ -260,21 +261,15 @@ def _transformed_rejection(rates, pending, generator):
     a = F.add(F.mul(b, 0.02483), -0.059)
     log_inv_alpha = F.log(F.add(F.div(1.1328, F.sub(b, 3.4)), 1.1239))
     v_r = F.sub(0.9277, F.div(3.6224, F.sub(b, 2.0)))
-    result = F.zeros_like(rates)
-    size, dtype, device = tuple(rates.shape), rates.dtype, rates.device
-    while F.any(pending).item():
-        u = F.sub(F.rand_uniform(size, generator=generator, dtype=dtype, device=device), 0.5)
-        v = F.rand_uniform(size, generator=generator, dtype=dtype, device=device)
-        us = F.sub(0.5, F.abs(u))
-        k = F.floor(F.add(F.mul(F.add(F.div(F.mul(a, 2.0), us), b), u), F.add(lam, 0.43)))
+
+    def accept(k, us, v):
         quick = F.logical_and(F.ge(us, 0.07), F.le(v, v_r))
         hopeless = F.logical_or(F.lt(k, 0), F.logical_and(F.lt(us, 0.013), F.gt(v, us)))
         log_ratio = F.sub(F.add(F.log(v), log_inv_alpha), F.log(F.add(F.div(a, F.mul(us, us)), b)))
         exact = F.logical_and(F.logical_not(hopeless), F.le(log_ratio, _log_pmf(k, lam, log_lam)))
-        accepted = F.logical_and(pending, F.logical_or(quick, exact))
-        result = F.where(accepted, k, result)
-        pending = F.logical_and(pending, F.logical_not(accepted))
-    return result
+        return F.logical_or(quick, exact)
+
+    return transformed_rejection(a, b, F.add(lam, 0.43), pending, accept, generator)
 
 
 def _stirling_tail(x):

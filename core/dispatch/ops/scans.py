@@ -11,7 +11,7 @@ from .. import rules
 from ..dtypes import int64
 from ..meta import shape
 from ..schema import Sample, defop
-from . import F
+from .namespace import F
 
 
 def _earlier(t, dim: int, offset: int):

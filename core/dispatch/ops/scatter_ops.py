@@ -17,7 +17,7 @@ from ..errors import DtypeError, OutOfRangeError, ShapeError, describe
 from ..meta import broadcast_shapes, check_index, numel, require, require_dims, shape
 from ..overflow import check_fits
 from ..schema import Sample, defop
-from . import F
+from .namespace import F
 from .indexing import (_along_dim_normalize, _check_index_dtype, _check_mask_dtype, _check_range,
                        _in_input_dtype, _index_put_meta, _index_put_reference, _index_put_samples, _is_tensor,
                        _normalize_indices, _scatter_meta, _size, check_index_vector)

@@ -13,7 +13,7 @@ from ..dtypes import int64
 from ..errors import ShapeError, describe
 from ..meta import shape
 from ..schema import Sample, defop
-from . import F
+from .namespace import F
 
 
 def _as_rows(x, dim):

@@ -8,7 +8,7 @@ import numpy as np
 from .. import rules
 from ..meta import require, shape
 from ..schema import FLOAT32_ON_CUDA, Sample, defop
-from . import F
+from .namespace import F
 from .opmath import in_opmath, large_magnitudes, rounded, widened
 
 

@@ -9,7 +9,7 @@ from .. import rules
 from ..dtypes import bool_, int64
 from ..meta import require, shape
 from ..schema import Sample, defop
-from . import F
+from .namespace import F
 from .indexing import _size, _with_size
 from .onnx_support import as_ordered, rank, size_of
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import F
+from .namespace import F
 
 
 # -- attribute helpers ------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ import numpy as np
 from .. import rules
 from ..meta import elementwise as broadcast_meta
 from ..schema import FLOAT32_ON_CUDA, Sample, defop
-from . import F
+from .namespace import F
 from .special_erf import lower_ndtri
 from .special_support import floating, horner
 

@@ -21,7 +21,7 @@ import numpy as np
 from .. import rules
 from ..meta import elementwise as broadcast_meta
 from ..schema import Sample, defop
-from . import F
+from .namespace import F
 from .special_support import EULER_GAMMA, floating, horner, ratio_series, scipy_special, select, without_gradient
 
 _SERIES_BELOW = 20.0  # power series of I below, asymptotic series above

@@ -14,7 +14,7 @@ from .. import rules
 from ..errors import EmberError
 from ..meta import elementwise as broadcast_meta
 from ..schema import Sample, defop
-from . import F
+from .namespace import F
 from .special_support import floating, is_tensor, scipy_special
 
 _LN2 = math.log(2.0)

@@ -20,7 +20,7 @@ import numpy as np
 from .. import rules
 from ..meta import elementwise as broadcast_meta
 from ..schema import FLOAT32_ON_CUDA, Sample, defop
-from . import F
+from .namespace import F
 from .special_support import SQRT_2, SQRT_2PI, SQRT_PI, floating, scipy_special, select
 
 _STEP = 0.5

@@ -20,7 +20,7 @@ from .. import rules
 from ..errors import EmberError
 from ..meta import elementwise as broadcast_meta
 from ..schema import Sample, defop
-from . import F
+from .namespace import F
 from .special import BERNOULLI
 from .special_support import as_tensors, floating, scipy_special, select
 

@@ -14,7 +14,7 @@ from typing import Callable
 from .. import links
 from ..dtypes import get_default_dtype
 from ..promotion import result_type_of
-from . import F
+from .namespace import F
 from .opmath import opmath_dtype
 
 SQRT_PI = math.sqrt(math.pi)

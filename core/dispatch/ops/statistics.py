@@ -13,7 +13,7 @@ from ..errors import ShapeError, describe
 from ..meta import broadcast_shapes, shape
 from ..promotion import promote_types
 from ..schema import Sample, defop
-from . import F
+from .namespace import F
 from .opmath import in_opmath, rounded, widened
 
 

@@ -18,7 +18,7 @@ from ..dtypes import int64
 from ..errors import DtypeError, OutOfRangeError, ShapeError, describe
 from ..meta import numel, shape
 from ..schema import Sample, defop
-from . import F
+from .namespace import F
 from .indexing import _in_input_dtype
 
 

@@ -12,9 +12,10 @@ import math
 import numpy as np
 
 from .. import rules
+from ..formula_composite import formula_composite
 from ..meta import elementwise as broadcast_meta
 from ..schema import defop
-from . import F
+from .namespace import F
 from .float_args import floating, is_tensor
 
 _HALF_PI = math.pi / 2
@@ -102,12 +103,6 @@ def _acosh(x):
 
 
 @floating
-def _atanh(x):
-    """log1p(2x / (1 - x)) / 2: exact near 0, ±inf at ±1, NaN beyond."""
-    return F.mul(F.log1p(F.div(F.mul(x, 2), F.sub(1, x))), 0.5)
-
-
-@floating
 def _hypot(x, y):
     """m sqrt(1 + (n/m)^2) with m, n the larger and smaller magnitude: no overflow of x^2 + y^2; an infinite
     operand gives inf even against NaN, as C's hypot."""
@@ -137,13 +132,15 @@ _unary("asinh", _asinh, np.arcsinh,
        derivative=lambda grad, input: F.div(grad, F.sqrt(F.add(F.mul(input, input), 1))))
 _unary("acosh", _acosh, np.arccosh, grad_domain={"input": {"low": 1.1, "high": 5.0}},
        derivative=lambda grad, input: F.div(grad, F.sqrt(F.sub(F.mul(input, input), 1))))
-_unary("atanh", _atanh, np.arctanh, grad_domain=_INSIDE_ONE, scalar="log1p(2 * input / (1 - input)) / 2",
+# log1p(2x / (1 - x)) / 2: exact near 0, ±inf at ±1, NaN beyond
+_unary("atanh", floating(formula_composite("atanh")), np.arctanh, grad_domain=_INSIDE_ONE,
+       scalar="log1p(2 * input / (1 - input)) / 2",
        derivative=lambda grad, input: F.div(grad, _one_minus_square(input)))
-_unary("deg2rad", floating(lambda x: F.mul(x, math.pi / 180)), np.deg2rad, scalar=f"input * {math.pi / 180!r}",
+_unary("deg2rad", floating(formula_composite("deg2rad")), np.deg2rad, scalar=f"input * {math.pi / 180!r}",
        derivative=lambda grad: F.mul(grad, math.pi / 180))
-_unary("rad2deg", floating(lambda x: F.mul(x, 180 / math.pi)), np.rad2deg, scalar=f"input * {180 / math.pi!r}",
+_unary("rad2deg", floating(formula_composite("rad2deg")), np.rad2deg, scalar=f"input * {180 / math.pi!r}",
        derivative=lambda grad: F.mul(grad, 180 / math.pi))
-_unary("log10", floating(lambda x: F.div(F.log(x), _LN10)), np.log10, scalar=f"log(input) / {_LN10!r}",
+_unary("log10", floating(formula_composite("log10")), np.log10, scalar=f"log(input) / {_LN10!r}",
        grad_domain={"input": {"low": 0.1, "high": 5.0}},
        derivative=lambda grad, input: F.div(grad, F.mul(input, _LN10)))
 

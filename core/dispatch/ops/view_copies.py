@@ -1,5 +1,5 @@
 """The ``*_copy`` ops: each view op's result in fresh memory (PyTorch's functionalized forms, as
-``torch.expand_copy``), plus narrow_copy.
+``torch.expand_copy``), plus narrow and narrow_copy (one set of checks, shapes, reference and samples).
 
 Each borrows its view op's checks (which then name the copy), shape inference, NumPy reference and samples,
 looked up when first used (so the view may be declared in any module), and returns a clone of the view: its
@@ -14,7 +14,7 @@ from ..bound import BoundArgs
 from ..errors import OutOfRangeError, describe
 from ..meta import require_dims, shape
 from ..schema import OPS, Sample, defop
-from . import F
+from .namespace import F
 
 
 def _copied(value):
@@ -79,33 +79,51 @@ defop("detach_copy(Tensor input)", "view", kind="composite", promotion=rules.pas
       doc="a copy of input in fresh memory, cut off from the autograd graph")
 
 
-# -- narrow_copy --------------------------------------------------------------------------------------------
+# -- narrow, narrow_copy ------------------------------------------------------------------------------------
 
 def _narrow_normalize(op, args):
-    """narrow's rules: start may count from the end; start + length must fit the dim."""
+    """narrow's rules, for narrow and narrow_copy (each named in its errors): start may count from the end;
+    start + length must fit the dim."""
     x, dim, start, length = args["input"], args["dim"], args["start"], args["length"]
-    require_dims("narrow_copy", x)
+    require_dims(op.name, x)
     size = shape(x)[dim]
     if not -size <= start <= size:
-        raise OutOfRangeError(f"narrow_copy: start {start} out of range for dim {dim} of size {size} "
+        raise OutOfRangeError(f"{op.name}: start {start} out of range for dim {dim} of size {size} "
                               f"(expected {-size}..{size})")
+    if length < 0:
+        raise OutOfRangeError(f"{op.name}: length must be non-negative, got {length} ({describe(x)})")
     start %= size if size else 1
-    if length < 0 or start + length > size:
-        raise OutOfRangeError(f"narrow_copy: start ({start}) + length ({length}) exceeds dimension size ({size}) "
+    if start + length > size:
+        raise OutOfRangeError(f"{op.name}: start ({start}) + length ({length}) exceeds dimension size ({size}) "
                               f"of dim {dim} ({describe(x)})")
     args["start"] = start
+
+
+def _narrow_meta(x, dim, start, length):
+    return shape(x)[:dim] + (length,) + shape(x)[dim + 1:]
+
+
+def _narrow_reference(x, dim, start, length):
+    return np.take(x, np.arange(start, start + length) % max(x.shape[dim], 1), axis=dim)
 
 
 def _narrow_samples(make, dtype):
     yield Sample((make((5, 3)), 0, 1, 3))
     yield Sample((make((3, 6), noncontiguous=True), -1, -4, 2), note="negative dim and start")
+    yield Sample((make((2, 4)), 1, -2, 2), note="negative start up to the end")
     yield Sample((make((4,)), 0, 4, 0), note="empty")
 
 
+def _narrow(x, dim, start, length):
+    return F.slice(x, dim, start, start + length)
+
+
+defop("narrow(Tensor input, dim dim, int start, int length)", "view", kind="composite",
+      promotion=rules.passthrough, normalize=_narrow_normalize, meta=_narrow_meta, composite=_narrow,
+      reference=_narrow_reference, samples=_narrow_samples,
+      doc="length entries of dim from start (negative: counted from the end; a 0-d integer tensor too), "
+          "as a view of input")
 defop("narrow_copy(Tensor input, dim dim, int start, int length)", "view", kind="composite",
-      promotion=rules.passthrough, normalize=_narrow_normalize,
-      meta=lambda x, dim, start, length: shape(x)[:dim] + (length,) + shape(x)[dim + 1:],
-      composite=lambda x, dim, start, length: F.clone(F.slice(x, dim, start, start + length)),
-      reference=lambda x, dim, start, length: np.take(x, np.arange(start, start + length) % max(x.shape[dim], 1),
-                                                      axis=dim),
-      samples=_narrow_samples, doc="input.narrow(dim, start, length) in fresh memory")
+      promotion=rules.passthrough, normalize=_narrow_normalize, meta=_narrow_meta,
+      composite=lambda x, dim, start, length: F.clone(_narrow(x, dim, start, length)),
+      reference=_narrow_reference, samples=_narrow_samples, doc="input.narrow(dim, start, length) in fresh memory")

@@ -11,7 +11,7 @@ from ..dispatcher import wrap_dim
 from ..errors import OutOfRangeError, ShapeError
 from ..meta import check_index, numel, require, require_dims, shape
 from ..schema import Sample, defop
-from . import F
+from .namespace import F
 from .onnx_support import rank, reshape, shape_part, size_of
 
 

@@ -13,7 +13,7 @@ import numpy as np
 from .. import rules
 from ..dtypes import get_default_dtype
 from ..schema import Sample, defop
-from . import F
+from .namespace import F
 
 _TAIL = "*, dtype? dtype=None, device? device=None"
 

@@ -100,7 +100,9 @@ def _torch_level(function, inplace: bool):
     return torch_function
 
 
-#: ``torch.alpha_dropout`` and its relatives, which take ``train`` instead of ``training`` and ``inplace``
-TORCH_FUNCTIONS = {f.__name__: f for f in (_torch_level(alpha_dropout, False), _torch_level(alpha_dropout, True),
+#: ``torch.dropout_``, ``torch.alpha_dropout`` and its relatives, which take ``train`` instead of ``training``
+#: and ``inplace``
+TORCH_FUNCTIONS = {f.__name__: f for f in (_torch_level(dropout, True),
+                                           _torch_level(alpha_dropout, False), _torch_level(alpha_dropout, True),
                                            _torch_level(feature_alpha_dropout, False),
                                            _torch_level(feature_alpha_dropout, True))}

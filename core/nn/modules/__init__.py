@@ -11,7 +11,6 @@ from .instancenorm import *  # noqa: F401,F403
 from .lazy import *  # noqa: F401,F403
 from .linear import *  # noqa: F401,F403
 from .loss import *  # noqa: F401,F403
-from .ctc import *  # noqa: F401,F403  (after .loss, which imports it at its end)
 from .module import Module
 from .normalization import *  # noqa: F401,F403
 from .padding import *  # noqa: F401,F403

@@ -1,6 +1,6 @@
 """``ember.nn.parallel``: data parallelism across processes (``DistributedDataParallel``).
 
-The collectives come from ``ember.distributed``, imported only when a DDP module is built.
+The collectives come from ``ember.distributed`` (MPI starts only when a process group is initialised).
 """
 from .data_parallel import DataParallel
 from .distributed import DistributedDataParallel

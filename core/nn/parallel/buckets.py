@@ -6,9 +6,8 @@ first bucket is small (1 MiB, as in PyTorch) so that communication starts early 
 """
 from __future__ import annotations
 
-import ember
-
 from ...autograd.grad_mode import no_grad
+from ...functions import zeros
 
 FIRST_BUCKET_BYTES = 1024 * 1024
 MIB = 1024 * 1024
@@ -39,7 +38,7 @@ class Bucket:
         self.indices = indices
         first = params[indices[0]]
         sizes = [params[i].numel() for i in indices]
-        self.buffer = ember.zeros(sum(sizes), dtype=first.dtype, device=first.device)
+        self.buffer = zeros(sum(sizes), dtype=first.dtype, device=first.device)
         self.views = []
         offset = 0
         for i, size in zip(indices, sizes):

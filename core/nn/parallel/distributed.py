@@ -10,9 +10,10 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Any, Iterator
 
-import ember
-
+from ... import distributed as dist
 from ...autograd.grad_mode import is_grad_enabled
+from ...dispatch.device import device
+from ...tensor import Tensor
 from ..modules.module import Module
 from .buckets import FIRST_BUCKET_BYTES, MIB
 from .reducer import Reducer
@@ -21,13 +22,6 @@ from .states import broadcast_coalesced
 DEFAULT_BUCKET_CAP_MB = 25
 
 __all__ = ["DistributedDataParallel"]
-
-
-def _distributed():
-    """``ember.distributed``, imported on first use: importing MPI starts it, which ``import ember`` must not."""
-    import ember.distributed as dist
-
-    return dist
 
 
 class DistributedDataParallel(Module):
@@ -43,7 +37,6 @@ class DistributedDataParallel(Module):
         if not named:
             raise RuntimeError("DistributedDataParallel is not needed when a module doesn't have any parameter "
                                "that requires a gradient.")
-        dist = _distributed()
         if process_group is None and not dist.is_initialized():
             raise ValueError("DistributedDataParallel: the default process group has not been initialized; call "
                              "ember.distributed.init_process_group(...) first")
@@ -59,11 +52,10 @@ class DistributedDataParallel(Module):
         self.require_forward_param_sync = True
         self.device_ids, self.output_device = _single_device(module, device_ids, output_device)
         self.bucket_bytes_cap = int((DEFAULT_BUCKET_CAP_MB if bucket_cap_mb is None else bucket_cap_mb) * MIB)
-        self._dist = dist
         self._src = 0 if process_group is None else dist.get_global_rank(process_group, 0)
         params = [p for _, p in named]
         if init_sync:
-            _verify_same_parameters(dist, process_group, named)
+            _verify_same_parameters(process_group, named)
             states = list(module.parameters()) + (list(module.buffers()) if broadcast_buffers else [])
             broadcast_coalesced(dist, states, self._src, process_group)
         first_bucket = FIRST_BUCKET_BYTES if bucket_cap_mb is None else self.bucket_bytes_cap
@@ -92,7 +84,7 @@ class DistributedDataParallel(Module):
         return self.require_forward_param_sync and self.broadcast_buffers and any(True for _ in self.module.buffers())
 
     def _sync_buffers(self) -> None:
-        broadcast_coalesced(self._dist, list(self.module.buffers()), self._src, self.process_group)
+        broadcast_coalesced(dist, list(self.module.buffers()), self._src, self.process_group)
 
     # -- gradient accumulation -------------------------------------------------------------------------
     @contextmanager
@@ -130,23 +122,23 @@ def _single_device(module: Module, device_ids, output_device):
 def _as_device(spec, home):
     """An int is an index on the module's device type, as in PyTorch."""
     if isinstance(spec, int) and not isinstance(spec, bool):
-        return ember.device(home.type, spec)
-    return ember.device(spec)
+        return device(home.type, spec)
+    return device(spec)
 
 
-def _to_device(obj, device):
-    if isinstance(obj, ember.Tensor):
-        return obj.to(device)
+def _to_device(obj, target):
+    if isinstance(obj, Tensor):
+        return obj.to(target)
     if isinstance(obj, tuple) and hasattr(obj, "_fields"):
-        return type(obj)(*(_to_device(item, device) for item in obj))
+        return type(obj)(*(_to_device(item, target) for item in obj))
     if isinstance(obj, (list, tuple)):
-        return type(obj)(_to_device(item, device) for item in obj)
+        return type(obj)(_to_device(item, target) for item in obj)
     if isinstance(obj, dict):
-        return {key: _to_device(value, device) for key, value in obj.items()}
+        return {key: _to_device(value, target) for key, value in obj.items()}
     return obj
 
 
-def _verify_same_parameters(dist, group, named: list) -> None:
+def _verify_same_parameters(group, named: list) -> None:
     """Every rank must wrap the same architecture: compare parameter names, shapes and dtypes with rank 0's."""
     mine = [(name, tuple(p.shape), str(p.dtype)) for name, p in named]
     everyone: list = [None] * dist.get_world_size(group)

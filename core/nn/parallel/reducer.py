@@ -13,10 +13,10 @@ from __future__ import annotations
 import time
 import weakref
 
-import ember
-
 from ...autograd.engine import queue_callback
 from ...autograd.grad_mode import no_grad
+from ...creation import tensor
+from ...dispatch.dtypes import int32
 from .buckets import Bucket, assign_buckets
 from .unused import unused_parameters
 
@@ -128,8 +128,8 @@ class Reducer:
         """With unused-parameter detection: which parameters any rank used, summed across ranks."""
         if not (self.find_unused or self.static_graph):
             return
-        self.used_map = ember.tensor([int(used) for used in self.locally_used], dtype=ember.int32,
-                                     device=self.params[0].device)
+        self.used_map = tensor([int(used) for used in self.locally_used], dtype=int32,
+                               device=self.params[0].device)
         self.used_work = self.dist.all_reduce(self.used_map, group=self.group, async_op=True)
 
     def finalize(self) -> None:

@@ -5,9 +5,8 @@ optimizers and other references to the tensors see the new values.
 """
 from __future__ import annotations
 
-import ember
-
 from ...autograd.grad_mode import no_grad
+from ...functions import cat
 
 
 def _by_kind(tensors: list) -> dict:
@@ -21,7 +20,7 @@ def broadcast_coalesced(dist, tensors: list, src: int, group=None) -> None:
     """Overwrite ``tensors`` on every rank of ``group`` with rank ``src``'s values."""
     with no_grad():
         for same_kind in _by_kind([t for t in tensors if t.numel() > 0]).values():
-            flat = ember.cat([t.detach().reshape(-1) for t in same_kind])
+            flat = cat([t.detach().reshape(-1) for t in same_kind])
             dist.broadcast(flat, src, group=group)
             offset = 0
             for t in same_kind:

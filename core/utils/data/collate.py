@@ -13,7 +13,10 @@ import copy
 import re
 from abc import ABCMeta
 
-import ember
+from ...creation import as_tensor, tensor
+from ...dispatch.dtypes import float64
+from ...functions import stack
+from ...tensor import Tensor
 
 __all__ = ["collate", "default_collate", "default_convert", "default_collate_fn_map"]
 
@@ -45,15 +48,15 @@ def _is_namedtuple(value) -> bool:
 
 
 def collate_tensor_fn(batch, *, collate_fn_map=None):
-    return ember.stack(batch, 0)
+    return stack(batch, 0)
 
 
 def collate_float_fn(batch, *, collate_fn_map=None):
-    return ember.tensor(batch, dtype=ember.float64)
+    return tensor(batch, dtype=float64)
 
 
 def collate_int_fn(batch, *, collate_fn_map=None):
-    return ember.tensor(batch)  # int64, or bool for a batch of bools
+    return tensor(batch)  # int64, or bool for a batch of bools
 
 
 def collate_str_fn(batch, *, collate_fn_map=None):
@@ -66,11 +69,11 @@ def collate_numpy_fn(batch, *, collate_fn_map=None):
         # NumPy scalars (or 0-d arrays): one tensor of their dtype. A homogeneous batch goes
         # through a single ``ember.tensor``; a mixed one lets ``stack`` promote.
         if all(type(b) is type(first) and b.dtype == first.dtype for b in batch):
-            return ember.tensor(batch, dtype=ember.as_tensor(first).dtype)
-        return ember.stack([ember.as_tensor(b) for b in batch], 0)
+            return tensor(batch, dtype=as_tensor(first).dtype)
+        return stack([as_tensor(b) for b in batch], 0)
     if _NUMPY_TEXT_OR_OBJECT.search(first.dtype.str) is not None:
         raise TypeError(_ERROR.format(first.dtype))
-    return collate([ember.as_tensor(b) for b in batch], collate_fn_map=collate_fn_map)
+    return collate([as_tensor(b) for b in batch], collate_fn_map=collate_fn_map)
 
 
 def collate(batch, *, collate_fn_map: dict | None = None):
@@ -135,7 +138,7 @@ def _rebuild_sequence(template, items: list):
 
 
 default_collate_fn_map: dict = {
-    ember.Tensor: collate_tensor_fn,
+    Tensor: collate_tensor_fn,
     NumpyValue: collate_numpy_fn,  # before float: NumPy's float64 subclasses float
     float: collate_float_fn,
     int: collate_int_fn,
@@ -159,12 +162,12 @@ def default_convert(data):
 
     Used when automatic batching is off (``batch_size=None``); everything else passes through.
     """
-    if isinstance(data, ember.Tensor):
+    if isinstance(data, Tensor):
         return data
     if _is_numpy(data):
         if _NUMPY_TEXT_OR_OBJECT.search(data.dtype.str) is not None:
             return data  # text and object arrays have no tensor dtype
-        return ember.as_tensor(data)
+        return as_tensor(data)
     if isinstance(data, collections.abc.Mapping):
         return _rebuild_mapping(data, {key: default_convert(data[key]) for key in data})
     if _is_namedtuple(data):

@@ -12,7 +12,9 @@ import math
 import warnings
 from typing import Generic, Iterable, Sequence, TypeVar
 
-import ember
+from ...dispatch.ops import F
+from ...random import default_generator
+from ...tensor import Tensor
 
 T_co = TypeVar("T_co", covariant=True)
 
@@ -59,7 +61,7 @@ class TensorDataset(Dataset):
     def __init__(self, *tensors) -> None:
         if not tensors:
             raise ValueError("TensorDataset needs at least one tensor")
-        if any(not isinstance(t, ember.Tensor) or t.ndim == 0 for t in tensors):
+        if any(not isinstance(t, Tensor) or t.ndim == 0 for t in tensors):
             raise TypeError("TensorDataset takes tensors of at least one dimension")
         sizes = [t.shape[0] for t in tensors]
         if any(s != sizes[0] for s in sizes):
@@ -209,7 +211,7 @@ def random_split(dataset: Dataset, lengths: Sequence, generator=None) -> list:
         lengths = counts
     if sum(lengths) != len(dataset):
         raise ValueError("Sum of input lengths does not equal the length of the input dataset!")
-    generator = ember.default_generator if generator is None else generator
-    order = ember.randperm(sum(lengths), generator=generator).tolist()
+    generator = default_generator if generator is None else generator
+    order = F.randperm(sum(lengths), generator=generator).tolist()
     ends = itertools.accumulate(lengths)
     return [Subset(dataset, order[end - length:end]) for end, length in zip(ends, lengths)]

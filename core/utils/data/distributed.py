@@ -9,8 +9,9 @@ from __future__ import annotations
 import math
 from typing import Iterator, TypeVar
 
-import ember
-
+from ... import distributed as dist
+from ...dispatch.ops import F
+from ...random import Generator
 from .sampler import Sampler
 
 T_co = TypeVar("T_co", covariant=True)
@@ -21,8 +22,6 @@ __all__ = ["DistributedSampler"]
 def _default_group_size_and_rank(num_replicas: int | None, rank: int | None) -> tuple[int, int]:
     """Fill in ``num_replicas`` and ``rank`` from the default process group where not given."""
     if num_replicas is None or rank is None:
-        import ember.distributed as dist  # only here: a sampler given both needs no process group
-
         if not dist.is_available():
             raise RuntimeError("DistributedSampler: num_replicas and rank were not given and "
                                "ember.distributed is not available (install ember[distributed])")
@@ -61,9 +60,9 @@ class DistributedSampler(Sampler[T_co]):
     def __iter__(self) -> Iterator[T_co]:
         size = len(self.dataset)
         if self.shuffle:
-            generator = ember.Generator()
+            generator = Generator()
             generator.manual_seed(self.seed + self.epoch)
-            indices = ember.randperm(size, generator=generator).tolist()
+            indices = F.randperm(size, generator=generator).tolist()
         else:
             indices = list(range(size))
         missing = self.total_size - len(indices)

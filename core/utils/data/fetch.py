@@ -5,8 +5,9 @@ both paths produce identical batches.
 """
 from __future__ import annotations
 
-import ember
-
+from ...creation import tensor
+from ...dispatch.dtypes import int64
+from ...dispatch.ops import F
 from .collate import default_collate
 from .dataset import Subset, TensorDataset
 
@@ -88,13 +89,13 @@ def batched_gather(dataset):
     def gather(indices):
         for mapping in maps:  # outermost Subset first
             indices = [mapping[i] for i in indices]
-        index = ember.tensor(indices, dtype=ember.int64)
+        index = tensor(indices, dtype=int64)
         by_device = {index.device: index}
         batch = []
         for t in tensors:
             if t.device not in by_device:
                 by_device[t.device] = index.to(t.device)
-            batch.append(ember.index_select(t, 0, by_device[t.device]))
+            batch.append(F.index_select(t, 0, by_device[t.device]))
         return batch
 
     return gather

@@ -8,7 +8,11 @@ from __future__ import annotations
 import itertools
 from typing import Generic, Iterator, Sequence, TypeVar
 
-import ember
+from ...creation import as_tensor
+from ...dispatch.dtypes import float64, int64
+from ...dispatch.ops import F
+from ...functions import cat, rand, randint, where, zeros
+from ...random import Generator
 
 T_co = TypeVar("T_co", covariant=True)
 
@@ -21,7 +25,7 @@ _CHUNK = 1024  # indices drawn per randint call when sampling with replacement
 
 def _draw_seed(generator=None) -> int:
     """A 63-bit seed from ``generator`` (default: Ember's default generator)."""
-    return int(ember.randint(0, _SEED_BOUND, (), generator=generator).item())
+    return int(randint(0, _SEED_BOUND, (), generator=generator).item())
 
 
 def _is_positive_int(value) -> bool:
@@ -84,18 +88,18 @@ class RandomSampler(Sampler):
         n = len(self.data_source)
         generator = self.generator
         if generator is None:
-            generator = ember.Generator().manual_seed(_draw_seed())
+            generator = Generator().manual_seed(_draw_seed())
         count = self.num_samples
         if self.replacement:
             while count > 0:
                 size = min(count, _CHUNK)
-                yield from ember.randint(0, n, (size,), generator=generator).tolist()
+                yield from randint(0, n, (size,), generator=generator).tolist()
                 count -= size
         else:
             for _ in range(count // n):
-                yield from ember.randperm(n, generator=generator).tolist()
+                yield from F.randperm(n, generator=generator).tolist()
             if count % n:
-                yield from ember.randperm(n, generator=generator).tolist()[:count % n]
+                yield from F.randperm(n, generator=generator).tolist()[:count % n]
 
     def __len__(self) -> int:
         return self.num_samples
@@ -109,7 +113,7 @@ class SubsetRandomSampler(Sampler):
         self.generator = generator
 
     def __iter__(self) -> Iterator[int]:
-        for i in ember.randperm(len(self.indices), generator=self.generator).tolist():
+        for i in F.randperm(len(self.indices), generator=self.generator).tolist():
             yield self.indices[i]
 
     def __len__(self) -> int:
@@ -129,7 +133,7 @@ class WeightedRandomSampler(Sampler):
             raise ValueError(f"num_samples should be a positive integer value, but got num_samples={num_samples}")
         if not isinstance(replacement, bool):
             raise ValueError(f"replacement should be a boolean value, but got replacement={replacement}")
-        weights = ember.as_tensor(weights, dtype=ember.float64)
+        weights = as_tensor(weights, dtype=float64)
         if weights.ndim != 1:
             raise ValueError(f"weights should be a 1d sequence but given weights have shape {tuple(weights.shape)}")
         self.weights = weights
@@ -146,7 +150,7 @@ class WeightedRandomSampler(Sampler):
 
 def _weighted_draw(weights, count: int, replacement: bool, generator):
     """Indices drawn in proportion to ``weights`` (1-D float64), written in Ember ops."""
-    if not bool(ember.isfinite(weights).all()) or bool((weights < 0).any()):
+    if not bool(F.isfinite(weights).all()) or bool((weights < 0).any()):
         raise RuntimeError("WeightedRandomSampler: weights must be finite and non-negative")
     positive = weights > 0
     available = int(positive.sum())
@@ -159,11 +163,11 @@ def _weighted_draw(weights, count: int, replacement: bool, generator):
                            f"{available} indices of positive weight")
     # Exponential races (Efraimidis-Spirakis): index i finishes at Exp(1) / w_i; the order in
     # which indices finish is the order of successive draws without replacement.
-    u = ember.rand(weights.shape[0], dtype=ember.float64, generator=generator)
-    finish = ember.neg(ember.log1p(ember.neg(u)))
-    safe = ember.where(positive, weights, ember.ones_like(weights))
-    keys = ember.where(positive, finish / safe, ember.full_like(weights, float("inf")))
-    return ember.topk(keys, count, largest=False, sorted=True)[1]
+    u = rand(weights.shape[0], dtype=float64, generator=generator)
+    finish = F.neg(F.log1p(F.neg(u)))
+    safe = where(positive, weights, F.ones_like(weights))
+    keys = where(positive, finish / safe, F.full_like(weights, float("inf")))
+    return F.topk(keys, count, largest=False, sorted=True)[1]
 
 
 def _inverse_cdf_draw(weights, positive, count: int, generator):
@@ -173,16 +177,16 @@ def _inverse_cdf_draw(weights, positive, count: int, generator):
     sort of the CDF merged with the draws (CDF entries first, so a tie counts the step).
     """
     m = weights.shape[0]
-    cdf = ember.cumsum(weights, 0)
-    u = ember.rand(count, dtype=ember.float64, generator=generator) * cdf[-1]
-    order = ember.argsort(ember.cat([cdf, u]), stable=True)
+    cdf = F.cumsum(weights, 0)
+    u = rand(count, dtype=float64, generator=generator) * cdf[-1]
+    order = F.argsort(cat([cdf, u]), stable=True)
     from_cdf = order < m
-    steps_below = ember.cumsum(from_cdf.to(ember.int64), 0)
-    is_draw = ember.logical_not(from_cdf)
-    picks = ember.zeros(count, dtype=ember.int64).scatter(0, order[is_draw] - m, steps_below[is_draw])
+    steps_below = F.cumsum(from_cdf.to(int64), 0)
+    is_draw = F.logical_not(from_cdf)
+    picks = zeros(count, dtype=int64).scatter(0, order[is_draw] - m, steps_below[is_draw])
     # u can round up to the total; never let that land on a trailing zero-weight index.
-    last_positive = int(ember.nonzero(positive)[-1, 0])
-    return ember.clamp(picks, max=last_positive)
+    last_positive = int(F.nonzero(positive)[-1, 0])
+    return F.clamp(picks, max=last_positive)
 
 
 class BatchSampler(Sampler):

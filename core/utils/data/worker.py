@@ -27,8 +27,7 @@ import traceback
 from dataclasses import dataclass
 from multiprocessing.reduction import ForkingPickler
 
-import ember
-
+from ...random import manual_seed
 from .fetch import make_fetcher
 
 __all__ = ["WorkerInfo", "get_worker_info"]
@@ -140,7 +139,7 @@ class WorkerSpec:
 def _seed_everything(seed: int) -> None:
     """Distinct, reproducible random streams per worker for Ember, ``random`` and (if loaded) NumPy."""
     random.seed(seed)
-    ember.manual_seed(seed)
+    manual_seed(seed)
     numpy = sys.modules.get("numpy")
     if numpy is not None:
         numpy.random.seed([seed & 0xFFFFFFFF, (seed >> 32) & 0xFFFFFFFF])

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import operator
 
-from .dispatch.dtypes import bool_, int64
-from .dispatch.errors import ShapeError
-from .dispatch.ops import F
-from .tensor import Tensor
+from ..dispatch.dtypes import bool_, int64
+from ..dispatch.errors import ShapeError
+from ..dispatch.ops import F
+from . import Tensor
 
 
 _EVERYTHING = slice(None)
@@ -28,7 +28,7 @@ def _is_advanced(entry) -> bool:
 def _as_index_tensor(entry, device) -> Tensor:
     if isinstance(entry, Tensor):
         return entry if entry._device is device else entry.to(device)
-    from .creation import tensor
+    from ..creation import tensor
     if isinstance(entry, list) and not entry:
         return tensor(entry, dtype=int64, device=device)  # x[[]] selects nothing, as in PyTorch
     return tensor(entry, device=device)
@@ -119,7 +119,7 @@ def getitem(x: Tensor, index) -> Tensor:
 
 
 def setitem(x: Tensor, index, value) -> None:
-    from .autograd.setitem import needs_tracking, tracked_setitem
+    from ..autograd.setitem import needs_tracking, tracked_setitem
     if needs_tracking(x, value):
         return tracked_setitem(x, index, value, getitem, _write)
     _write(x, index, value)
@@ -141,8 +141,3 @@ def _write(x: Tensor, index, value) -> None:
     if value._dtype is not x._dtype:
         value = F.to_dtype(value, x._dtype)
     F.index_put_(view, _index_list(view, advanced), value)
-
-
-def install() -> None:
-    Tensor.__getitem__ = getitem
-    Tensor.__setitem__ = setitem

@@ -1,0 +1,36 @@
+"""``F``: one Python function per declared op. Composite definitions call other ops through it, so they run
+on any backend. The op modules import it from here (not from their package, which imports them), and the
+package fills it once every declaration has run."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from ..dispatcher import call
+from ..fastpath import make_function as make_fast
+from ..schema import OPS, OpDef
+
+F = SimpleNamespace()
+
+
+def _generic(op: OpDef):
+    def function(*args, **kwargs):
+        return call(op, args, kwargs)
+    return function
+
+
+def _make_function(op: OpDef):
+    fast = make_fast(op)
+    function = fast or _generic(op)
+    function.__name__ = op.name
+    # pickle finds it as ember.dispatch.ops.F.<name>, where every Ember version has kept it
+    function.__module__, function.__qualname__ = "ember.dispatch.ops", f"F.{op.name}"
+    function.__doc__ = f"{op.signature}\n\n{op.doc}".strip()
+    function.op = op
+    function.is_fast_path = fast is not None
+    return function
+
+
+def populate() -> None:
+    """One function on ``F`` for every op declared so far."""
+    for name, op in OPS.items():
+        setattr(F, name, _make_function(op))

@@ -1,0 +1,100 @@
+"""Tensor methods and Python operators generated from the op schema: one method per op (and its in-place
+form), the arithmetic, comparison and bitwise operators, and PyTorch's other names for ops (``ALIASES``)."""
+from __future__ import annotations
+
+from typing import Callable
+
+from ..aliases import ALIASES
+from ..dispatch import dispatcher
+from ..dispatch.ops import F
+from ..dispatch.schema import OPS, OpDef
+from .inplace import write_result
+
+_call = dispatcher.call
+_VARARG_SIZE_METHODS = {"view", "reshape", "permute", "expand", "repeat", "sum_to_size"}
+_ARITHMETIC = (("add", "add"), ("sub", "sub"), ("mul", "mul"), ("truediv", "div"), ("floordiv", "floor_divide"),
+               ("mod", "remainder"), ("pow", "pow"), ("matmul", "matmul"))
+_COMPARISONS = (("eq", "eq"), ("ne", "ne"), ("lt", "lt"), ("le", "le"), ("gt", "gt"), ("ge", "ge"))
+_BITWISE = (("and", "bitwise_and"), ("or", "bitwise_or"), ("xor", "bitwise_xor"), ("lshift", "bitwise_left_shift"),
+            ("rshift", "bitwise_right_shift"))
+
+
+def _method(op: OpDef) -> Callable:
+    fast = getattr(F, op.name)
+    if fast.is_fast_path:
+        return fast
+    if op.name in _VARARG_SIZE_METHODS:
+        sizes_name = op.params[1].name
+
+        def method(self, *size, **kwargs):
+            if not size:  # x.permute(): PyTorch's TypeError (a 0-d tensor takes permute(()))
+                if sizes_name in kwargs:
+                    return _call(op, (self,), kwargs)
+                raise TypeError(f'{op.name}() missing 1 required positional arguments: "{sizes_name}"')
+            if len(size) == 1 and isinstance(size[0], (list, tuple)):
+                size = tuple(size[0])
+            return _call(op, (self, size), kwargs)
+    else:
+        def method(self, *args, **kwargs):
+            return _call(op, (self,) + args, kwargs)
+    method.__name__ = op.name
+    method.__doc__ = f"Tensor.{op.signature}\n\n{op.doc}".strip()
+    return method
+
+
+def _inplace_method(op: OpDef) -> Callable:
+    compute = getattr(F, op.name)  # the fast path when there is one
+
+    def method(self, *args, **kwargs):
+        return write_result(self, compute(self, *args, **kwargs), op.name)
+    method.__name__ = op.name + "_"
+    method.__doc__ = f"In-place {op.name}: writes the result into self."
+    return method
+
+
+def _reflected(function: Callable) -> Callable:
+    def operator(self, other):
+        return function(other, self)
+    return operator
+
+
+def _inplace_operator(name: str) -> Callable:
+    compute = getattr(F, name)
+
+    def operator(self, other):
+        return write_result(self, compute(self, other), name)
+    return operator
+
+
+def op_methods(taken: set[str]) -> dict[str, Callable]:
+    """Each op's method and in-place method, where the op has them and no other entry of the surface
+    already takes the name (its PyTorch form differs from the op's)."""
+    methods = {}
+    for name, op in OPS.items():
+        if op.method and name not in taken:
+            methods[name] = _method(op)
+        if op.inplace and name + "_" not in taken:
+            methods[name + "_"] = _inplace_method(op)
+    return methods
+
+
+def operators() -> dict[str, Callable]:
+    """Python's operators: ``x + y`` is ``add``, ``y + x`` its reflection, ``x += y`` its in-place form."""
+    found: dict[str, Callable] = {}
+    for dunder, name in _ARITHMETIC + _BITWISE:
+        found[f"__{dunder}__"] = getattr(F, name)
+        found[f"__r{dunder}__"] = _reflected(getattr(F, name))
+        if name != "matmul":
+            found[f"__i{dunder}__"] = _inplace_operator(name)
+    for dunder, name in _COMPARISONS:
+        found[f"__{dunder}__"] = getattr(F, name)
+    found.update(__neg__=lambda self: F.neg(self), __pos__=lambda self: self, __abs__=lambda self: F.abs(self),
+                 __invert__=lambda self: F.bitwise_not(self))
+    return found
+
+
+def aliases(methods: dict[str, Callable]) -> dict[str, Callable]:
+    """PyTorch's other names for ops (``Tensor.arccos`` is ``Tensor.acos``), in-place forms included, for
+    the names ``methods`` has and no entry takes."""
+    return {alias + suffix: methods[name + suffix] for alias, name in ALIASES.items() for suffix in ("", "_")
+            if name + suffix in methods and alias + suffix not in methods}
