@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import builtins
 
+from ..creation import tensor
 from ..dispatch.binding import tensor_argument
 from ..dispatch.ops import F
+from ..legacy_types import type_string
 from . import Tensor
 
 
@@ -16,7 +18,6 @@ def _require_cpu(self, name: str) -> None:
 
 
 def _store(self, results: list, name: str) -> Tensor:
-    from ..creation import tensor
     try:
         values = tensor(results, dtype=self.dtype, device=self.device)
     except (TypeError, ValueError) as exc:
@@ -51,7 +52,6 @@ def map2_(self, x: Tensor, y: Tensor, callable) -> Tensor:
 def _map(self, name: str, operands: tuple, callable) -> Tensor:
     """map_ and map2_: ``callable`` over this tensor's elements and the operands' (CPU tensors of this dtype,
     broadcast to this shape), in place."""
-    from ..legacy_types import type_string
     _require_cpu(self, name)
     for position, (argument, other) in enumerate(operands, start=1):
         tensor_argument(name, argument, other, position=position)

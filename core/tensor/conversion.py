@@ -4,13 +4,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import accelerator
 from ..dispatch import dispatcher, links, registry
 from ..dispatch.binding import tensor_argument
 from ..dispatch.device import device as Device
 from ..dispatch.dtypes import as_dtype
 from ..dispatch.errors import DeviceError, DtypeError
 from ..dispatch.ops import F
+from ..dispatch.schema import OPS
 from ..dispatch.transfer import transfer
+from ..interop.array_protocol import to_array
+from ..interop.dlpack import dlpack_device, to_capsule
+from ..legacy_types import convert, type_string
 from ..memory_format import contiguous_format, preserve_format, to_format
 from . import Tensor, wrap
 
@@ -28,20 +33,17 @@ def numpy(self, *, force: bool = False):
 
 def __array__(self, dtype=None, copy: bool | None = None):
     """NumPy's array protocol: ``np.asarray(t)`` shares a cpu tensor's memory (``ember.interop``)."""
-    from ..interop.array_protocol import to_array
     return to_array(self, dtype, copy)
 
 
 def __dlpack__(self, *, stream: Any = -1, max_version: tuple[int, int] | None = None,
                dl_device: tuple[int, int] | None = None, copy: bool | None = None):
     """A DLPack capsule sharing this tensor's memory (``ember.interop.dlpack``)."""
-    from ..interop.dlpack import to_capsule
     return to_capsule(self, stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
 
 
 def __dlpack_device__(self) -> tuple[Any, int]:
     """Where this tensor's memory is, as DLPack's (device type, index)."""
-    from ..interop.dlpack import dlpack_device
     return dlpack_device(self)
 
 
@@ -88,7 +90,7 @@ def to(self, *args, **kwargs) -> Tensor:
     dev, dt, copy = _parse_to_args(self, args, kwargs)
     out = self
     if dt is not None and dt is not out._dtype:
-        out = dispatcher.call(_op("to_dtype"), (out, dt), {})
+        out = dispatcher.call(OPS["to_dtype"], (out, dt), {})
     if dev is not None and dev is not out._device:
         out = _to_device(out, dev)
     if copy and out is self:
@@ -108,7 +110,6 @@ def cuda(self, device=None) -> Tensor:
 
 def legacy_type(self, dtype=None, non_blocking: bool = False, **kwargs):
     """``type()``: PyTorch's type string ("torch.FloatTensor"); ``type(dtype_or_type)``: a conversion."""
-    from ..legacy_types import convert
     return convert(self, dtype, non_blocking, **kwargs)
 
 
@@ -144,18 +145,11 @@ def pin_memory(self, device=None) -> Tensor:
 
     Ember's backends copy from any host memory, so the copy is ordinary memory (``is_pinned()`` stays False).
     """
-    from .. import accelerator
-    from ..legacy_types import type_string
     if self.device.type != "cpu":
         raise RuntimeError(f"cannot pin '{type_string(self)}' only dense CPU tensors can be pinned")
     if not accelerator.is_available():
         raise RuntimeError("Cannot access accelerator device when none is available.")
     return F.clone(self)
-
-
-def _op(name: str):
-    from ..dispatch.schema import OPS
-    return OPS[name]
 
 
 def _parse_to_args(t: Tensor, args, kwargs):

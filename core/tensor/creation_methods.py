@@ -2,8 +2,9 @@
 ``new_tensor``, ``new_empty_strided``, the legacy ``new``), and the legacy constructor ``ember.Tensor(...)``."""
 from __future__ import annotations
 
-from ..creation import empty_strided
+from ..creation import empty_strided, tensor
 from ..dispatch.ops import F
+from ..legacy_types import construct
 from ..memory_format import strided
 from . import Tensor
 
@@ -11,13 +12,11 @@ from . import Tensor
 def legacy_constructor(cls, *args, **kwargs) -> Tensor:
     """PyTorch's legacy constructor: ``ember.Tensor([1., 2.])``, ``ember.Tensor(2, 3)`` (uninitialized),
     ``ember.Tensor()`` (empty); see ``legacy_types``. Ember's own code builds tensors with ``wrap``."""
-    from ..legacy_types import construct
     return construct(None, None, "Tensor", args, kwargs)
 
 
 def new(self: Tensor, *args, **kwargs) -> Tensor:
     """The legacy constructor with this tensor's dtype and (unless ``device=`` says otherwise) device."""
-    from ..legacy_types import construct
     kwargs.setdefault("device", self.device)
     return construct(self.dtype, None, "new", args, kwargs)
 
@@ -65,7 +64,6 @@ def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad: 
 
 def new_tensor(self, data, *, dtype=None, device=None, requires_grad: bool = False, **kwargs) -> Tensor:
     """A copy of ``data`` as a new leaf tensor, with this tensor's dtype and device by default."""
-    from ..creation import tensor
     _accept_layout_only("new_tensor", kwargs)
     if isinstance(data, Tensor):
         data = data.detach()

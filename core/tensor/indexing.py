@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import operator
 
+from ..autograd.setitem import needs_tracking, tracked_setitem
+from ..creation import tensor
 from ..dispatch.dtypes import bool_, int64
 from ..dispatch.errors import ShapeError
 from ..dispatch.ops import F
@@ -28,7 +30,6 @@ def _is_advanced(entry) -> bool:
 def _as_index_tensor(entry, device) -> Tensor:
     if isinstance(entry, Tensor):
         return entry if entry._device is device else entry.to(device)
-    from ..creation import tensor
     if isinstance(entry, list) and not entry:
         return tensor(entry, dtype=int64, device=device)  # x[[]] selects nothing, as in PyTorch
     return tensor(entry, device=device)
@@ -119,7 +120,6 @@ def getitem(x: Tensor, index) -> Tensor:
 
 
 def setitem(x: Tensor, index, value) -> None:
-    from ..autograd.setitem import needs_tracking, tracked_setitem
     if needs_tracking(x, value):
         return tracked_setitem(x, index, value, getitem, _write)
     _write(x, index, value)

@@ -5,12 +5,13 @@ from __future__ import annotations
 import copyreg
 from numbers import Number
 
+from ..creation import from_numpy
 from ..dispatch.ops import F
+from ..printing import tensor_repr
 from . import Tensor, rehouse
 
 
 def repr_(self: Tensor) -> str:
-    from ..printing import tensor_repr
     return tensor_repr(self)
 
 
@@ -57,7 +58,6 @@ def as_subclass(self: Tensor, cls: type) -> Tensor:
 def array_wrap(self: Tensor, array, context=None, return_scalar: bool = False) -> Tensor:
     """A NumPy ufunc's result over tensors (``np.sin(t)``) as a CPU tensor sharing its memory; bool results
     become uint8, as in PyTorch."""
-    from ..creation import from_numpy
     if array.dtype == bool:
         array = array.astype("uint8")
     return from_numpy(array)
