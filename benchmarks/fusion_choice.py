@@ -46,7 +46,7 @@ def _adam_setup(rng):
 
 def _adam(contender, rng, parallel):
     from ember.backends.cpu import optim_kernels
-    from ember.dispatch.ops.optim import adam_scalars
+    from ember.dispatch.ops.training.optim import adam_scalars
     params, grads, ms, vs = _adam_setup(rng)
     step = 10
     if contender == "numpy":

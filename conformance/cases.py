@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from ember.dispatch import OPS
-from ember.dispatch.dispatcher import CATEGORY_ACCEPTS
+from ember.dispatch.execution.dispatcher import CATEGORY_ACCEPTS
 from ember.dispatch.schema import REQUIRED
 
 from .plugin import target_of

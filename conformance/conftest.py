@@ -21,7 +21,7 @@ def optional_kernels_fall_back(request):
     runs them there, through the explicit CPU fallback (``EMBER_FALLBACK=cpu``), which warns once per op;
     ``test_backend_kernels`` lists them in the summary. Off where the backend has every kernel."""
     from ember.dispatch import primitives
-    from ember.dispatch.fallback import get_fallback, set_fallback
+    from ember.dispatch.execution.fallback import get_fallback, set_fallback
 
     target = target_of(request.config)
     lacking = target.available and any(op.optional_kernel and op.name not in target.impl.kernels

@@ -30,7 +30,7 @@ class Maker:
 
     def __call__(self, shape=(), *, dtype=None, low=None, high=None, noncontiguous: bool = False,
                  nonzero: bool = False):
-        from ember.dispatch.dtypes import as_dtype
+        from ember.dispatch.schema.dtypes import as_dtype
         dt = self.dtype if dtype is None else as_dtype(dtype)
         if dt not in self.supported:
             raise Unsupported(f"the sample needs {dt.name}")

@@ -11,8 +11,8 @@ import warnings
 
 import numpy as np
 
-from ember.dispatch import binding
-from ember.dispatch.promotion import result_type_of
+from ember.dispatch.schema import binding
+from ember.dispatch.schema.promotion import result_type_of
 
 #: Parameter types whose tensors take part in type promotion.
 PROMOTED = ("Tensor", "Tensor?", "Tensor[]")

@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import math as _math
 
-from .dispatch import registry as _registry
-from .dispatch.defaults import get_default_device, set_default_device
-from .dispatch.device import device
-from .dispatch.dtypes import (bfloat16, bool_ as bool, dtype, float16, float32, float64, get_default_dtype,
-                              int8, int16, int32, int64, set_default_dtype, uint8)
-from .dispatch.errors import BackendError, DeviceError, DtypeError, EmberError, ShapeError
-from .dispatch.errors import NumberOverflowError, OutOfMemoryError, OutOfRangeError
-from .dispatch.promotion import can_cast, promote_types
-from .dispatch.promotion import result_type_of as _result_type_of
+from .dispatch.contract import registry as _registry
+from .dispatch.schema.defaults import get_default_device, set_default_device
+from .dispatch.schema.device import device
+from .dispatch.schema.dtypes import (bfloat16, bool_ as bool, dtype, float16, float32, float64, get_default_dtype, int8,
+                                     int16, int32, int64, set_default_dtype, uint8)
+from .dispatch.schema.errors import BackendError, DeviceError, DtypeError, EmberError, ShapeError
+from .dispatch.schema.errors import NumberOverflowError, OutOfMemoryError, OutOfRangeError
+from .dispatch.schema.promotion import can_cast, promote_types
+from .dispatch.schema.promotion import result_type_of as _result_type_of
 from .tensor import Size, Tensor
 from .creation import as_tensor, from_numpy, tensor
 from .random import (Generator, default_generator, get_rng_state, initial_seed, manual_seed, seed,
@@ -50,9 +50,9 @@ _surface.install(globals())
 
 # The names programs reach for: switches, accelerator, constants, testing, dtype facts, memory formats.
 from .legacy_types import CPU_TYPES as _CPU_TYPES  # noqa: E402
-from .dispatch.flags import (are_deterministic_algorithms_enabled, get_float32_matmul_precision,  # noqa: E402
-                             is_deterministic_algorithms_warn_only_enabled, set_float32_matmul_precision,
-                             use_deterministic_algorithms)
+from .dispatch.contract.flags import (are_deterministic_algorithms_enabled, get_float32_matmul_precision,  # noqa: E402
+                                      is_deterministic_algorithms_warn_only_enabled, set_float32_matmul_precision,
+                                      use_deterministic_algorithms)
 from . import accelerator, testing  # noqa: E402
 from .type_info import finfo, iinfo  # noqa: E402
 from .memory_format import (channels_last, channels_last_3d, contiguous_format, layout,  # noqa: E402
@@ -93,7 +93,6 @@ def result_type(tensor1, tensor2) -> dtype:
         else:
             scalars.append(x)
     return _result_type_of(dims, zeros, scalars)
-
 
 
 def synchronize(dev=None) -> None:

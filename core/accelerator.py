@@ -9,8 +9,8 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-from .dispatch import registry
-from .dispatch.device import device
+from .dispatch.contract import registry
+from .dispatch.schema.device import device
 
 __all__ = ["is_available", "current_accelerator", "device_count", "current_device_index", "set_device_index",
            "current_device_idx", "set_device_idx", "synchronize"]

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Callable
 
-from .dispatch.dtypes import bool_
-from .dispatch.errors import DtypeError
+from .dispatch.schema.dtypes import bool_
+from .dispatch.schema.errors import DtypeError
 
 #: PyTorch's alias -> the op it names.
 ALIASES: dict[str, str] = {

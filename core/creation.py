@@ -7,14 +7,14 @@ import math
 
 import numpy as np
 
-from .dispatch import registry
-from .dispatch.defaults import get_default_device
-from .dispatch.binding import size_argument
-from .dispatch.dtypes import ALL_DTYPES, as_dtype, bfloat16, bool_, get_default_dtype, int64
-from .dispatch.errors import DeviceError, DtypeError, NumberOverflowError, ShapeError
+from .dispatch.contract import registry
+from .dispatch.schema.defaults import get_default_device
+from .dispatch.schema.binding import size_argument
+from .dispatch.schema.dtypes import ALL_DTYPES, as_dtype, bfloat16, bool_, get_default_dtype, int64
+from .dispatch.schema.errors import DeviceError, DtypeError, NumberOverflowError, ShapeError
 from .dispatch.ops import F
 from .memory_format import strided
-from .dispatch.overflow import check_fits
+from .dispatch.schema.overflow import check_fits
 from .tensor import Tensor, wrap
 
 

@@ -5,8 +5,10 @@ import inspect
 
 from .aliases import ALIASES, TORCH_INPLACE_FUNCTIONS, inplace_function
 from .dispatch.ops import F
-from .dispatch.ops import grids as _grids, histograms as _histograms, sets as _sets
-from .dispatch.out_argument import accepting_out
+from .dispatch.ops.shapes import grids as _grids
+from .dispatch.ops.reductions import histograms as _histograms
+from .dispatch.ops.indexing import sets as _sets
+from .dispatch.execution.out_argument import accepting_out
 from .dispatch.schema import OPS
 from .memory_format import (channels_last, channels_last_3d, check_layout, contiguous_format, preserve_format,
                             strided, to_format)

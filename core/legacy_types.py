@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from .dispatch import registry
-from .dispatch.defaults import get_default_device
-from .dispatch.dtypes import (as_dtype, bfloat16, bool_, dtype as DType, float16, float32, float64,
-                              get_default_dtype, int8, int16, int32, int64, uint8)
+from .dispatch.contract import registry
+from .dispatch.schema.defaults import get_default_device
+from .dispatch.schema.dtypes import (as_dtype, bfloat16, bool_, dtype as DType, float16, float32, float64,
+                                     get_default_dtype, int8, int16, int32, int64, uint8)
 from .dispatch.ops import F
 from .tensor import Size, Tensor
 

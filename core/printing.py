@@ -5,7 +5,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .dispatch.dtypes import bool_, float32, get_default_dtype, int64
+from .dispatch.schema.dtypes import bool_, float32, get_default_dtype, int64
 
 
 @dataclass

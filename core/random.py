@@ -1,7 +1,7 @@
 """Seeding and generators: ``ember.manual_seed`` seeds every backend's default generator."""
 from __future__ import annotations
 
-from .dispatch import registry
+from .dispatch.contract import registry
 
 
 def manual_seed(seed: int):
@@ -51,7 +51,7 @@ class Generator:
     def get_state(self):
         """The generator's state as a uint8 tensor (as in PyTorch), so checkpoints can hold it."""
         from .creation import tensor
-        from .dispatch.dtypes import uint8
+        from .dispatch.schema.dtypes import uint8
         return tensor(list(self._native.get_state()), dtype=uint8)
 
     def set_state(self, state) -> "Generator":

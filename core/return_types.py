@@ -3,7 +3,7 @@
 ``indices`` ...). A class is looked up by op name and is the very class the op's results are made from."""
 from __future__ import annotations
 
-from .dispatch.executor import result_type
+from .dispatch.execution.executor import result_type
 from .dispatch.schema import OPS
 
 

@@ -15,10 +15,10 @@ from typing import Any, Callable
 import numpy as np
 
 from .creation import from_numpy
-from .dispatch.dtypes import bfloat16, dtype as DType, float16, float32, float64, int64
-from .dispatch.host import c_contiguous
+from .dispatch.schema.dtypes import bfloat16, dtype as DType, float16, float32, float64, int64
+from .dispatch.contract.host import c_contiguous
 from .dispatch.ops import F
-from .dispatch.promotion import promote_types
+from .dispatch.schema.promotion import promote_types
 from .tensor import Tensor
 
 __all__ = ["assert_close"]

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math
 
-from .dispatch.dtypes import as_dtype, get_default_dtype
+from .dispatch.schema.dtypes import as_dtype, get_default_dtype
 
 # (bits, mantissa bits, largest exponent, smallest normal exponent) of each IEEE-style float format
 _FLOAT_FORMATS = {"float16": (16, 10, 15, -14), "bfloat16": (16, 7, 127, -126), "float32": (32, 23, 127, -126),

@@ -16,4 +16,5 @@ done
 .venv/bin/python -m pytest -p no:cacheprovider -q -n auto --pyargs ember.conformance --backend template
 # the wheel, installed into a clean venv, works outside the checkout
 scripts/check_wheel.sh
-.venv/bin/python -m pytest -p no:cacheprovider tests
+# the project tests on pytest-xdist workers too: cold (an empty PoCL cache), one process took 17 of CI's minutes
+.venv/bin/python -m pytest -p no:cacheprovider -q -n auto tests

@@ -1,5 +1,5 @@
 """A pytest plugin for ``tests/test_storage_only_dtypes.py``: the cpu backend holds bfloat16 as CUDA's does,
-as a storage-only dtype whose kernel calls compute in float32 (``ember.dispatch.storage_dtypes``)."""
+as a storage-only dtype whose kernel calls compute in float32 (``ember.dispatch.execution.storage_dtypes``)."""
 from ember.dispatch import bfloat16, clear_plans, registry
 
 

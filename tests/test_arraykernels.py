@@ -104,7 +104,7 @@ def test_float_to_uint8_casts_wrap_as_pytorch_does(library, source):
     """PyTorch converts floats to uint8 through int64 on every device (c10's cast): -2.0 -> 254, 300.5 -> 44.
     The shared ``to_dtype`` and ``copy_`` must give that on a library whose direct conversion saturates too."""
     torch = pytest.importorskip("torch")
-    from ember.dispatch.dtypes import uint8
+    from ember.dispatch.schema.dtypes import uint8
     values = np.array([-2.0, -1.5, -300.7, -0.0, 2.7, 255.0, 256.0, 300.5, 1000.0, -1000.0], dtype=source)
     expected = torch.from_numpy(values).to(torch.uint8).numpy()
     xp, array = (np, values) if library == "numpy" else (_SaturatingNumPy(), values.view(_SaturatingArray))

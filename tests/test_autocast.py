@@ -9,8 +9,8 @@ import ember
 import ember.nn as nn
 import ember.nn.functional as F
 from ember.amp.casting import MODE
-from ember.dispatch import modes
-from ember.dispatch.errors import DtypeError, EmberError
+from ember.dispatch.execution import modes
+from ember.dispatch.schema.errors import DtypeError, EmberError
 
 AVAILABLE = [name for name, status in ember.backends.available().items() if status == "available"]
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 import ember
 from ember import nn
 from ember.autograd import functional as autograd_functional
-from ember.dispatch import meta, plan
+from ember.dispatch.schema import meta
+from ember.dispatch.execution import plan
 
 
 def _cache_sizes() -> dict[str, int]:

@@ -18,7 +18,7 @@ from ember.backends.cpu.library import NUMPY
 
 NUMPY_KERNELS = build_kernels(NUMPY)
 RNG = np.random.default_rng(0)
-conv_ops = importlib.import_module("ember.dispatch.ops.conv")
+conv_ops = importlib.import_module("ember.dispatch.ops.nn.conv")
 
 # (input shape, kernel_size, stride, padding, dilation, ceil_mode)
 POOLINGS = [
@@ -170,9 +170,9 @@ def test_weight_gradient_when_the_gradient_covers_fewer_windows():
 
 def test_weight_gradient_rejects_mismatched_shapes():
     x, grad = ember.zeros(2, 3, 8, 8), ember.zeros(2, 4, 9, 9)
-    with pytest.raises(ember.dispatch.errors.ShapeError, match="convolution_backward_weight"):
+    with pytest.raises(ember.dispatch.ShapeError, match="convolution_backward_weight"):
         ember.convolution_backward_weight(grad, x, (3, 3), 1, 0)
-    with pytest.raises(ember.dispatch.errors.ShapeError, match="groups=2"):
+    with pytest.raises(ember.dispatch.ShapeError, match="groups=2"):
         ember.convolution_backward_weight(ember.zeros(2, 3, 6, 6), x, (3, 3), 1, 0, 1, 2)
 
 

@@ -15,7 +15,7 @@ import ember
 from ember.cuda.device_info import CudaDeviceProperties
 from ember.cuda.memory_report import format_bytes, format_memory_summary, torch_memory_stats
 from ember.dispatch import registry
-from ember.dispatch.inflight import InFlight
+from ember.dispatch.contract.inflight import InFlight
 
 CUDA = ember.cuda.is_available()
 needs_cuda = pytest.mark.skipif(not CUDA, reason=f"CUDA is unavailable: {ember.cuda.unavailable_reason()}")

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 import ember
-from ember.dispatch import DispatchMode, TorchDispatchMode, cached_plans, modes, use_composite
+from ember.dispatch import DispatchMode, TorchDispatchMode, cached_plans, use_composite
+from ember.dispatch.execution import modes
 from ember.dispatch.ops import F
 
 

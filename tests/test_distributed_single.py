@@ -8,7 +8,7 @@ import pytest
 
 import ember
 import ember.distributed as dist
-from ember.dispatch.errors import DeviceError, DtypeError, ShapeError
+from ember.dispatch.schema.errors import DeviceError, DtypeError, ShapeError
 
 needs_mpi = pytest.mark.skipif(not dist.is_mpi_available(), reason="the distributed extra (mpi4py) is not installed")
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import ember
-from ember.dispatch.dtypes import ALL_DTYPES
+from ember.dispatch.schema.dtypes import ALL_DTYPES
 from ember.interop import dlpack_host, dlpack_structs
 from ember.utils.dlpack import DLDeviceType, from_dlpack, to_dlpack
 

@@ -20,7 +20,7 @@ import pytest
 
 import ember
 from ember.dispatch import PLUGIN_API_VERSION, BackendError, hookimpl, registry
-from ember.dispatch import fallback
+from ember.dispatch.execution import fallback
 
 TEMPLATE = Path(__file__).resolve().parents[1] / "examples" / "template_backend" / "ember_template_backend.py"
 LACKS = ("erf", "sort", "index_put_", "arange", "unfold")  # unary, two outputs, in place, creation, view

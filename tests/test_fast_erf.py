@@ -13,7 +13,8 @@ from ember.backends.cpu import library as cpu_library
 from ember.dispatch import dtypes as d
 from ember.dispatch import fast_erf
 from ember.dispatch.fast_erf import erf_float32
-from ember.dispatch.fusion import OPENCL, ElementwiseProgram, Step, render_c, render_python
+from ember.backends.codegen import OPENCL, render_c, render_python
+from ember.dispatch.fusion import ElementwiseProgram, Step
 
 #: the bounds measured over every float32 (the grid below samples them)
 MAX_ULP = 7
@@ -33,6 +34,7 @@ def _errors(x: np.ndarray, approx: np.ndarray) -> tuple[int, float]:
     exact = _math_erf(x.astype(np.float64)).astype(np.float64)
     rounded = exact.astype(np.float32)
     # float32 bit patterns ordered as integers (negative values mirrored), so their difference counts steps
+
     def ordered(v):
         i = v.view(np.int32).astype(np.int64)
         return np.where(i < 0, -(i & 0x7FFFFFFF), i)

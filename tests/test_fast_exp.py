@@ -13,7 +13,8 @@ from ember.backends.cpu import fusion as cpu_fusion
 from ember.dispatch import dtypes as d
 from ember.dispatch import fast_exp
 from ember.dispatch.fast_exp import exp_float32
-from ember.dispatch.fusion import OPENCL, ElementwiseProgram, Step, render_c, render_python
+from ember.backends.codegen import OPENCL, render_c, render_python
+from ember.dispatch.fusion import ElementwiseProgram, Step
 
 #: the bound measured over every float32 in [-105, 105] (the grid below samples them; beyond, the
 #: clamps give exactly 0 and inf)

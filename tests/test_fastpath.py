@@ -9,7 +9,7 @@ import pytest
 
 import ember
 from ember.dispatch import cached_plans
-from ember.dispatch import fastpath
+from ember.dispatch.execution import fastpath
 from ember.dispatch.ops import F
 from ember.dispatch.schema import OPS
 

@@ -23,7 +23,7 @@ from ember.conformance.make import Maker
 from ember.conformance.samples import fixed_samples
 from ember.conformance.target import resolve
 from ember.dispatch import OPS, DispatchMode
-from ember.dispatch.dtypes import float32
+from ember.dispatch.schema.dtypes import float32
 from ember.dispatch.ops import F
 
 _TINY = float(np.finfo(np.float32).tiny)  # the smallest normal float32
@@ -72,7 +72,7 @@ def test_the_emulation_flushes_subnormal_results_and_constants():
 
 
 def _special_functions() -> list:
-    """The ops declared in core/dispatch/ops/special*.py that have a reference and samples."""
+    """The ops declared in core/dispatch/ops/elementwise/special*.py that have a reference and samples."""
     return [op for op in sorted(OPS.values(), key=lambda op: op.name)
             if op.source and op.source[0].rsplit("/", 1)[-1].startswith("special")
             and op.reference is not None and op.samples is not None]

@@ -20,10 +20,11 @@ from ember.backends.cpu import fusion as cpu_fusion
 from ember.backends.cpu.dtypes import LOW_PRECISION, NUMPY_DTYPE
 from ember.conformance.compare import tolerance
 from ember.dispatch import OPS, Backend, dtypes as d
-from ember.dispatch.fusion import (CUDA, OPENCL, ElementwiseProgram, FormulaError, Step, UnsupportedProgram,
-                                   formula, fusible, lower, parse_formula, render_c, render_python, value_dtype)
+from ember.backends.codegen import CUDA, OPENCL, render_c, render_python
+from ember.dispatch.fusion import (ElementwiseProgram, FormulaError, Step, UnsupportedProgram, formula, fusible, lower,
+                                   parse_formula, value_dtype)
 from ember.dispatch.ops import F
-from ember.dispatch.promotion import result_type_of
+from ember.dispatch.schema.promotion import result_type_of
 from ember.dispatch.schema import REQUIRED
 
 RNG = np.random.default_rng(0)

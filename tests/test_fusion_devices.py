@@ -16,7 +16,7 @@ import pytest
 import ember
 from ember.conformance.compare import tolerance
 from ember.dispatch import OPS
-from ember.dispatch.dispatcher import resolve
+from ember.dispatch.execution.dispatcher import resolve
 from ember.dispatch.fusion import ElementwiseProgram, Step
 from ember.dispatch.ops import F
 

@@ -12,7 +12,8 @@ import pytest
 
 import ember
 from ember.amp.grad_scaler import GradScaler
-from ember.dispatch import DispatchMode, dispatcher, registry
+from ember.dispatch import DispatchMode, registry
+from ember.dispatch.execution import dispatcher
 
 DEVICES = [d for d in ("cpu", "opencl", "cuda") if registry.available().get(d) == "available"]
 INF, NAN = math.inf, math.nan

@@ -120,12 +120,12 @@ def cycles_between(first: str, second: str, graph: dict[str, set[str]]) -> list[
 
 PAIRS = [
     ("ember.backends.opencl.backend", "ember.backends.opencl.kernels"),
-    ("ember.dispatch.device", "ember.dispatch.registry"),
+    ("ember.dispatch.schema.device", "ember.dispatch.contract.registry"),
     ("ember.tensor", "ember.serialization"),
     ("ember.utils.data.dataloader", "ember.utils.data.multiprocess"),
-    ("ember.dispatch.dispatcher", "ember.dispatch.fallback"),
-    ("ember.dispatch.dispatcher", "ember.dispatch.executor"),
-    ("ember.dispatch.modes", "ember.dispatch.dispatcher"),
+    ("ember.dispatch.execution.dispatcher", "ember.dispatch.execution.fallback"),
+    ("ember.dispatch.execution.dispatcher", "ember.dispatch.execution.executor"),
+    ("ember.dispatch.execution.modes", "ember.dispatch.execution.dispatcher"),
 ]
 
 
@@ -157,7 +157,7 @@ def test_imports_inside_functions_are_deferred():
 
 
 def test_relative_imports_resolve():
-    assert "ember.dispatch.plugins" in GRAPH["ember.dispatch.device"]
+    assert "ember.dispatch.contract.plugins" in GRAPH["ember.dispatch.schema.device"]
     assert "ember.tensor" in GRAPH["ember.serialization"]
     assert "ember.backends.opencl.kernels" in GRAPH["ember.backends.opencl.backend"]
 
@@ -192,3 +192,72 @@ def test_dispatch_imports_nothing_above_it():
               for imported in sorted(GRAPH_WITH_DEFERRED[module])
               if not imported.startswith("ember.dispatch")]
     assert upward == []
+
+
+# -- ember.dispatch's rooms ----------------------------------------------------------------------------
+
+#: The modules that stay directly in ember.dispatch: the backend API, the inspector and its report, and the
+#: elementwise formulas (the fusion IR, formula composites and the float32 erf/exp), which belong to no room.
+DISPATCH_FLAT = {"ember.dispatch", "ember.dispatch.__main__", "ember.dispatch.op_report", "ember.dispatch.fusion",
+                 "ember.dispatch.formula_composite", "ember.dispatch.fast_erf", "ember.dispatch.fast_exp"}
+ROOMS = ("schema", "contract", "execution", "ops")
+#: The modules directly in ember.dispatch.ops beside the op families: F, the ordered import of every op
+#: module, the private helpers of more than one family, and the ONNX pieces every family's lowerings use.
+OPS_FLAT = {"ember.dispatch.ops", "ember.dispatch.ops.namespace", "ember.dispatch.ops._declare",
+            "ember.dispatch.ops._shared", "ember.dispatch.ops.onnx_support"}
+#: Which rooms each room may import (None: the flat modules): the schema is the bottom room, the backend
+#: contract stands on it, and the call path on both; the op declarations may use all three, and the formulas.
+ROOM_MAY_IMPORT = {"schema": set(), "contract": {"schema"}, "execution": {"schema", "contract"},
+                   "ops": {"schema", "contract", "execution", None}}
+#: Imports from the schema up into another room that the code still needs, each with its reason. Fix one by
+#: moving what it needs down, then take it off this list.
+SCHEMA_REACHES_UP = {
+    ("ember.dispatch.schema.device", "ember.dispatch.contract.plugins"):
+        "device('cuda') refuses a device type no installed backend provides, as PyTorch does",
+    ("ember.dispatch.schema.defaults", "ember.dispatch.contract.registry"):
+        "the default device is resolved (its index filled in) by the device's backend",
+    ("ember.dispatch.schema.binding", "ember.dispatch.contract.registry"):
+        "a device? argument is bound to the device its backend resolves",
+    ("ember.dispatch.schema.binding", "ember.dispatch.execution.links"):
+        "a Tensor or Scalar argument is recognized by the tensor type ember.tensor registers there",
+}
+
+
+def _room(module: str) -> str | None:
+    """The room of a module of ember.dispatch (None for the flat modules)."""
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 and parts[2] in ROOMS else None
+
+
+def test_dispatch_modules_are_in_rooms():
+    """Nothing lands flat in ember.dispatch again: each module is in schema/, contract/, execution/ or ops/."""
+    flat = {m for m in _members("ember.dispatch") if _room(m) is None}
+    assert flat == DISPATCH_FLAT
+
+
+def test_op_modules_are_in_families():
+    """Each op module is in a family folder of ops/ (``ops/<family>/<topic>.py``); next to the families sit
+    only the modules of OPS_FLAT."""
+    paths = _modules()
+    direct = {m for m in _members("ember.dispatch.ops") if m.count(".") == 3}
+    families = {m for m in direct if paths[m].name == "__init__.py"}
+    assert len(families) >= 6 and direct - families == OPS_FLAT - {"ember.dispatch.ops"}
+    assert all(m.rpartition(".")[0] in families for m in _members("ember.dispatch.ops") if m.count(".") > 3)
+    assert all(paths[m].name != "__init__.py" for m in _members("ember.dispatch.ops") if m.count(".") > 3), \
+        "families hold modules, not folders"
+
+
+def test_rooms_import_only_the_rooms_below():
+    """schema/ imports no other room (but the reasons in SCHEMA_REACHES_UP); contract/ only the schema;
+    execution/ no op declaration. Imports inside functions count."""
+    wrong = [f"{module} imports {imported}" for module in sorted(_members("ember.dispatch"))
+             if (room := _room(module)) is not None
+             for imported in sorted(GRAPH_WITH_DEFERRED[module])
+             if imported.startswith("ember.dispatch.") and _room(imported) not in (room, *ROOM_MAY_IMPORT[room])
+             and (module, imported) not in SCHEMA_REACHES_UP]
+    assert wrong == []
+
+
+def test_the_schemas_exceptions_are_current():
+    stale = [pair for pair in SCHEMA_REACHES_UP if pair[1] not in GRAPH_WITH_DEFERRED.get(pair[0], set())]
+    assert stale == [], "these imports are gone: take them off SCHEMA_REACHES_UP"

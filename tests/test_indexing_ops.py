@@ -10,7 +10,7 @@ import pytest
 import ember
 from ember.dispatch import clear_plans
 from ember.dispatch import OPS, registry
-from ember.dispatch.dispatcher import CATEGORY_ACCEPTS
+from ember.dispatch.execution.dispatcher import CATEGORY_ACCEPTS
 from ember.dispatch.ops import F
 
 OP_NAMES = ["argwhere", "nonzero", "unbind", "index", "index_put_", "gather", "scatter", "scatter_add",
@@ -105,7 +105,7 @@ def test_samples_match_reference(name, dt):
 
 
 def _bound(op, sample):
-    from ember.dispatch.binding import bind, convert
+    from ember.dispatch.schema.binding import bind, convert
     values = bind(op, sample.args, sample.kwargs)
     for i in op.attr_positions:
         values[i] = convert(op, op.params[i], values[i], sample.args[0].ndim)

@@ -7,7 +7,7 @@ import pytest
 
 import ember
 import ember.linalg
-from ember.dispatch.errors import BackendError, DtypeError, LinAlgError, ShapeError
+from ember.dispatch.schema.errors import BackendError, DtypeError, LinAlgError, ShapeError
 
 
 def _singular_batch():
@@ -111,7 +111,7 @@ def test_bad_arguments(call, words):
 
 def test_backend_without_kernels_refuses_unless_the_fallback_is_on():
     """opencl has no LAPACK kernels: the op says so and how to fall back; with the fallback on it runs on the CPU."""
-    from ember.dispatch.fallback import get_fallback, set_fallback
+    from ember.dispatch.execution.fallback import get_fallback, set_fallback
     if "opencl" not in ember.backends.available():
         pytest.skip("no OpenCL platform here")
     a = np.array([[4.0, 1.0], [1.0, 3.0]], np.float32)

@@ -13,7 +13,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import ember  # noqa: E402
-from ember.dispatch.errors import DtypeError  # noqa: E402
+from ember.dispatch.schema.errors import DtypeError  # noqa: E402
 
 from low_precision_sweep import CASES, counts, sweep  # noqa: E402
 

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 import ember
-from ember.dispatch import flags
+from ember.dispatch.contract import flags
 
 torch = pytest.importorskip("torch")
 

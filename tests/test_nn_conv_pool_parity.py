@@ -10,7 +10,7 @@ import pytest
 import ember
 import ember.nn.functional as F
 from ember import nn
-from ember.dispatch.errors import ShapeError
+from ember.dispatch.schema.errors import ShapeError
 
 from torch_parity import assert_forward_backward, copy_parameters, leaf_pair
 

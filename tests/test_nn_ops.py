@@ -39,7 +39,7 @@ def make_factory(seed=0, default_dtype=ember.float32):
     from types import SimpleNamespace
 
     from ember.conformance.make import Maker
-    from ember.dispatch.dtypes import ALL_DTYPES
+    from ember.dispatch.schema.dtypes import ALL_DTYPES
     return Maker(SimpleNamespace(device=ember.device("cpu"), dtypes=frozenset(ALL_DTYPES)), default_dtype, seed)
 
 

@@ -14,8 +14,8 @@ import pytest
 
 import ember
 from ember.dispatch import OPS
-from ember.dispatch.dtypes import bfloat16, bool_, float32, int64
-from ember.dispatch.errors import EmberError
+from ember.dispatch.schema.dtypes import bfloat16, bool_, float32, int64
+from ember.dispatch.schema.errors import EmberError
 from ember.dispatch.ops import F
 from ember.conformance.cases import accepts
 from ember.conformance.make import Maker

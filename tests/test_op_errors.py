@@ -6,11 +6,12 @@ import pytest
 
 import ember
 import ember.nn.functional as F
-from ember.dispatch import OPS, plan
-from ember.dispatch.errors import (DtypeError, EmberError, NumberOverflowError, OutOfMemoryError, OutOfRangeError,
-                                   ShapeError)
-from ember.dispatch.memory import ADDRESSABLE, result_bytes
-from ember.dispatch.overflow import fits
+from ember.dispatch import OPS
+from ember.dispatch.execution import plan
+from ember.dispatch.schema.errors import (DtypeError, EmberError, NumberOverflowError, OutOfMemoryError,
+                                          OutOfRangeError, ShapeError)
+from ember.dispatch.execution.memory import ADDRESSABLE, result_bytes
+from ember.dispatch.schema.overflow import fits
 
 OPERAND = "tensor(shape=(2, 3), dtype=float32, device=cpu)"
 
@@ -105,6 +106,8 @@ COPY_CALLS = {
     "unsqueeze_copy": lambda: ember.unsqueeze_copy(ember.zeros(2, 3), 5),
     "view_copy": lambda: ember.view_copy(ember.zeros(2, 3), (4, 4)),
 }
+
+
 def _copy_ops() -> list:
     """The copy ops of the schema (the view category's ``*_copy``)."""
     return sorted(op.name for op in OPS.values() if op.category == "view" and op.name.endswith("_copy"))
@@ -346,7 +349,7 @@ def test_a_python_int_beyond_int64_in_integer_arithmetic():
 
 
 def test_integer_division_by_zero_is_a_typed_zero_division_error():
-    from ember.dispatch.errors import DivisionByZeroError
+    from ember.dispatch.schema.errors import DivisionByZeroError
 
     x = ember.tensor([4, 5])
     for call in (lambda: x // 0, lambda: ember.remainder(x, 0), lambda: x.div(ember.zeros(2, dtype=ember.int64),

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-import ember  # noqa: F401  (declares every op)
-from ember.dispatch.bound import BoundArgs
+import ember  # (declares every op)
+from ember.dispatch.schema.bound import BoundArgs
 from ember.dispatch.schema import OPS
 
 OPS_DIR = Path(ember.dispatch.ops.__file__).parent
@@ -36,7 +36,7 @@ def test_every_op_name_is_on_its_declaration_line():
 
 
 def test_op_files_stay_small():
-    long = {path.name: n for path in OPS_DIR.glob("*.py")
+    long = {path.relative_to(OPS_DIR).as_posix(): n for path in OPS_DIR.rglob("*.py")
             if (n := len(path.read_text().splitlines())) > MAX_LINES}
     assert not long, f"op modules over {MAX_LINES} lines (split them by topic): {long}"
 
@@ -79,8 +79,15 @@ def test_inspector_prints_the_declaration_and_implementations():
     path, line = OPS["conv2d"].source
     assert re.search(rf"declared at: \S*{Path(path).name}:{line}\b", out)
     assert "derivative:  declared for input, weight, bias" in out
-    assert re.search(r"^\s+cpu\s+own kernel$", out, re.M)
+    assert re.search(r"^\s+cpu\s+own kernel: \S+\.py:\d+$", out, re.M)  # and where its code is
     assert re.search(r"^\s+template\s+composite definition", out, re.M)
+
+
+def test_inspector_says_a_kernel_is_rendered_from_the_formula():
+    if ember.backends.available().get("opencl") != "available":
+        pytest.skip("the OpenCL backend is not available")
+    out = _inspect("mul").stdout
+    assert re.search(r"^\s+opencl\s+own kernel, rendered from its formula: \S*elementwise\.py:\d+$", out, re.M)
 
 
 def test_inspector_names_a_primitive_a_backend_lacks():

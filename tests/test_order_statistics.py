@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import ember
-from ember.dispatch.errors import DtypeError, OutOfRangeError, ShapeError
+from ember.dispatch.schema.errors import DtypeError, OutOfRangeError, ShapeError
 
 torch = pytest.importorskip("torch")
 

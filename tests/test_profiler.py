@@ -8,7 +8,7 @@ import pytest
 import ember
 import ember.nn as nn
 import ember.nn.functional as F
-from ember.dispatch import modes
+from ember.dispatch.execution import modes
 from ember.profiler import ProfilerAction, ProfilerActivity, profile, record_function, schedule
 from ember.profiler.recorder import Recorder
 

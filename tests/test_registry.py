@@ -9,7 +9,8 @@ import types
 import pytest
 
 import ember
-from ember.dispatch import PLUGIN_API_VERSION, Backend, hookimpl, plugins, registry
+from ember.dispatch import PLUGIN_API_VERSION, Backend, hookimpl, registry
+from ember.dispatch.contract import plugins
 
 
 def _plugin(backend_factory, version=PLUGIN_API_VERSION, name="fake_plugin"):

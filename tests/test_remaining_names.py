@@ -9,7 +9,7 @@ import pytest
 
 import ember
 from ember import nn
-from ember.dispatch.errors import DtypeError, ShapeError
+from ember.dispatch.schema.errors import DtypeError, ShapeError
 
 torch = pytest.importorskip("torch")
 
@@ -243,7 +243,7 @@ def test_binomial_edges_and_errors():
 
 def test_warn_always_repeats_fallback_warnings():
     """A backend falling back to the CPU warns once per (op, backend); with warn_always, every time."""
-    from ember.dispatch import fallback
+    from ember.dispatch.execution import fallback
     from ember.dispatch.schema import OPS
     assert ember.is_warn_always_enabled() is torch.is_warn_always_enabled() is False
     op, device, before = OPS["hypot"], ember.device("opencl"), fallback.get_fallback()

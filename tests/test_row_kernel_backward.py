@@ -12,7 +12,7 @@ from ember.backends.cpu import row_kernels
 from ember.backends.cpu.dtypes import NUMPY_DTYPE
 from ember.backends.cpu.library import NUMPY
 from ember.dispatch import dtypes as d
-from ember.dispatch.errors import ShapeError
+from ember.dispatch.schema.errors import ShapeError
 
 NUMPY_KERNELS = build_kernels(NUMPY)
 RNG = np.random.default_rng(0)

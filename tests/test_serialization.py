@@ -15,6 +15,7 @@ import struct
 import subprocess
 import sys
 import textwrap
+import zipfile
 import zlib
 from collections import OrderedDict
 
@@ -659,3 +660,30 @@ def test_rebuild_tensor_accepts_bfloat16_arrays():
     array = np.array([1.5, -2.0], dtype=ml_dtypes.bfloat16)
     t = rebuild_tensor(array, "bfloat16", "cpu", True)
     assert t.dtype is ember.bfloat16 and t.requires_grad and t.tolist() == [1.5, -2.0]
+
+
+# -- pickles that name ember.dispatch's modules as they were before its rooms ---------------------------
+
+#: ``pickle.dumps([ember.float32, ember.device("cpu")], protocol=2)`` as Ember wrote it while dtypes and devices
+#: were defined in ``ember.dispatch.dtypes`` and ``ember.dispatch.device`` (now ``ember.dispatch.schema.*``).
+OLD_DISPATCH_PATHS = (b"\x80\x02]q\x00(cember.dispatch.dtypes\nfrom_name\nq\x01X\x07\x00\x00\x00float32q\x02\x85q"
+                      b"\x03Rq\x04cember.dispatch.device\ndevice\nq\x05X\x03\x00\x00\x00cpuq\x06\x85q\x07Rq\x08e.")
+
+
+def test_pickles_naming_the_old_dispatch_modules_still_load():
+    assert pickle.loads(OLD_DISPATCH_PATHS) == [ember.float32, ember.device("cpu")]
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:  # a torch.save file holding that pickle and no tensors
+        archive.writestr("archive/data.pkl", OLD_DISPATCH_PATHS)
+    buffer.seek(0)
+    loaded = ember.load(buffer, weights_only=True)
+    assert loaded == [ember.float32, ember.device("cpu")] and loaded[0] is ember.float32
+
+
+def test_dtypes_and_devices_pickle_under_the_paths_every_version_imports():
+    """New pickles name the old, stable paths (aliases now), so older Ember versions load files written now."""
+    data = pickle.dumps([ember.float16, ember.device("cpu")], protocol=2)
+    assert b"ember.dispatch.dtypes\nfrom_name" in data and b"ember.dispatch.device\ndevice" in data
+    assert b"schema" not in data
+    assert _roundtrip({"dtype": ember.float16, "device": ember.device("cpu")}, weights_only=True) == \
+        {"dtype": ember.float16, "device": ember.device("cpu")}

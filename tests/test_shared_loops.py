@@ -8,7 +8,7 @@ import pytest
 import ember
 from ember import optim
 from ember.dispatch.ops import F
-from ember.dispatch.ops.rejection_sampling import transformed_rejection
+from ember.dispatch.ops.random.rejection_sampling import transformed_rejection
 
 
 class _Halving(optim.Optimizer):

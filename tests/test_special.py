@@ -9,7 +9,7 @@ import pytest
 
 import ember
 import ember.special
-from ember.dispatch.errors import EmberError
+from ember.dispatch.schema.errors import EmberError
 
 torch = pytest.importorskip("torch")
 

@@ -16,7 +16,7 @@ import pytest
 
 import ember
 from ember.dispatch import OPS, bfloat16, clear_plans, float32, registry
-from ember.dispatch.storage_dtypes import through_float32
+from ember.dispatch.execution.storage_dtypes import through_float32
 
 TESTS = Path(__file__).resolve().parent
 

@@ -107,7 +107,7 @@ def test_argument_binding_errors_name_the_op():
 
 def test_fast_path_agrees_with_generic_path():
     """The cached elementwise path must give what the fully checked path gives, dtype included."""
-    from ember.dispatch.dispatcher import call
+    from ember.dispatch.execution.dispatcher import call
     from ember.dispatch.schema import OPS
     cases = [(ember.tensor([100, 27], dtype=ember.int8), 100), (ember.tensor([1.5], dtype=ember.float16), 2),
              (ember.tensor([250], dtype=ember.uint8), 10), (ember.tensor([1, 2]), 0.5),

@@ -24,7 +24,7 @@ from tensorboard.plugins.hparams.plugin_data_pb2 import HParamsPluginData  # noq
 
 import ember  # noqa: E402
 from ember import nn  # noqa: E402
-from ember.dispatch.errors import EmberError, ShapeError  # noqa: E402
+from ember.dispatch.schema.errors import EmberError, ShapeError  # noqa: E402
 from ember.utils.tensorboard import SummaryWriter  # noqa: E402
 
 DEVICES = [name for name, status in ember.backends.available().items() if status == "available"]

@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 import ember
-from ember.dispatch import cached_plans, dispatcher, plan
-from ember.dispatch.errors import ShapeError
+from ember.dispatch import cached_plans
+from ember.dispatch.execution import dispatcher, plan
+from ember.dispatch.schema.errors import ShapeError
 from ember.dispatch.ops import F
 from ember.dispatch.schema import OPS
 

@@ -1,4 +1,4 @@
-"""The matrix decompositions (ops/decompositions.py) on the library's LAPACK, batched over leading dims.
+"""The matrix decompositions (ops/linalg/decompositions.py) on the library's LAPACK, batched over leading dims.
 
 Failures are data, not exceptions: cholesky and LU report the failing order in ``info`` as LAPACK does, and
 the triangular solve of a singular matrix gives inf/NaN, as PyTorch's. LU is a vectorized Doolittle

@@ -19,8 +19,8 @@ from typing import Callable
 
 import numpy as np
 
+from ember.backends.codegen import one_step_program
 from ember.dispatch import OPS
-from ember.dispatch.fusion import ElementwiseProgram, Step
 
 from . import fusion
 from .dtypes import EMBER_DTYPE
@@ -28,13 +28,6 @@ from .dtypes import EMBER_DTYPE
 #: the ops whose CPU kernel is their formula, compiled
 FORMULA_OPS = ("gelu", "gelu_backward", "threshold_backward")
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
-
-
-def _one_step_program(op_name: str, shape: tuple, dtype, count: int, attrs: tuple) -> ElementwiseProgram:
-    ember_dtype = EMBER_DTYPE[dtype]
-    operands = tuple(("input", k) for k in range(count))
-    step = Step(op_name, operands, attrs, ember_dtype, ember_dtype)
-    return ElementwiseProgram(((shape, ember_dtype),) * count, (step,), (0,), shape)
 
 
 def formula_kernel(op_name: str, numpy_kernel: Callable) -> Callable:
@@ -51,10 +44,11 @@ def formula_kernel(op_name: str, numpy_kernel: Callable) -> Callable:
             run = runners.get(key, False)
             if run is False:
                 run = runners[key] = fusion.fuse_elementwise(
-                    _one_step_program(op_name, (first.size,), first.dtype, count, attrs))
+                    one_step_program(op_name, [EMBER_DTYPE[first.dtype]] * count, attrs, (first.size,)))
             if run is not None:
                 return run(*(a.reshape(-1) for a in arrays))[0].reshape(first.shape)
         return numpy_kernel(*args)
+    kernel.formula, kernel.by_hand = op_name, numpy_kernel
     return kernel
 
 

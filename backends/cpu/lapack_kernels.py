@@ -1,4 +1,4 @@
-"""LAPACK through SciPy for decompositions (ops/decompositions.py) on the CPU: getrf and trtrs, and the
+"""LAPACK through SciPy for decompositions (ops/linalg/decompositions.py) on the CPU: getrf and trtrs, and the
 symmetric-indefinite sytrf/sytrs (LDL^T), which NumPy and CuPy lack altogether.
 
 NumPy has no LU and only a general solve, so the shared kernels (``arraykernels/decompositions.py``, which

@@ -19,7 +19,6 @@ _stride_tricks = np.lib.stride_tricks
 warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"ember\.backends\.(cpu|arraykernels)")
 
 
-
 def _reshape_view(a: np.ndarray, size):
     """``a`` reshaped without copying: ``ndarray.reshape`` views whenever the strides allow (a quarter of
     ``np.reshape(copy=False)``'s cost); a result that owns its memory was a copy, which a view must not be."""
@@ -27,6 +26,7 @@ def _reshape_view(a: np.ndarray, size):
     if out.base is None:
         raise ValueError(f"cannot view an array of shape {a.shape} and strides {a.strides} as shape {tuple(size)}")
     return out
+
 
 def _weak(a, b):
     """The operands as NumPy should see them. A Python float (on either side: the fast path passes them

@@ -1,7 +1,7 @@
 """Fused optimizer steps: the CPU override of the ``adam_step`` composite.
 
 The composite costs about twelve NumPy calls per parameter, each allocating its result. Where numba is
-installed, the step is one elementwise program (``ember.dispatch.fusion``) compiled by the CPU fusion
+installed, the step is Adam's elementwise program (``ember.backends.codegen.optim``) compiled by the CPU fusion
 hook: m, v and the parameter in one pass per tensor, the step's scalars passed as 0-d inputs so that
 one compiled loop serves every step and every parameter of a dtype. Without numba, the NumPy kernel
 computes the moments into their two new arrays and every other intermediate through one scratch array
@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ember.dispatch import OPS, ElementwiseProgram, Step, adam_scalars, value_dtype
+from ember.backends.codegen.optim import adam_mode, adam_program, adam_scalar_inputs
+from ember.dispatch import adam_scalars
 
 from . import fusion
 from .dtypes import EMBER_DTYPE, LOW_PRECISION
@@ -51,33 +52,6 @@ def numpy_adam_step(param, grad, exp_avg, exp_avg_sq, step, lr, beta1, beta2, ep
     return scratch, m, v
 
 
-def _adam_program(shape: tuple, dtype, maximize: bool, weight_decay: str | None) -> ElementwiseProgram:
-    """Adam's update as the NumPy kernel computes it, over (param, grad, exp_avg, exp_avg_sq) and the 0-d
-    scalars (beta1, 1 - beta1, beta2, 1 - beta2, eps_hat, step_size[, weight_decay or 1 - lr * weight_decay]);
-    ``weight_decay`` is None, "l2" or "decoupled". Outputs: the new parameter, exp_avg and exp_avg_sq."""
-    steps: list[Step] = []
-
-    def step(op: str, *operands) -> tuple:
-        defaults = tuple(OPS[op].params[i].default for i in OPS[op].attr_positions)  # alpha=1, rounding_mode=None
-        steps.append(Step(op, operands, defaults, dtype, dtype))
-        return ("step", len(steps) - 1)
-
-    param, grad, exp_avg, exp_avg_sq, beta1, one_minus_beta1, beta2, one_minus_beta2, eps_hat, step_size, decay = (
-        ("input", k) for k in range(11))
-    if maximize:
-        grad = step("neg", grad)
-    if weight_decay == "l2":
-        grad = step("add", grad, step("mul", param, decay))
-    m = step("add", step("mul", exp_avg, beta1), step("mul", grad, one_minus_beta1))
-    v = step("add", step("mul", exp_avg_sq, beta2), step("mul", step("mul", grad, grad), one_minus_beta2))
-    update = step("mul", step("div", m, step("add", step("sqrt", v), eps_hat)), step_size)
-    if weight_decay == "decoupled":
-        param = step("mul", param, decay)
-    new_param = step("sub", param, update)
-    inputs = ((shape, dtype),) * 4 + (((), value_dtype(dtype)),) * (6 + (weight_decay is not None))
-    return ElementwiseProgram(inputs, tuple(steps), (new_param[1], m[1], v[1]), shape)
-
-
 def fused_adam_step(parallel: bool | None = None):
     """The ``adam_step`` kernel as one compiled pass per parameter, or None without numba."""
     if not fusion.numba_available():
@@ -86,17 +60,14 @@ def fused_adam_step(parallel: bool | None = None):
 
     def adam_step(param, grad, exp_avg, exp_avg_sq, step, lr, beta1, beta2, eps, weight_decay,
                   decoupled_weight_decay, maximize):
-        mode = None if weight_decay == 0 else "decoupled" if decoupled_weight_decay else "l2"
+        mode = adam_mode(weight_decay, decoupled_weight_decay)
         key = (param.shape, param.dtype, maximize, mode)
         run = runners.get(key)
         if run is None:
             run = runners[key] = fusion.fuse_elementwise(
-                _adam_program(param.shape, EMBER_DTYPE[param.dtype], maximize, mode), parallel=parallel)
+                adam_program(EMBER_DTYPE[param.dtype], maximize, mode, param.shape), parallel=parallel)
         scalar = np.float32 if param.dtype in LOW_PRECISION else param.dtype.type
-        step_size, eps_hat = adam_scalars(step, lr, beta1, beta2, eps)
-        scalars = [beta1, 1.0 - beta1, beta2, 1.0 - beta2, eps_hat, step_size]
-        if mode is not None:
-            scalars.append(weight_decay if mode == "l2" else 1.0 - lr * weight_decay)
+        scalars = adam_scalar_inputs(step, lr, beta1, beta2, eps, weight_decay, mode)
         return run(param, grad, exp_avg, exp_avg_sq, *(np.array(value, scalar) for value in scalars))
     return adam_step
 

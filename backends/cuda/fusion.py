@@ -1,6 +1,6 @@
 """The CUDA backend's ``fuse_elementwise``: one ``cupy.ElementwiseKernel`` per elementwise program.
 
-``ember.dispatch.fusion.render_c`` (CUDA dialect) writes the program's per-element ``__device__`` function;
+``ember.backends.codegen.render_c`` (CUDA dialect) writes the program's per-element ``__device__`` function;
 the kernel's operation loads each input element, calls it, and stores each output. CuPy's elementwise
 machinery does the rest: it broadcasts the inputs (any strides) to the preallocated outputs, merges
 contiguous dims, compiles per device with NVRTC, and caches the binary on disk (``~/.cupy/kernel_cache``);
@@ -17,7 +17,8 @@ from typing import Callable
 
 import numpy as np
 
-from ember.dispatch import CUDA, ElementwiseProgram, UnsupportedProgram, bfloat16, float16, render_c, value_dtype
+from ember.backends.codegen import CUDA, render_c
+from ember.dispatch import ElementwiseProgram, UnsupportedProgram, bfloat16, float16, value_dtype
 
 from .kernel_sources import ElementwiseSource
 
@@ -45,9 +46,10 @@ def _build(cupy, program: ElementwiseProgram, index: int) -> "FusedKernel | None
     return FusedKernel(cupy, source.build(cupy), index, tuple(program.shape), _out_dtypes(program))
 
 
-def elementwise_source(program: ElementwiseProgram) -> ElementwiseSource | None:
+def elementwise_source(program: ElementwiseProgram, numbers: int = 0) -> ElementwiseSource | None:
     """The ElementwiseKernel that runs ``program`` (inputs ``a{k}``, outputs ``o{i}``), or None where the
-    program is declined: what ``fuse_elementwise`` builds and the NVRTC test compiles."""
+    program is declined: what ``fuse_elementwise`` builds and the NVRTC test compiles. ``numbers``: how many
+    of the program's last inputs (0-d) the kernel is called with as numbers (an optimizer step's scalars)."""
     if bfloat16 in program.dtypes():
         return None
     try:
@@ -60,7 +62,8 @@ def elementwise_source(program: ElementwiseProgram) -> ElementwiseSource | None:
         operation(program),
         f"ember_fused_{program.digest()}",
         preamble=_PREAMBLE + element,
-        options=_OPTIONS)
+        options=_OPTIONS,
+        scalars=tuple(f"a{k}" for k in range(len(program.inputs) - numbers, len(program.inputs))))
 
 
 def _out_dtypes(program: ElementwiseProgram) -> list[np.dtype]:

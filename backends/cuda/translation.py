@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from ember.dispatch import CUDA
+from ember.backends.codegen import CUDA
 
 from .kernel_sources import ElementwiseSource, KernelSource, ModuleSource, ReductionSource
 

@@ -19,7 +19,7 @@ def _reduction_setting(name: str, value) -> tuple:
 
 
 class MatmulFlags:
-    """``matmul.allow_tf32`` and friends: attribute reads and writes of ``ember.dispatch.flags.FLAGS``.
+    """``matmul.allow_tf32`` and friends: attribute reads and writes of ``ember.dispatch.FLAGS``.
 
     ``allow_tf32`` is another view of ``ember.get_float32_matmul_precision()``: True unless "highest".
     Unknown attribute names raise AttributeError, as in PyTorch, so a typo does not pass silently.

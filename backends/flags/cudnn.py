@@ -1,7 +1,7 @@
 """``ember.backends.cudnn``: ``enabled``, ``benchmark``, ``deterministic``, ``allow_tf32`` (module
 attributes, read and written as in ``torch.backends.cudnn``), ``is_available()``, ``version()``, ``flags()``.
 
-The attributes live in ``ember.dispatch.flags.FLAGS``; this module's class is swapped for one with
+The attributes live in ``ember.dispatch.FLAGS``; this module's class is swapped for one with
 properties (as PyTorch does) so that ``ember.backends.cudnn.benchmark = True`` reaches them.
 """
 from __future__ import annotations

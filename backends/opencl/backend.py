@@ -10,7 +10,7 @@ from .array import CLArray
 from .cltypes import EMBER_DTYPE, NUMPY_DTYPE
 from .kernels import KERNELS
 from .kernels.random import PhiloxGenerator
-from .kernels.views import clone
+from .kernels.shapes import clone
 from .runtime import DEVICES, runtime_of
 from .timer import OpenCLTimer
 

@@ -1,6 +1,6 @@
 """The OpenCL backend's ``fuse_elementwise``: one generated OpenCL C kernel per elementwise program.
 
-``ember.dispatch.fusion.render_c`` writes the program's per-element function; this module wraps it in a
+``ember.backends.codegen.render_c`` writes the program's per-element function; this module wraps it in a
 kernel with one work-item per result element (over a 2-d range of rows where the merged shape allows, see
 ``strided.by_rows``), each input read through its own offset and strides
 (broadcast dims have stride 0, and dims every input walks contiguously are merged, as the op-by-op
@@ -20,11 +20,11 @@ from typing import Callable
 
 import numpy as np
 
-from ember.dispatch import (OPENCL, ElementwiseProgram, UnsupportedProgram, bfloat16, float16, float64, render_c,
-                           value_dtype)
+from ember.backends.codegen import OPENCL, render_c
+from ember.dispatch import ElementwiseProgram, UnsupportedProgram, bfloat16, float16, float64, value_dtype
 
 from .array import CLArray, empty
-from .cltypes import NUMPY_DTYPE, STORAGE_CTYPE, load, store
+from .cltypes import NUMPY_DTYPE, STORAGE_CTYPE, arg_dtype, compute_ctype, load, scalar_arg, store
 from .runtime import DeviceRuntime, runtime_of
 from .strided import broadcast_strides, by_rows, collapse, index_space, launch, position
 
@@ -34,26 +34,29 @@ _LONG = np.dtype(np.int64)
 _fused: dict[tuple, "FusedKernel | None"] = {}  # (device index, program key) -> kernel, or None: declined
 
 
-def fuse_elementwise(program: ElementwiseProgram, index: int | None) -> Callable[..., tuple] | None:
-    """A callable running ``program`` as one kernel on ``opencl:index``, or None where this device cannot."""
+def fuse_elementwise(program: ElementwiseProgram, index: int | None, numbers: int = 0) -> Callable[..., tuple] | None:
+    """A callable running ``program`` as one kernel on ``opencl:index``, or None where this device cannot.
+    ``numbers``: how many of the program's last inputs (0-d) the callable takes as Python numbers, passed as
+    kernel arguments (an optimizer step's scalars)."""
     runtime = runtime_of(index)
-    key = (runtime.index, program.key())
+    key = (runtime.index, program.key(), numbers)
     if key not in _fused:
-        _fused[key] = _build(program, runtime)
+        _fused[key] = _build(program, runtime, numbers)
     return _fused[key]
 
 
-def _build(program: ElementwiseProgram, runtime: DeviceRuntime) -> "FusedKernel | None":
+def _build(program: ElementwiseProgram, runtime: DeviceRuntime, numbers: int) -> "FusedKernel | None":
     if not _supported(program, runtime):
         return None
     try:
         element = render_c(program, OPENCL, _ELEMENT)
     except UnsupportedProgram:
         return None
-    kernel = FusedKernel(runtime, program, element)
+    kernel = FusedKernel(runtime, program, element, numbers)
     # compile now, while the graph is built, for contiguous inputs (replays with other layouts of another
     # merged rank compile that rank on first use)
-    kernel.layout([CLArray(runtime, None, shape, NUMPY_DTYPE[dt]) for shape, dt in program.inputs])
+    arrays = program.inputs[:len(program.inputs) - numbers]
+    kernel.layout([CLArray(runtime, None, shape, NUMPY_DTYPE[dt]) for shape, dt in arrays])
     return kernel
 
 
@@ -69,28 +72,31 @@ def _supported(program: ElementwiseProgram, runtime: DeviceRuntime) -> bool:
 class FusedKernel:
     """``kernel(*inputs)``: the program's outputs as new contiguous CLArrays, computed by one launch."""
 
-    def __init__(self, runtime: DeviceRuntime, program: ElementwiseProgram, element: str) -> None:
+    def __init__(self, runtime: DeviceRuntime, program: ElementwiseProgram, element: str, numbers: int = 0) -> None:
         self.runtime = runtime
         self.program = program
         self.element = element
         self.shape = tuple(program.shape)
         self.size = math.prod(self.shape)
+        self.arrays = len(program.inputs) - numbers
         self.in_dtypes = [NUMPY_DTYPE[dt] for _, dt in program.inputs]
         self.out_dtypes = [NUMPY_DTYPE[program.steps[j].out] for j in program.outputs]
         self._layouts: dict[tuple, tuple] = {}  # input shapes and strides -> (merged dims, strides, by rows, kernel)
         self._kernels: dict[tuple, object] = {}  # (merged rank, by rows) -> compiled kernel
 
-    def __call__(self, *arrays: CLArray) -> tuple:
+    def __call__(self, *inputs) -> tuple:
         runtime = self.runtime
         outs = tuple(empty(runtime, self.shape, dt) for dt in self.out_dtypes)
         if self.size == 0:
             return outs
+        arrays = inputs[:self.arrays]
         dims, strides, rows, kernel = self.layout(arrays)
         args: list = []
         for a, walk in zip(arrays, strides):
             args += [a.buffer, a.offset, *walk]
         args += [y.buffer for y in outs]
         args += [self.size, *dims]
+        args += [scalar_arg(value, dt) for value, dt in zip(inputs[self.arrays:], self.in_dtypes[self.arrays:])]
         launch(runtime, kernel, dims, self.size, args, rows)
         return outs
 
@@ -109,17 +115,19 @@ class FusedKernel:
         kernel = self._kernels.get((ndim, rows))
         if kernel is None:
             values = [value_dtype(self.program.steps[j].out) for j in self.program.outputs]
-            source, scalar_dtypes = kernel_source(self.element, self.in_dtypes, self.out_dtypes, values, ndim, rows)
+            source, scalar_dtypes = kernel_source(self.element, self.in_dtypes[:self.arrays], self.out_dtypes, values,
+                                                  ndim, rows, self.in_dtypes[self.arrays:])
             kernel = self._kernels[ndim, rows] = self.runtime.programs.kernel(source, "ember_fused", scalar_dtypes)
         return kernel
 
 
 def kernel_source(element: str, in_dtypes: list, out_dtypes: list, out_values: list, ndim: int,
-                  rows: bool = False) -> tuple[str, list]:
+                  rows: bool = False, numbers: list = ()) -> tuple[str, list]:
     """OpenCL C of ``ember_fused``: element ``g`` with coordinates over the merged dims ``d*`` (see
     ``strided.index_space``; ``rows``: a 2-d range of rows),
     loads each input ``a{k}`` at its offset and strides, calls the element function, and stores each output
-    ``out{i}`` at ``g``. Also the ``set_scalar_arg_dtypes`` list of its parameters."""
+    ``out{i}`` at ``g``; inputs of the ``numbers`` dtypes follow, as the last parameters ``x{k}``. Also the
+    ``set_scalar_arg_dtypes`` list of its parameters."""
     params, scalar_dtypes, loads = [], [], []
     for k, dt in enumerate(in_dtypes):
         params.append(f"__global const {STORAGE_CTYPE[dt]} *a{k}")
@@ -131,6 +139,10 @@ def kernel_source(element: str, in_dtypes: list, out_dtypes: list, out_values: l
         scalar_dtypes.append(None)
     params += ["const long n"] + [f"const long d{d}" for d in range(ndim)]
     scalar_dtypes += [_LONG] * (1 + ndim)
+    for k, dt in enumerate(numbers, start=len(in_dtypes)):
+        params.append(f"const {compute_ctype(dt)} x{k}")
+        scalar_dtypes.append(arg_dtype(dt))
+        loads.append(f"x{k}")
     values = [f"{OPENCL.types[v.name]} y{i};" for i, v in enumerate(out_values)]
     call = f"{_ELEMENT}({', '.join(loads + [f'&y{i}' for i in range(len(out_dtypes))])});"
     stores = [store(dt, f"out{i}", "g", f"y{i}") for i, dt in enumerate(out_dtypes)]

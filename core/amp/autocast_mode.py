@@ -11,9 +11,10 @@ import functools
 import warnings
 from typing import Any, Callable
 
-from ..dispatch import links, registry
-from ..dispatch.dtypes import as_dtype, dtype as DType, float32
-from ..dispatch.errors import DeviceError, DtypeError
+from ..dispatch.execution import links
+from ..dispatch.contract import registry
+from ..dispatch.schema.dtypes import as_dtype, dtype as DType, float32
+from ..dispatch.schema.errors import DeviceError, DtypeError
 from . import state
 
 

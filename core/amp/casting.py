@@ -22,12 +22,12 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
-from ..dispatch import links
-from ..dispatch.dtypes import float32, float64
-from ..dispatch.errors import EmberError, describe
-from ..dispatch.modes import DispatchMode, standing_aside, tensors_in
+from ..dispatch.execution import links
+from ..dispatch.schema.dtypes import float32, float64
+from ..dispatch.schema.errors import EmberError, describe
+from ..dispatch.execution.modes import DispatchMode, standing_aside, tensors_in
 from ..dispatch.ops import F
-from ..dispatch.promotion import promote_types
+from ..dispatch.schema.promotion import promote_types
 
 
 class AutocastMode(DispatchMode):

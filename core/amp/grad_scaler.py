@@ -18,8 +18,8 @@ from typing import Any, Iterable
 
 from ..autograd.grad_mode import no_grad
 from ..compiler.state import runs_eagerly
-from ..dispatch import registry
-from ..dispatch.dtypes import float16, float32, int32
+from ..dispatch.contract import registry
+from ..dispatch.schema.dtypes import float16, float32, int32
 from ..dispatch.ops import F
 from ..tensor import Tensor
 

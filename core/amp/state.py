@@ -8,8 +8,8 @@ while some device type has autocast enabled: with none enabled, autocast costs n
 """
 from __future__ import annotations
 
-from ..dispatch import modes
-from ..dispatch.dtypes import as_dtype, bfloat16, dtype as DType, float16
+from ..dispatch.execution import modes
+from ..dispatch.schema.dtypes import as_dtype, bfloat16, dtype as DType, float16
 from .casting import MODE
 
 _enabled: dict[str, bool] = {}

@@ -8,7 +8,7 @@ from __future__ import annotations
 import traceback
 import weakref
 
-from ..dispatch.modes import DispatchMode, tensors_in
+from ..dispatch.execution.modes import DispatchMode, tensors_in
 from ..dispatch.ops import F
 from .graph import AccumulateGrad
 from .grad_mode import state

@@ -5,7 +5,7 @@ to the input's dtype, so derivative formulas never deal with broadcasting.
 """
 from __future__ import annotations
 
-from ..dispatch.modes import active as active_modes, backward_node
+from ..dispatch.execution.modes import active as active_modes, backward_node
 from ..dispatch.ops import F
 from .anomaly import check_gradients
 from .graph import AccumulateGrad, Node, edge_of

@@ -1,7 +1,7 @@
 """Connects autograd to the dispatcher: the recorder dispatch calls on every op and device transfer."""
 from __future__ import annotations
 
-from ..dispatch import links
+from ..dispatch.execution import links
 from ..tensor import Tensor
 from . import graph
 from .grad_mode import is_grad_enabled, no_grad, state
@@ -27,7 +27,7 @@ def _record_transfer(source: Tensor, copy: Tensor) -> None:
 
 
 class AutogradRecorder:
-    """Autograd as dispatch sees it (``ember.dispatch.links.Recorder``), registered once at import."""
+    """Autograd as dispatch sees it (``ember.dispatch.execution.links.Recorder``), registered once at import."""
 
     state = state
     record = staticmethod(graph.record)

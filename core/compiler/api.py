@@ -13,8 +13,8 @@ import logging
 from typing import Any, Callable
 
 from ..amp.casting import MODE as _AUTOCAST
-from ..dispatch import links, modes
-from ..dispatch.dtypes import _default_float
+from ..dispatch.execution import links, modes
+from ..dispatch.schema.dtypes import _default_float
 from ..nn.modules.module import Module
 from . import config, state
 from .entry import GuardMiss, capture_entry

@@ -17,8 +17,8 @@ import os
 import traceback
 from typing import Any, Callable
 
-from ..dispatch import dispatcher, links, modes
-from ..dispatch.modes import DispatchMode
+from ..dispatch.execution import dispatcher, links, modes
+from ..dispatch.execution.modes import DispatchMode
 from . import state
 from .graph import GradEffect, Graph, Input, OpaqueCall, OpNode, Value, leaves, rebuild
 

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from typing import Iterator
 
 from ..autograd.graph import _FREED, Node, edge_of
-from ..dispatch import links
+from ..dispatch.execution import links
 
 
 class CompiledBackward(Node):
@@ -66,9 +66,6 @@ def attach(outputs: list, leaves: list, program, saved: tuple, grad_positions: l
             t._output_nr = nr
 
 
-
-
-
 class _Boundary(Node):
     """Where a compiled region's argument enters it. Gradients pass through to the argument, except while the
     region's backward is being captured: the capture must stop at the region's edge."""
@@ -91,6 +88,8 @@ def boundary(t):
     alias.grad_fn = _Boundary(t)
     alias._output_nr = 0
     return alias
+
+
 @contextmanager
 def boundaries_cut() -> Iterator[None]:
     """While a region's backward is captured: gradients stop at the region's edge."""

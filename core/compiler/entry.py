@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 
-from ..dispatch import links
+from ..dispatch.execution import links
 from .capture import Tracer, arg_paths, at_path
 from .differentiable import attach, boundaries_cut, boundary
 from .graph import Graph, Input, OpaqueCall, OpNode, Value, leaves, rebuild

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..dispatch import fusion
-from ..dispatch.errors import EmberError
+from ..dispatch.schema.errors import EmberError
 from .graph import OpNode, Value
 
 

@@ -12,14 +12,11 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from ..dispatch import dispatcher, links
-from ..dispatch.executor import PASS, _generator_native
-from ..dispatch.promotion import scalar_dtype
-from ..dispatch.transfer import transfer
+from ..dispatch.execution import dispatcher, links
+from ..dispatch.execution.arguments import Native, Natives, Number, constant_arguments, generator_native
 from .fuse import FusedNode, fuse
 from .graph import GradEffect, OpaqueCall, OpNode, Value, rebuild
 
-_PROMOTED = ("Tensor", "Tensor?", "Tensor[]")
 _names = itertools.count()
 
 
@@ -107,33 +104,27 @@ def _generate(steps: list, inputs: list[Value], outputs: list[Value], refresh: d
 
 
 def _kernel_line(w: _Writer, node: OpNode) -> None:
+    """The kernel call of ``node``: its plan's argument recipe (``execution/arguments.py``), rendered as the
+    executor follows it per call, with the conversions of traced operands written out as calls."""
     plan, op = node.plan, node.op
-    how = dict(plan.arguments)
-    device_at, generator_at, dtype_at = op.special_positions
-    cast = plan.backend.kernels.get("to_dtype")
+    recipe = dict(plan.arguments)
+    constants = dict(constant_arguments(plan))
+    generator_at = op.special_positions[1]
     args = []
     for i, value in enumerate(node.values):
-        param = op.params[i]
-        if param.is_tensor:
-            promote = plan.compute is not None and param.type in _PROMOTED
-            if isinstance(value, Value):
-                args.append(_operand(w, value, plan, promote, cast))
-            elif isinstance(value, list):
-                items = [_operand(w, x, plan, promote, cast) if isinstance(x, Value) else "None" for x in value]
-                args.append(f"[{', '.join(items)}]")
-            elif value is None or how.get(i) == PASS:
-                args.append(w.constant(value))
-            else:
-                dt = plan.compute or scalar_dtype(value)
-                args.append(w.constant(plan.backend.kernels["full"]((), value, dt, plan.device.index)))
-        elif i == device_at:
-            args.append(w.constant(plan.device.index))
-        elif i == dtype_at and not isinstance(plan.out, tuple):
-            args.append(w.constant(plan.out))
+        how = recipe.get(i)
+        if i in constants:
+            args.append(w.constant(constants[i]))
         elif i == generator_at:
             backend, device = plan.backend, plan.device
-            args.append(f"{w.constant(lambda g=value: _generator_native(backend, device, g))}()")
-        else:
+            args.append(f"{w.constant(lambda g=value: generator_native(backend, device, g))}()")
+        elif isinstance(value, Value):
+            args.append(_operand(w, value, how))
+        elif isinstance(value, list) and isinstance(how, Natives):
+            args.append(f"[{', '.join(_operand(w, x, how.one) if isinstance(x, Value) else 'None' for x in value)}]")
+        elif isinstance(how, Number):
+            args.append(w.constant(how(value)))
+        else:  # PASS, and attributes
             args.append(w.constant(value))
     call = f"{w.constant(plan.impl)}({', '.join(args)})"
     if op.mutates:
@@ -144,14 +135,11 @@ def _kernel_line(w: _Writer, node: OpNode) -> None:
         w.lines.append(f"{', '.join(map(_name, node.outputs))}, = {call}")
 
 
-def _operand(w: _Writer, v: Value, plan, promote: bool, cast) -> str:
-    expr = _name(v)
-    if v.device is not plan.device:
-        source, target = v.device, plan.device
-        expr = f"{w.constant(lambda native, d=v.dtype: transfer(native, d, source, target))}({expr})"
-    if promote and v.dtype is not plan.compute:
-        expr = f"{w.constant(cast)}({expr}, {w.constant(plan.compute)})"
-    return expr
+def _operand(w: _Writer, v: Value, how) -> str:
+    """A traced operand as the recipe has it: its native as it is (``DATA``), or moved and cast (``Native``)."""
+    if not isinstance(how, Native):
+        return _name(v)
+    return f"{w.constant(lambda native, d=v.dtype, s=v.device: how.native(native, d, s))}({_name(v)})"
 
 
 def _wrapper(v: Value):

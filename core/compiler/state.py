@@ -36,8 +36,6 @@ def runs_eagerly(function: Callable) -> Callable:
     return eager
 
 
-
-
 #: id(module) -> the compiled function its calls go to: set while a compiled function whose own capture
 #: broke runs eagerly, so that the modules it calls still run compiled (``Module.__call__`` reads it).
 module_overrides: dict = {}

@@ -6,7 +6,7 @@ cannot run. As in PyTorch, the seeding functions are silently ignored when CUDA 
 """
 from __future__ import annotations
 
-from ..dispatch.errors import OutOfMemoryError
+from ..dispatch.schema.errors import OutOfMemoryError
 from ._device import TYPE as _TYPE, available as _available, backend as _backend, index_of as _index, \
     provider as _provider
 
@@ -41,7 +41,7 @@ def is_bf16_supported(including_emulation: bool = True) -> bool:
     it, so ``including_emulation=False`` answers False where that is how bfloat16 runs."""
     if not is_available():
         return False
-    from ..dispatch.dtypes import bfloat16
+    from ..dispatch.schema.dtypes import bfloat16
     backend = _provider()
     index = backend.default_index()
     if bfloat16 not in backend.supported_dtypes(index):
@@ -114,7 +114,7 @@ def seed_all() -> int:
 def get_rng_state(device=None):
     """The default generator's state on ``device`` as a uint8 tensor (on the CPU), for checkpoints."""
     from ..creation import tensor
-    from ..dispatch.dtypes import uint8
+    from ..dispatch.schema.dtypes import uint8
     index = _index(device)
     return tensor(list(_backend().default_generator(index).get_state()), dtype=uint8)
 

@@ -5,10 +5,10 @@ Where CUDA cannot be used, ``backend()`` raises the registry's DeviceError, whic
 """
 from __future__ import annotations
 
-from ..dispatch import registry
-from ..dispatch.backend import Backend
-from ..dispatch.device_runtime import DeviceRuntime
-from ..dispatch.errors import DeviceError
+from ..dispatch.contract import registry
+from ..dispatch.contract.backend import Backend
+from ..dispatch.contract.device_runtime import DeviceRuntime
+from ..dispatch.schema.errors import DeviceError
 
 TYPE = "cuda"
 

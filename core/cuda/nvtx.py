@@ -10,7 +10,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from ..dispatch.device_runtime import DeviceRuntime
+from ..dispatch.contract.device_runtime import DeviceRuntime
 from . import _device
 
 _open = threading.local()  # .depth: ranges pushed and not yet popped in this thread

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..dispatch.device import device as _device_type
-from ..dispatch.device_runtime import DeviceRuntime
-from ..dispatch.errors import DeviceError
+from ..dispatch.schema.device import device as _device_type
+from ..dispatch.contract.device_runtime import DeviceRuntime
+from ..dispatch.schema.errors import DeviceError
 from ..tensor import Tensor
 from . import _device
 

@@ -21,7 +21,7 @@ import ast
 import inspect
 from typing import Any, Callable
 
-from . import links
+from .execution import links
 from .fusion import FUNCTIONS, FormulaError, formula, parse_formula
 from .ops.namespace import F
 from .schema import OPS, REQUIRED, OpDef

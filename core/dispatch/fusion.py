@@ -1,5 +1,6 @@
-"""Elementwise fusion: the scalar formula language of the op schema, the program a backend fuses, and its
-two renderers (Python for the CPU JIT, C for OpenCL and CUDA).
+"""Elementwise fusion: the scalar formula language of the op schema, the program a backend fuses, and the
+lowering its renderers share (the renderers themselves, Python for numba and C for OpenCL and CUDA, are
+backend code: ``ember.backends.codegen``).
 
 An elementwise op declares ``OpDef.scalar``: its value for one element, as an expression over its parameter
 names (tensor parameters stand for the element values, attributes for their values) built from numbers,
@@ -8,8 +9,8 @@ parentheses and calls of ``FUNCTIONS``. A callable ``scalar`` gets the op's attr
 returns the expression, or None where that attribute combination has none (div's rounding modes).
 
 The compiler groups a chain of such calls into an :class:`ElementwiseProgram` and asks the backend's
-``fuse_elementwise`` hook for one kernel computing it. Both renderers go through one lowering to
-single-assignment form, so they agree on every cast:
+``fuse_elementwise`` hook for one kernel computing it. Every renderer goes through one lowering to
+single-assignment form (``lower``), so they agree on every cast:
 
 - every operand is converted to its step's compute dtype first (numbers and attributes included, converted
   when the program is rendered, wrapping into integer dtypes as NumPy's ``astype`` does), every arithmetic
@@ -41,14 +42,12 @@ import ast
 import hashlib
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import numpy as np
 
-from .dtypes import bfloat16, bool_, dtype as DType, float16, float32, float64, int64
-from .errors import DtypeError, EmberError, ShapeError
-from .fast_erf import python_source as erf_float32_source
-from .fast_exp import python_source as exp_float32_source
+from .schema.dtypes import bfloat16, bool_, dtype as DType, float16, float32, float64, int64
+from .schema.errors import DtypeError, EmberError, ShapeError
 from .schema import OPS, OpDef
 
 #: The functions a formula may call, by arity.
@@ -271,7 +270,7 @@ class Instr:
     args: tuple
 
 
-def _constant(value, dt: DType):
+def convert_constant(value, dt: DType):
     """``value`` converted to ``dt`` as NumPy converts it (integers wrap), as a Python number."""
     return np.array(value).astype(np.dtype("bool" if dt is bool_ else dt.name)).item()
 
@@ -319,7 +318,7 @@ class _Lowering:
                 promoted = param.type.startswith("Tensor")  # Index operands keep their own dtype
                 if kind == "number":
                     env[param.name] = self.emit(compute if promoted else bool_, "const",
-                                                _constant(value, compute if promoted else bool_))
+                                                convert_constant(value, compute if promoted else bool_))
                     continue
                 var = loaded[value] if kind == "input" else results[value]
                 env[param.name] = self.cast(var, compute) if promoted else var
@@ -331,11 +330,11 @@ class _Lowering:
 
     def expr(self, op: OpDef, node: ast.expr, env: dict, dt: DType) -> str:
         if isinstance(node, ast.Constant):
-            return self.emit(dt, "const", _constant(node.value, dt))
+            return self.emit(dt, "const", convert_constant(node.value, dt))
         if isinstance(node, ast.Name):
             bound = env[node.id]
             if isinstance(bound, tuple):  # an attribute: a constant of the compute dtype
-                return self.emit(dt, "const", _constant(bound[1], dt))
+                return self.emit(dt, "const", convert_constant(bound[1], dt))
             return bound
         if isinstance(node, ast.BinOp):
             a = self.cast(self.expr(op, node.left, env, dt), dt)
@@ -371,10 +370,10 @@ class _Lowering:
             raise UnsupportedProgram(f"fusion: {op.name} raises integers to powers, which is not rendered "
                                      "(negative integer exponents raise op by op)")
         if name == "rsqrt":
-            return self.emit(dt, "arith", "/", self.emit(dt, "const", _constant(1, dt)),
+            return self.emit(dt, "arith", "/", self.emit(dt, "const", convert_constant(1, dt)),
                              self.emit(dt, "call", "sqrt", args[0]))
         if name == "sigmoid":
-            one = self.emit(dt, "const", _constant(1, dt))
+            one = self.emit(dt, "const", convert_constant(1, dt))
             denominator = self.emit(dt, "arith", "+", one, self.emit(dt, "call", "exp", self.emit(dt, "neg", args[0])))
             return self.emit(dt, "arith", "/", one, denominator)
         return self.emit(dt, "call", name, *args)
@@ -409,216 +408,6 @@ def reduction_identity(op: str, dt: DType):
     return int(info.min if op == "amax" else info.max)
 
 
-def _reduction_parts(program: ElementwiseProgram, accumulator: DType | None):
-    """(op, accumulator dtype, identity, value dtype, result value dtype) of the program's reduction."""
-    op = program.reduction[0]
-    acc = accumulator or accumulator_dtype(program)
-    return op, acc, _constant(reduction_identity(op, acc), acc), value_dtype(program.steps[program.outputs[0]].out), \
-        value_dtype(program.result_dtype())
-
-
-# -- the Python renderer ----------------------------------------------------------------------------------
-
-#: Functions whose float32 calls (half types' too) the Python renderer writes as Ember's own branch-free
-#: forms, which numba vectorizes (libm's scalar erff and expf stop that): name -> source of ``def f(x)``.
-_FAST_FLOAT32 = {"erf": erf_float32_source, "exp": exp_float32_source}
-_PY_FUNCTIONS = {"exp": "np.exp", "log": "np.log", "log1p": "np.log1p", "expm1": "np.expm1", "sqrt": "np.sqrt",
-                 "tanh": "np.tanh", "erf": "math.erf", "abs": "np.abs", "sin": "np.sin", "cos": "np.cos",
-                 "tan": "np.tan", "floor": "np.floor", "ceil": "np.ceil", "pow": "np.power"}  # max, min: _keeps_first
-
-
-#: How each renderer writes an instruction of each kind (consts and calls have functions of their own):
-#: format strings over ``t`` (the instruction's type) and ``a0``, ``a1``, ... (its arguments).
-_PY_FORMS = {
-    "input": "x{a0}", "cast": "{t}({a0})", "arith": "{t}({a1} {a0} {a2})", "neg": "{t}(-{a0})",
-    "compare": "{a1} {a0} {a2}", "and": "np.bool_({a0} and {a1})", "or": "np.bool_({a0} or {a1})",
-    "not": "np.bool_(not {a0})", "where": "{a1} if {a0} else {a2}",
-}
-_C_FORMS = {
-    "input": "x{a0}", "cast": "({t})({a0})", "cast_bool": "({a0} != 0)", "arith": "({t})({a1} {a0} {a2})",
-    "neg": "({t})(-{a0})", "compare": "({a1} {a0} {a2})", "and": "({a0} && {a1})", "or": "({a0} || {a1})",
-    "not": "(!{a0})", "where": "({a0} ? {a1} : {a2})",
-}
-
-
-def _expressions(instrs: list[Instr], forms: dict, type_name: Callable, const: Callable, call: Callable):
-    """``(instruction, right-hand side)`` for each instruction, in one renderer's syntax."""
-    for ins in instrs:
-        if ins.kind == "const":
-            yield ins, const(ins.args[0], ins.dtype)
-        elif ins.kind == "call":
-            yield ins, call(ins)
-        else:
-            kind = "cast_bool" if ins.kind == "cast" and ins.dtype is bool_ and "cast_bool" in forms else ins.kind
-            yield ins, forms[kind].format(t=type_name(ins.dtype), **{f"a{i}": x for i, x in enumerate(ins.args)})
-
-
-def _py_type(dt: DType) -> str:
-    return "np.bool_" if dt is bool_ else f"np.{dt.name}"
-
-
-def _py_const(value, dt: DType) -> str:
-    if isinstance(value, float) and not math.isfinite(value):
-        text = "math.nan" if math.isnan(value) else ("math.inf" if value > 0 else "-math.inf")
-    else:
-        text = repr(value)
-    return f"{_py_type(dt)}({text})"
-
-
-def _fast_float32(ins: Instr) -> bool:
-    return ins.kind == "call" and ins.args[0] in _FAST_FLOAT32 and ins.dtype is float32
-
-
-def render_python(program: ElementwiseProgram, name: str = "element") -> str:
-    """Python source of ``def name(x0, x1, ...)``: one element of each input (float32 values for half
-    inputs) in, a tuple of the output values (float32 for half outputs) out. It uses ``np`` (NumPy) and
-    ``math`` only, and keeps NumPy scalar types throughout, so it runs as plain Python on NumPy scalars and
-    compiles with numba (use ``error_model="numpy"``: division by zero gives inf, as in NumPy).
-
-    A float32 ``erf`` or ``exp`` (half types' too) calls ``name_erf`` or ``name_exp``, defined first:
-    ``ember.dispatch.fast_erf``'s and ``fast_exp``'s branch-free forms, which numba vectorizes (libm's
-    scalar erf and exp, kept for float64, stop that).
-
-    With a reduction, also ``name_init()``, ``name_combine(acc, v)`` and ``name_finish(acc, count)`` (see
-    the module docstring; ``v`` is the element function's output)."""
-    instrs, outputs = lower(program)
-    fast = sorted({ins.args[0] for ins in instrs if _fast_float32(ins)})
-    lines = [line for function in fast for line in (_FAST_FLOAT32[function](f"{name}_{function}"), "")]
-    lines.append(f"def {name}({', '.join(f'x{k}' for k in range(len(program.inputs)))}):")
-    def call(ins: Instr) -> str:
-        a = ins.args
-        if _fast_float32(ins):
-            return f"{name}_{a[0]}({a[1]})"
-        if a[0] in ("max", "min"):
-            return f"{a[1]} if {_keeps_first(a[0], a[1], a[2], ins.dtype, 'or')} else {a[2]}"
-        return f"{_py_type(ins.dtype)}({_PY_FUNCTIONS[a[0]]}({', '.join(a[1:])}))"
-    for ins, text in _expressions(instrs, _PY_FORMS, _py_type, _py_const, call):
-        lines.append(f"    {ins.var} = {text}")
-    lines.append(f"    return ({', '.join(outputs)},)")
-    if program.reduction is not None:
-        lines += _py_reduction(program, name)
-    return "\n".join(lines) + "\n"
-
-
-def _py_reduction(program: ElementwiseProgram, name: str) -> list[str]:
-    op, acc, identity, _, result = _reduction_parts(program, None)
-    t = _py_type(acc)
-    if op in ("sum", "mean"):
-        combine = f"{t}(acc + {t}(v))"
-    else:
-        keep = ("acc >= v" if op == "amax" else "acc <= v") + (" or acc != acc" if acc.is_floating_point else "")
-        combine = f"acc if ({keep}) else v"
-    finish = f"acc / {t}(count)" if op == "mean" else "acc"
-    return ["", "", f"def {name}_init():", f"    return {_py_const(identity, acc)}", "", "",
-            f"def {name}_combine(acc, v):", f"    return {combine}", "", "",
-            f"def {name}_finish(acc, count):", f"    return {_py_type(result)}({finish})"]
-
-
-# -- the C renderer (OpenCL C and CUDA C++) -------------------------------------------------------------
-
-@dataclass(frozen=True)
-class CDialect:
-    """What differs between the C dialects: type names (of value dtypes; half types are float values),
-    the function qualifier, the spelling of infinity and NaN, the suffix of 64-bit integer literals,
-    function names where they differ from C's, and ``helpers``: the C those functions need (macros), which
-    a kernel's source places once before the rendered code, as every kernel of the dialect's backend does."""
-
-    types: Mapping[str, str]
-    qualifier: str
-    infinity: str
-    nan: str
-    long_suffix: str
-    functions: Mapping[str, str] = field(default_factory=dict)
-    helpers: str = ""
-
-
-# PoCL's float tanh stops just short of ±1; past these points tanh rounds to ±1, so the OpenCL dialect's tanh
-# does (a macro: OpenCL C has no overloading of user functions). Eager and fused kernels both take it from here.
-_OPENCL_TANH = "#define ember_tanh(v) (fabs(v) > (sizeof(v) == 4 ? 9.02f : 19.07) ? ((v) > 0 ? 1 : -1) : tanh(v))\n"
-OPENCL = CDialect(types={"bool": "bool", "uint8": "uchar", "int8": "char", "int16": "short", "int32": "int",
-                         "int64": "long", "float32": "float", "float64": "double"},
-                  qualifier="inline", infinity="INFINITY", nan="NAN", long_suffix="L",
-                  functions={"tanh": "ember_tanh"}, helpers=_OPENCL_TANH)
-CUDA = CDialect(types={"bool": "bool", "uint8": "unsigned char", "int8": "signed char", "int16": "short",
-                       "int32": "int", "int64": "long long", "float32": "float", "float64": "double"},
-                qualifier="__device__ __forceinline__", infinity="CUDART_INF", nan="CUDART_NAN", long_suffix="LL")
-
-
-def _c_const(value, dt: DType, dialect: CDialect) -> str:
-    t = dialect.types[dt.name]
-    if dt is bool_:
-        return "true" if value else "false"
-    if dt.is_floating_point:
-        if math.isnan(value):
-            return f"(({t}){dialect.nan})"
-        if math.isinf(value):
-            return f"(({t}){dialect.infinity})" if value > 0 else f"(-({t}){dialect.infinity})"
-        return f"(({t}){float(value).hex()})"
-    suffix = dialect.long_suffix if not -2 ** 31 < value < 2 ** 31 else ""
-    return f"(({t})({value}{suffix}))" if value != -2 ** 63 else f"(({t})(-9223372036854775807{suffix} - 1))"
-
-
-def render_c(program: ElementwiseProgram, dialect: CDialect = OPENCL, name: str = "ember_element",
-             accumulator: DType | None = None) -> str:
-    """C source of ``qualifier void name(T0 x0, ..., U0 *y0, ...)``: one element of each input in (a float
-    for half inputs: convert on load), the outputs written through the pointers (a float for half outputs:
-    convert on store). Integer arithmetic is done in the compute type and cast back, so it wraps. The code
-    uses ``dialect.helpers``, which the kernel's source defines before it.
-
-    With a reduction, also ``A name_init(void)``, ``A name_combine(A acc, V v)`` (``v``: the value ``name``
-    wrote to ``*y0``) and ``R name_finish(A acc, long count)`` (the result value, a float for half results),
-    e.g. one work-item per result element looping over the reduced positions. ``accumulator`` replaces the
-    accumulator dtype (``accumulator_dtype``): float32 on devices without doubles."""
-    instrs, outputs = lower(program)
-    types = dialect.types
-    params = [f"{types[value_dtype(dt).name]} x{k}" for k, (_, dt) in enumerate(program.inputs)]
-    params += [f"{types[value_dtype(program.steps[j].out).name]} *y{i}" for i, j in enumerate(program.outputs)]
-    lines = [f"{dialect.qualifier} void {name}({', '.join(params)}) {{"]
-    for ins, text in _expressions(instrs, _C_FORMS, lambda dt: types[dt.name],
-                                  lambda value, dt: _c_const(value, dt, dialect),
-                                  lambda ins: _c_call(ins.args[0], ins.args[1:], ins.dtype, dialect)):
-        lines.append(f"    {types[ins.dtype.name]} {ins.var} = {text};")
-    lines += [f"    *y{i} = {var};" for i, var in enumerate(outputs)]
-    lines.append("}")
-    if program.reduction is not None:
-        lines += _c_reduction(program, dialect, name, accumulator)
-    return "\n".join(lines) + "\n"
-
-
-def _c_reduction(program: ElementwiseProgram, dialect: CDialect, name: str, accumulator: DType | None) -> list[str]:
-    op, acc, identity, value, result = _reduction_parts(program, accumulator)
-    types, q = dialect.types, dialect.qualifier
-    a, v, r = types[acc.name], types[value.name], types[result.name]
-    if op in ("sum", "mean"):
-        combine = f"({a})(acc + ({a})v)"
-    else:
-        keep = f"(acc {'>=' if op == 'amax' else '<='} v)" + (" || acc != acc" if acc.is_floating_point else "")
-        combine = f"({keep}) ? acc : v"
-    finish = f"({r})(acc / ({a})count)" if op == "mean" else f"({r})acc"
-    return [f"{q} {a} {name}_init(void) {{ return {_c_const(identity, acc, dialect)}; }}",
-            f"{q} {a} {name}_combine({a} acc, {v} v) {{ return {combine}; }}",
-            f"{q} {r} {name}_finish({a} acc, {types['int64']} count) {{ return {finish}; }}"]
-
-
-def _keeps_first(name: str, a: str, b: str, dt: DType, or_: str) -> str:
-    """When max/min of ``a`` and ``b`` is ``a``: it is larger (smaller), or NaN. NaN propagates, as in NumPy's
-    maximum/minimum (C's fmax/fmin drop it), and ties give ``b``, as NumPy's vector loops and the OpenCL
-    op-by-op kernels do (which matters only for the sign of a zero)."""
-    keep = f"({a} > {b})" if name == "max" else f"({a} < {b})"
-    if dt.is_floating_point:  # (integers have no NaN, and compilers warn about ``a != a`` on them)
-        keep = f"({keep} {or_} {a} != {a})"
-    return keep
-
-
-def _c_call(name: str, args: tuple, dt: DType, dialect: CDialect) -> str:
-    t = dialect.types[dt.name]
-    if name in ("max", "min"):
-        return f"({_keeps_first(name, *args, dt, '||')} ? {args[0]} : {args[1]})"
-    if name == "abs":
-        return f"({t})({'fabs' if dt.is_floating_point else 'abs'}({args[0]}))"
-    return f"({t})({dialect.functions.get(name, name)}({', '.join(args)}))"
-
-
-__all__ = ["FUNCTIONS", "FormulaError", "UnsupportedProgram", "Step", "ElementwiseProgram", "CDialect", "OPENCL",
-           "CUDA", "Instr", "REDUCTIONS", "accumulator_dtype", "formula", "fusible", "parse_formula", "lower",
-           "reduction_identity", "render_python", "render_c", "value_dtype"]
+__all__ = ["FUNCTIONS", "FormulaError", "UnsupportedProgram", "Step", "ElementwiseProgram", "Instr", "REDUCTIONS",
+           "accumulator_dtype", "convert_constant", "formula", "fusible", "parse_formula", "lower", "reduction_identity",
+           "value_dtype"]

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import os
 
-from . import registry
+from .contract import registry
 from .schema import OpDef
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # holds the ember package
 
 
 def declared_at(op: OpDef) -> str:
-    """``ember/dispatch/ops/conv.py:123`` (``core/...`` in a checkout): the op's declaring statement."""
+    """``ember/dispatch/ops/nn/conv.py:123`` (``core/...`` in a checkout): the op's declaring statement."""
     if op.source is None:
         return "unknown"
     path, line = op.source
@@ -34,6 +34,17 @@ def derivative_text(op: OpDef) -> str:
     return "none declared"
 
 
+def _kernel_description(op: OpDef, kernel) -> str:
+    """"own kernel", what it is made from (its formula, rendered) and where its code is."""
+    made = "own kernel"
+    if getattr(kernel, "formula", None) == op.name:
+        made += ", rendered from its formula" + (" (some calls by hand)" if getattr(kernel, "by_hand", None) else "")
+    code = getattr(kernel, "__code__", None)
+    if code is None:
+        return made
+    return f"{made}: {os.path.relpath(code.co_filename, _ROOT)}:{code.co_firstlineno}"
+
+
 def implementations(op: OpDef) -> list[tuple[str, str]]:
     """(device type, how it runs the op) for every installed backend."""
     rows = []
@@ -42,7 +53,7 @@ def implementations(op: OpDef) -> list[tuple[str, str]]:
         if reason is not None:
             rows.append((name, f"backend unavailable here ({reason})"))
         elif op.name in backend.kernels:
-            rows.append((name, "own kernel"))
+            rows.append((name, _kernel_description(op, backend.kernels[op.name])))
         elif op.kind == "composite":
             rows.append((name, "composite definition (no kernel of its own)"))
         else:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from ..dispatch.errors import DtypeError, ShapeError
+from ..dispatch.schema.errors import DtypeError, ShapeError
 from ..tensor import Tensor
 from .process_group import ProcessGroup
 from .reduce_op import RedOpType, ReduceOp, as_red_op

@@ -1,7 +1,7 @@
 """``torch.distributed``'s exception types, rooted in Ember's ``EmberError`` (a ``RuntimeError``)."""
 from __future__ import annotations
 
-from ..dispatch.errors import EmberError
+from ..dispatch.schema.errors import EmberError
 
 
 class DistError(EmberError):

@@ -10,7 +10,7 @@ from typing import Callable
 import numpy as np
 
 from ..autograd import no_grad
-from ..dispatch.host import c_contiguous
+from ..dispatch.contract.host import c_contiguous
 from ..creation import from_numpy
 from ..tensor import Tensor
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import threading
 from datetime import timedelta
 
-from ..dispatch.errors import DeviceError
+from ..dispatch.schema.errors import DeviceError
 from .backend import ENGINE_OF
 from .errors import DistBackendError, DistError
 

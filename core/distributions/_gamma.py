@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from ..autograd import Function
 from ..autograd.grad_mode import no_grad
-from ..dispatch.dtypes import bool_
+from ..dispatch.schema.dtypes import bool_
 from ..functions import rand, randn, where, zeros
 from ..tensor import Tensor
 from .utils import eps_of, ones_like, tiny_of, zeros_like

@@ -6,7 +6,7 @@ distributions (tens, not thousands) and keeps every step an ordinary differentia
 """
 from __future__ import annotations
 
-from ..dispatch.errors import ShapeError
+from ..dispatch.schema.errors import ShapeError
 from ..functions import arange, cat, stack, zeros
 from ..tensor import Tensor
 

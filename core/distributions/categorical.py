@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..autograd.grad_mode import no_grad
-from ..dispatch.meta import broadcast_shapes
+from ..dispatch.schema.meta import broadcast_shapes
 from ..dispatch.ops import F
 from ..functions import arange, full
 from ..tensor import Size

@@ -5,7 +5,7 @@ are reduced), so a distribution can say which entries are invalid.
 """
 from __future__ import annotations
 
-from ..dispatch.dtypes import bool_
+from ..dispatch.schema.dtypes import bool_
 from ..functions import cat, full, ones, where
 from ..tensor import Tensor
 from .utils import ones_like

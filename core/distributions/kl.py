@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 
-from ..dispatch.meta import broadcast_shapes
+from ..dispatch.schema.meta import broadcast_shapes
 from ..functions import where
 from ..tensor import Tensor
 from ._linalg import diagonal, solve_triangular

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math
 
-from ..dispatch.meta import broadcast_shapes
+from ..dispatch.schema.meta import broadcast_shapes
 from ..dispatch.ops import F
 from ..functions import randn
 from ..tensor import Size, Tensor

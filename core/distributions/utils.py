@@ -6,11 +6,11 @@ from numbers import Number
 
 from ..autograd.grad_mode import enable_grad
 from ..creation import tensor
-from ..dispatch.dtypes import get_default_dtype
-from ..dispatch.errors import ShapeError
-from ..dispatch.meta import broadcast_shapes
+from ..dispatch.schema.dtypes import get_default_dtype
+from ..dispatch.schema.errors import ShapeError
+from ..dispatch.schema.meta import broadcast_shapes
 from ..dispatch.ops import F
-from ..dispatch.promotion import promote_types
+from ..dispatch.schema.promotion import promote_types
 from ..functions import full, laid_out, where
 from ..memory_format import preserve_format
 from ..tensor import Tensor

@@ -13,9 +13,9 @@ from typing import Any
 import numpy as np
 
 from ..creation import from_numpy
-from ..dispatch import registry
-from ..dispatch.dtypes import as_dtype
-from ..dispatch.errors import DeviceError, DtypeError, EmberError
+from ..dispatch.contract import registry
+from ..dispatch.schema.dtypes import as_dtype
+from ..dispatch.schema.errors import DeviceError, DtypeError, EmberError
 from ..tensor import Tensor, wrap
 from . import dlpack_host as host
 from . import dlpack_structs as s

@@ -12,7 +12,7 @@ import ctypes
 import ml_dtypes
 import numpy as np
 
-from ..dispatch.dtypes import dtype as DType, from_name
+from ..dispatch.schema.dtypes import dtype as DType, from_name
 from . import dlpack_structs as s
 
 # managed struct address -> (array, shape, strides, managed struct): what must outlive the consumer's use

@@ -1,16 +1,16 @@
 """``ember.linalg``: torch.linalg's functions, with its names, signatures and named-tuple results.
 
-Each is one op of the schema (``linalg_<name>`` in ``ember.dispatch.ops``, declared in ops/decompositions.py
-and the ops/linalg_*.py modules); the few defined here add what an op cannot say: the ``check_errors``
+Each is one op of the schema (``linalg_<name>`` in ``ember.dispatch.ops``, declared in ops/linalg/decompositions.py
+and the ops/linalg/linalg_*.py modules); the few defined here add what an op cannot say: the ``check_errors``
 switch of the ``_ex`` functions, torch.linalg's ``driver=`` keyword, and the refusal of ``eig``/``eigvals``,
 whose results are complex.
 """
 from __future__ import annotations
 
-from ..dispatch.errors import DtypeError, LinAlgError
+from ..dispatch.schema.errors import DtypeError, LinAlgError
 from ..dispatch.ops import F
-from ..dispatch.ops.matrices import check_info
-from ..dispatch.out_argument import write_out
+from ..dispatch.ops.linalg.matrices import check_info
+from ..dispatch.execution.out_argument import write_out
 
 cholesky = F.linalg_cholesky
 cond = F.linalg_cond

@@ -3,7 +3,7 @@ three parts) and ``torch.chain_matmul`` (matrices as separate arguments). Both r
 from __future__ import annotations
 
 from ..dispatch.ops import F
-from ..dispatch.out_argument import write_out
+from ..dispatch.execution.out_argument import write_out
 
 
 def lu(A, pivot: bool = True, get_infos: bool = False, out=None):

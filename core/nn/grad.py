@@ -10,13 +10,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..autograd import enable_grad, grad
-from ..dispatch.binding import size_argument, tensor_argument
-from ..dispatch.errors import ShapeError, describe
+from ..dispatch.schema.binding import size_argument, tensor_argument
+from ..dispatch.schema.errors import ShapeError, describe
 from ..dispatch.ops import F
 from ..tensor import Tensor
 from .common_types import _size_1_t, _size_2_t, _size_3_t
 
 __all__ = ["conv1d_input", "conv1d_weight", "conv2d_input", "conv2d_weight", "conv3d_input", "conv3d_weight"]
+
 
 def _input_gradient(ndim: int, input_size, weight: Tensor, grad_output: Tensor, stride, padding, dilation,
                     groups: int) -> Tensor:

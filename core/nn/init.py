@@ -221,7 +221,6 @@ def orthogonal_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:
         return F.copy_(tensor, F.reshape(F.mul(q, gain), tuple(tensor.shape)))
 
 
-
 def _deprecated(initializer):
     """PyTorch's old names without the trailing underscore: they warn, then run the in-place initialiser."""
     old = initializer.__name__[:-1]

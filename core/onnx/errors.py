@@ -1,7 +1,7 @@
 """The exporter's errors, with PyTorch's names (``torch.onnx.errors``)."""
 from __future__ import annotations
 
-from ..dispatch.errors import EmberError
+from ..dispatch.schema.errors import EmberError
 
 
 class OnnxExporterError(EmberError):

@@ -9,7 +9,7 @@ from typing import Any
 import onnx
 
 from ..compiler.graph import Value, leaves
-from ..dispatch import links
+from ..dispatch.execution import links
 from ..serialization.atomic import atomic_path
 from .errors import CheckerError, OnnxExporterError
 from .folding import fold_constants

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..compiler.graph import Graph, OpNode, Value, leaves
-from ..dispatch.dtypes import bool_, float32, int64
+from ..dispatch.schema.dtypes import bool_, float32, int64
 from .builder import GraphBuilder, value_info
 from .dims import Dim
 from .errors import OnnxExporterError, UnsupportedOperatorError

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from ..compiler.capture import _paths, at_path
 from ..compiler.graph import Graph, Value
-from ..dispatch import links
+from ..dispatch.execution import links
 from .dims import NotFitted, Probe, Unfitted, fit, fit_tree, probe_sizes
 from .errors import SymbolicValueError
 from .tracing import capture

@@ -12,7 +12,7 @@ from typing import Any, Iterator
 
 from ..compiler.capture import GraphBreak, Tracer, arg_paths
 from ..compiler.graph import Graph, OpNode
-from ..dispatch.plan import use_composite
+from ..dispatch.execution.plan import use_composite
 from ..dispatch.schema import OPS
 from .errors import OnnxExporterError
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from ..dispatch.ops import F
-from ..dispatch.ops.optim import adam_scalars
+from ..dispatch.ops.training.optim import adam_scalars
 from ..tensor import Tensor
 from ._updates import adam_moments, split_weight_decay
 from .optimizer import Optimizer, check_betas, check_implementation_flags, check_non_negative, hyperparameters

@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 from typing import Any, Iterable
 
-from ..dispatch.dtypes import bfloat16
+from ..dispatch.schema.dtypes import bfloat16
 from ..dispatch.ops import F
 from ..tensor import Tensor
 from .optimizer import Optimizer, hyperparameters

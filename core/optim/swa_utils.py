@@ -12,7 +12,7 @@ import math
 from typing import Any, Callable, Iterable
 
 from ..autograd import no_grad
-from ..dispatch.dtypes import int64
+from ..dispatch.schema.dtypes import int64
 from ..dispatch.ops import F
 from ..nn.modules.batchnorm import _BatchNorm
 from ..nn.modules.module import Module

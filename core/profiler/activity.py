@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import enum
 
-from ..dispatch import registry
-from ..dispatch.backend import Backend
+from ..dispatch.contract import registry
+from ..dispatch.contract.backend import Backend
 
 
 class ProfilerActivity(enum.Enum):

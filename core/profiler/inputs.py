@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import math
 
-from ..dispatch import links
-from ..dispatch.defaults import get_default_device
-from ..dispatch.device import device as Device
+from ..dispatch.execution import links
+from ..dispatch.schema.defaults import get_default_device
+from ..dispatch.schema.device import device as Device
 
 
 def _values(args: tuple, kwargs: dict | None):

@@ -10,8 +10,9 @@ import weakref
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from ..dispatch import modes, registry
-from ..dispatch.modes import DispatchMode
+from ..dispatch.execution import modes
+from ..dispatch.contract import registry
+from ..dispatch.execution.modes import DispatchMode
 from .activity import ProfilerActivity, activity_of
 from .events import BACKWARD, OP, USER_ANNOTATION, FunctionEvent
 from .inputs import allocated_bytes, call_device, flops, input_shapes_and_dtypes, outputs_of

@@ -13,7 +13,7 @@ import os
 
 import numpy as np
 
-from ..dispatch import registry
+from ..dispatch.contract import registry
 from ..tensor import Tensor
 from .atomic import atomic_path
 from .ember_format import MAGIC

@@ -10,9 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from ..dispatch.device import device as Device
-from ..dispatch.dtypes import bool_, dtype as DType
-from ..dispatch.errors import DeviceError, DtypeError
+from ..dispatch.schema.device import device as Device
+from ..dispatch.schema.dtypes import bool_, dtype as DType
+from ..dispatch.schema.errors import DeviceError, DtypeError
 from ..tensor import Tensor
 from .ember_format import FOOTER, HEAD, READABLE_VERSIONS, END_MAGIC, array_dtype, max_header_bytes
 from .containers import check_attributes, check_plain
@@ -20,6 +20,7 @@ from .errors import CheckpointError, UnpicklingError
 from .safe_globals import BUILTIN_SAFE, allowed, refusal, unpickle
 from .tensors import AS_KEY, BIG_ENDIAN, DTYPES, NUMPY, DeviceMap, Step, checked_shape, format_path, make_tensor, \
     type_name
+
 
 def read_header(source) -> dict:
     """The footer, then the header JSON, each checked before the next read trusts it."""

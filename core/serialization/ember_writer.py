@@ -18,6 +18,7 @@ from .ember_format import ALIGNMENT, END_MAGIC, FOOTER, FORMAT_VERSION, HEAD, MA
 from .safe_globals import pickle_globals
 from .tensors import AS_KEY, BIG_ENDIAN, Step, c_order, format_path, host_values, is_parameter, type_name
 
+
 class _Cycle(Exception):
     """A container met again inside itself: it is pickled whole instead (JSON holds trees only)."""
 

@@ -6,7 +6,7 @@ import os
 import pickle
 from typing import Iterator
 
-from ..dispatch.errors import EmberError
+from ..dispatch.schema.errors import EmberError
 
 
 class CheckpointError(EmberError, ValueError):

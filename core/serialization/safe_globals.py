@@ -16,9 +16,9 @@ import pickletools
 from collections import OrderedDict
 from typing import Any, Callable, Iterable, Iterator
 
-from ..dispatch.device import device as Device
-from ..dispatch.dtypes import from_name as dtype_from_name
-from ..dispatch.errors import EmberError
+from ..dispatch.schema.device import device as Device
+from ..dispatch.schema.dtypes import from_name as dtype_from_name
+from ..dispatch.schema.errors import EmberError
 from ..tensor import Size
 from .errors import CheckpointError, UnpicklingError
 
@@ -50,8 +50,8 @@ BUILTIN_SAFE: dict[str, Any] = {
     "builtins.complex": complex,
     "builtins.slice": slice,
     "_codecs.encode": _latin1_encode,
-    "ember.dispatch.dtypes.from_name": dtype_from_name,
-    "ember.dispatch.device.device": Device,
+    # a dtype and a device, under the stable paths their pickles name (ember.dispatch.dtypes, .device)
+    **{f"{obj.__module__}.{obj.__qualname__}": obj for obj in (dtype_from_name, Device)},
     "ember.tensor.Size": Size,
 }
 

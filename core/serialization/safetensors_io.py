@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 
-from ..dispatch import registry
+from ..dispatch.contract import registry
 from ..tensor import Tensor
 from .atomic import atomic_path
 from .errors import CheckpointError, in_file

@@ -7,10 +7,10 @@ from typing import Any, Callable
 import ml_dtypes  # also registers "bfloat16" with NumPy, which safetensors' NumPy reader relies on
 import numpy as np
 
-from ..dispatch import registry
-from ..dispatch.device import device as Device
-from ..dispatch.dtypes import ALL_DTYPES, dtype as DType
-from ..dispatch.errors import DeviceError, DtypeError
+from ..dispatch.contract import registry
+from ..dispatch.schema.device import device as Device
+from ..dispatch.schema.dtypes import ALL_DTYPES, dtype as DType
+from ..dispatch.schema.errors import DeviceError, DtypeError
 from ..tensor import Tensor, wrap
 from .errors import CheckpointError
 

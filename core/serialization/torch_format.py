@@ -18,10 +18,10 @@ from typing import Any
 
 import numpy as np
 
-from ..dispatch.device import device as Device
-from ..dispatch.dtypes import dtype as DType
-from ..dispatch.errors import DeviceError, DtypeError
-from ..dispatch.host import c_contiguous
+from ..dispatch.schema.device import device as Device
+from ..dispatch.schema.dtypes import dtype as DType
+from ..dispatch.schema.errors import DeviceError, DtypeError
+from ..dispatch.contract.host import c_contiguous
 from .containers import check_plain
 from .errors import CheckpointError, UnpicklingError
 from .safe_globals import BUILTIN_SAFE, allowed, pickle_globals, refusal, unpickle

@@ -1,6 +1,6 @@
 """``ember.special``: torch.special's functions, each one op of the schema (or PyTorch's other name for one).
 
-The ops are declared in ``ember.dispatch.ops.special*`` (the ATen names: ``special_erfcx``, ``special_zeta``,
+The ops are declared in ``ember.dispatch.ops.elementwise.special*`` (the ATen names: ``special_erfcx``, ``special_zeta``,
 ...), where their derivatives, SciPy references and samples live; this module only gives them
 torch.special's names. All run on every backend, written in Ember ops.
 """

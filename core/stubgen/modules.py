@@ -13,7 +13,7 @@ from dataclasses import replace
 from typing import Any, Callable
 
 from ..dispatch.schema import OPS, OpDef
-from .names import render_annotation, scope_of
+from .names import defining_module, render_annotation, scope_of
 from .signatures import (POSITIONAL, VAR_KEYWORD, VAR_POSITIONAL, Arg, Signature, Types, from_op,
                          from_python, op_named, render_def, result_class_name)
 
@@ -85,7 +85,7 @@ def module_stub(module: types.ModuleType, types_: Types, exclude: set[str],
         if isinstance(value, types.ModuleType):
             submodules.append(_module_import(module.__name__, name, value))
         elif isinstance(value, type) and value.__module__ != module.__name__ and _defined_elsewhere(value):
-            imported.append(f"from {value.__module__} import {value.__qualname__} as {name}")
+            imported.append(f"from {defining_module(value)} import {value.__qualname__} as {name}")
         elif isinstance(value, type):
             own_classes.append((name, value))
         elif callable(value) and (inspect.isroutine(value) or hasattr(value, "op")):

@@ -1,7 +1,7 @@
 """How one stub file refers to a type: by the name it binds publicly, or through a private import.
 
 Every name a stub imports only for its annotations is bound with a leading underscore
-(``from builtins import int as _int``, ``from ember.dispatch.dtypes import dtype as _dtype``), so it can
+(``from builtins import int as _int``, ``from ember.dispatch.schema.dtypes import dtype as _dtype``), so it can
 clash neither with a public name of the module (``ember.float`` is a dtype, ``Tensor.int`` a method)
 nor with a method name inside a class body.
 """
@@ -60,7 +60,7 @@ class Namespace:
         if isinstance(obj, types.GenericAlias):  # tuple[int, ...]
             return f"{self.of(obj.__origin__)}[{', '.join(self.of(a) for a in obj.__args__)}]"
         if isinstance(obj, type):
-            module, qualname = obj.__module__, obj.__qualname__
+            module, qualname = defining_module(obj), obj.__qualname__
             if module == "builtins" and getattr(builtins, qualname, None) is obj:
                 return self.imported("builtins", qualname)
             if module.startswith("collections.abc") or module == "_collections_abc":
@@ -83,6 +83,13 @@ def scope_of(module_globals: dict) -> ChainMap:
     ember = sys.modules.get("ember")
     classes = {k: v for k, v in vars(ember).items() if isinstance(v, type)} if ember is not None else {}
     return ChainMap(module_globals, classes)
+
+
+def defining_module(obj: Any) -> str:
+    """The name of the module that defines ``obj``: its ``__module__`` may be an alias that ``sys.modules``
+    keeps for old pickles (``ember.dispatch.device``), which has no file a type checker could read."""
+    module = sys.modules.get(obj.__module__)
+    return module.__name__ if module is not None else obj.__module__
 
 
 def _importable(module: str, name: str, obj: Any) -> bool:

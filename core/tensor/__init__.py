@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..dispatch import dispatcher, links, registry
-from ..dispatch.binding import int_argument
-from ..dispatch.device import device as Device
-from ..dispatch.dtypes import dtype as DType
+from ..dispatch.execution import dispatcher, links
+from ..dispatch.contract import registry
+from ..dispatch.schema.binding import int_argument
+from ..dispatch.schema.device import device as Device
+from ..dispatch.schema.dtypes import dtype as DType
 from ..memory_format import contiguous_format, is_contiguous_as, strided
 
 

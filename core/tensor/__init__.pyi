@@ -3,8 +3,8 @@
 from builtins import bool as _bool, dict as _dict, float as _float, int as _int, list as _list, str as _str, tuple as _tuple, type as _type
 from collections.abc import Sequence
 from ember.cuda.streams import Stream as _Stream
-from ember.dispatch.device import device as _device
-from ember.dispatch.dtypes import dtype as _dtype
+from ember.dispatch.schema.device import device as _device
+from ember.dispatch.schema.dtypes import dtype as _dtype
 from ember.random import Generator as _Generator
 from typing import Any, NamedTuple, TypeAlias
 

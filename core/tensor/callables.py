@@ -4,7 +4,7 @@ from __future__ import annotations
 import builtins
 
 from ..creation import tensor
-from ..dispatch.binding import tensor_argument
+from ..dispatch.schema.binding import tensor_argument
 from ..dispatch.ops import F
 from ..legacy_types import type_string
 from . import Tensor

@@ -5,14 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 from .. import accelerator
-from ..dispatch import dispatcher, links, registry
-from ..dispatch.binding import tensor_argument
-from ..dispatch.device import device as Device
-from ..dispatch.dtypes import as_dtype
-from ..dispatch.errors import DeviceError, DtypeError
+from ..dispatch.execution import dispatcher, links
+from ..dispatch.contract import registry
+from ..dispatch.schema.binding import tensor_argument
+from ..dispatch.schema.device import device as Device
+from ..dispatch.schema.dtypes import as_dtype
+from ..dispatch.schema.errors import DeviceError, DtypeError
 from ..dispatch.ops import F
 from ..dispatch.schema import OPS
-from ..dispatch.transfer import transfer
+from ..dispatch.execution.transfer import transfer
 from ..interop.array_protocol import to_array
 from ..interop.dlpack import dlpack_device, to_capsule
 from ..legacy_types import convert, type_string

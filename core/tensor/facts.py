@@ -3,8 +3,8 @@ its place in memory (``get_device``, ``data_ptr``, ``storage_offset``, ``nbytes`
 in the graph (``output_nr``). None computes on values."""
 from __future__ import annotations
 
-from ..dispatch.binding import tensor_argument
-from ..dispatch.errors import DeviceError, describe
+from ..dispatch.schema.binding import tensor_argument
+from ..dispatch.schema.errors import DeviceError, describe
 from . import Tensor
 
 

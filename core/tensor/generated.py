@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Callable
 
 from ..aliases import ALIASES
-from ..dispatch import dispatcher
+from ..dispatch.execution import dispatcher
 from ..dispatch.ops import F
 from ..dispatch.schema import OPS, OpDef
 from .inplace import write_result

@@ -11,8 +11,8 @@ import operator
 
 from ..autograd.setitem import needs_tracking, tracked_setitem
 from ..creation import tensor
-from ..dispatch.dtypes import bool_, int64
-from ..dispatch.errors import ShapeError
+from ..dispatch.schema.dtypes import bool_, int64
+from ..dispatch.schema.errors import ShapeError
 from ..dispatch.ops import F
 from . import Tensor
 

@@ -13,11 +13,11 @@ import math
 import warnings
 
 from ..autograd.grad_mode import is_grad_enabled
-from ..dispatch.binding import size_argument, tensor_argument
-from ..dispatch.dtypes import float64
-from ..dispatch.errors import DtypeError, ShapeError, describe
+from ..dispatch.schema.binding import size_argument, tensor_argument
+from ..dispatch.schema.dtypes import float64
+from ..dispatch.schema.errors import DtypeError, ShapeError, describe
 from ..dispatch.ops import F
-from ..dispatch.promotion import can_cast
+from ..dispatch.schema.promotion import can_cast
 from ..memory_format import contiguous_format
 from . import Tensor, wrap_view
 

@@ -6,8 +6,10 @@ from __future__ import annotations
 from typing import Callable
 
 from .. import functions
-from ..dispatch.binding import tensor_argument
-from ..dispatch.ops import F, products, sets
+from ..dispatch.schema.binding import tensor_argument
+from ..dispatch.ops import F
+from ..dispatch.ops.linalg import products
+from ..dispatch.ops.indexing import sets
 from . import Tensor
 from .inplace import write_result
 

@@ -19,7 +19,7 @@ from .. import accelerator, comparison, creation, functions, legacy_types
 from ..cuda import streams as cuda_streams
 from ..aliases import method_function, positive
 from ..autograd import tensor_methods as autograd_methods
-from ..dispatch import flags
+from ..dispatch.contract import flags
 from ..linalg import legacy as linalg_legacy
 from ..nn.functional.dropout import TORCH_FUNCTIONS as DROPOUT_FUNCTIONS
 from . import Tensor, callables, conversion, creation_methods, facts, generated, indexing, inplace, op_forms

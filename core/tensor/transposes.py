@@ -2,7 +2,7 @@
 dtypes, so the conjugate transposes ``H`` and ``mH`` are the plain ones."""
 from __future__ import annotations
 
-from ..dispatch.errors import ShapeError, describe
+from ..dispatch.schema.errors import ShapeError, describe
 from ..dispatch.ops import F
 from . import Tensor
 

@@ -1,4 +1,4 @@
 """PyTorch's module path for dispatch modes (``torch.utils._python_dispatch.TorchDispatchMode``)."""
-from ..dispatch.modes import DispatchMode, TorchDispatchMode
+from ..dispatch.execution.modes import DispatchMode, TorchDispatchMode
 
 __all__ = ["TorchDispatchMode", "DispatchMode"]

@@ -10,7 +10,7 @@ import numpy as np
 import ember
 import ember.distributed as dist
 from ember.dispatch import registry
-from ember.dispatch.dtypes import ALL_DTYPES
+from ember.dispatch.schema.dtypes import ALL_DTYPES
 
 dist.init_process_group("gloo", init_method="env://")
 rank, world = dist.get_rank(), dist.get_world_size()

@@ -1,6 +1,6 @@
 """GELU (erf and tanh forms) as one elementwise kernel: gelu's scalar formula, rendered by the fusion renderer.
 
-Each kernel is the op's one-step program through ``fusion.elementwise_source``, the code ``ember.compile``'s
+Each kernel is the op's one-step program (``codegen.one_step_program``) through ``fusion.elementwise_source``, the code ``ember.compile``'s
 fused kernels are made of, as the CPU renders its GELU kernel from the formula (``cpu/formula_kernels.py``):
 the kernel logic is the formula that PoCL runs in CI, and the NVRTC test compiles these very records. Half
 precision computes in float and rounds once; float64 computes in double. One kernel per form and dtype, for a
@@ -8,7 +8,8 @@ precision computes in float and rounds once; float64 computes in double. One ker
 """
 from __future__ import annotations
 
-from ember.dispatch import ElementwiseProgram, Step, float16, float32, float64
+from ember.backends.codegen import one_step_program
+from ember.dispatch import float16, float32, float64
 
 from ..fusion import elementwise_source
 from ..kernel_sources import CUPY_FLOATS, ElementwiseSource
@@ -17,9 +18,7 @@ _DTYPES = {dt.name: dt for dt in (float16, float32, float64)}
 
 
 def _source(approximate: str, dtype_name: str) -> ElementwiseSource:
-    dt = _DTYPES[dtype_name]
-    step = Step("gelu", (("input", 0),), (approximate,), dt, dt)
-    return elementwise_source(ElementwiseProgram((((), dt),), (step,), (0,), ()))
+    return elementwise_source(one_step_program("gelu", [_DTYPES[dtype_name]], (approximate,)))
 
 
 #: approximate= -> NumPy dtype name -> the kernel
@@ -34,4 +33,5 @@ def build(cupy, lib) -> dict:
     def gelu(a, approximate):
         return kernels[approximate, a.dtype.name](a)
 
+    gelu.formula = "gelu"
     return {"gelu": gelu}

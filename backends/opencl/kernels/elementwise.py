@@ -1,17 +1,28 @@
-"""Elementwise ops as C expressions over x0, x1, ... (each operand in its compute type), run by
-the strided kernel generator. Semantics follow NumPy's, which PyTorch's CPU results match.
+"""Elementwise kernels, run by the strided kernel generator (``strided.run``) as C expressions over x0, x1, ...
+(each operand in its compute type).
+
+An op with a ``scalar=`` formula gets its kernel from the formula (``formula_kernel``: rendered in the OpenCL
+dialect by ``ember.backends.codegen``, as the fused kernels are), so eager, fused and composite results agree.
+What stays hand-written is listed in ``ember.backends.codegen.handwritten`` with its reason: calls the formula
+does not cover (division's rounding modes and integer powers, whose errors need a read back; add/sub with an
+alpha, which the formula would compile into the kernel) and ops the formula language cannot state (round,
+the inverse trigonometric and hyperbolic functions, bitwise ops). Semantics follow NumPy's, which PyTorch's
+CPU results match.
 """
 from __future__ import annotations
 
+import ast
+
 import numpy as np
 
+from ember.backends.codegen import OPENCL, c_value_function, one_step_program
 from ember.backends.float_divmod import OPENCL_QUALIFIER, float_divmod_source, floor_divide_name, remainder_name
-from ember.dispatch import OPENCL
+from ember.dispatch import OPS, UnsupportedProgram, formula, parse_formula
 
 from .. import strided
 from ..array import CLArray
-from ..cltypes import compute_ctype, is_float
-from .reduction import any_true
+from ..cltypes import EMBER_DTYPE, NUMPY_DTYPE, compute_ctype, is_float
+from .reductions import any_true
 
 BOOL = np.dtype(np.bool_)
 
@@ -26,28 +37,73 @@ def _dtype_kind(dtype: np.dtype) -> str:
     return "float" if is_float(dtype) else ("bool" if dtype == BOOL else "int")
 
 
-def unary(expressions: dict, out_bool: bool = False, helpers: str = ""):
-    """A kernel from {"float"|"int"|"bool": expression of x0}; "int" also serves bool unless given. ``helpers``:
-    C the expressions use (the OpenCL dialect's macros)."""
+def unary(expressions: dict):
+    """A kernel from {"float"|"int"|"bool": expression of x0}; "int" also serves bool unless given."""
     def kernel(a):
         kind = _dtype_kind(a.dtype)
         expr = expressions.get(kind) or expressions.get("int" if kind == "bool" else kind)
-        return strided.run(a.runtime, expr, [a], BOOL if out_bool else a.dtype, helpers=helpers)
+        return strided.run(a.runtime, expr, [a], a.dtype)
     return kernel
 
 
-def binary(expressions: dict, out_bool: bool = False, helpers=None):
+def binary(expressions: dict):
     def kernel(a, b):
         runtime, operands, array = _operands(a, b)
         kind = _dtype_kind(array.dtype)
         expr = expressions.get(kind) or expressions.get("int" if kind == "bool" else kind)
-        code = helpers(compute_ctype(array.dtype)) if helpers else ""
-        return strided.run(runtime, expr, operands, BOOL if out_bool else array.dtype, helpers=code)
+        return strided.run(runtime, expr, operands, array.dtype)
     return kernel
 
 
 def _same(expr: str) -> dict:
     return {"float": expr, "int": expr}
+
+
+def formula_kernel(op_name: str, by_hand=None):
+    """``op_name``'s kernel rendered from its formula; calls it has no rendering for go to ``by_hand``: an
+    attribute combination without a formula, one whose formula names an attribute (its value would be compiled
+    into the kernel: a new alpha, a new kernel), or a program the renderer declines (integer powers)."""
+    op = OPS[op_name]
+    tensors, attributes = op.tensor_positions, op.attr_positions
+    rendered: dict[tuple, tuple | None] = {}  # (attrs, operand dtypes) -> (expression, C source, out dtype) or None
+
+    def kernel(*args):
+        values = [args[i] for i in tensors]
+        attrs = tuple(args[i] for i in attributes)
+        array = next(v for v in values if isinstance(v, CLArray))
+        key = (attrs, tuple(v.dtype if isinstance(v, CLArray) else None for v in values))
+        entry = rendered.get(key, False)
+        if entry is False:
+            entry = rendered[key] = _render(op_name, values, attrs, array.dtype)
+        if entry is None:
+            return by_hand(*args)
+        expression, source, out_dtype = entry
+        operands = [v if isinstance(v, CLArray) else strided.Scalar(v, array.dtype) for v in values]
+        return strided.run(array.runtime, expression, operands, out_dtype, helpers=source)
+    kernel.formula, kernel.by_hand = op_name, by_hand
+    return kernel
+
+
+def _render(op_name: str, values: list, attrs: tuple, number_dtype: np.dtype) -> tuple | None:
+    """(expression over x0, x1, ..., the C it calls, the result's dtype), or None: no rendering (see above)."""
+    op = OPS[op_name]
+    text = formula(op, attrs)
+    if text is None or _names_attribute(op, text):
+        return None
+    dtypes = [EMBER_DTYPE[v.dtype if isinstance(v, CLArray) else number_dtype] for v in values]
+    program = one_step_program(op_name, dtypes, attrs)
+    name = f"ember_op_{op_name}"  # (ember_tanh is the dialect's macro)
+    try:
+        source = c_value_function(program, OPENCL, name)
+    except UnsupportedProgram:
+        return None
+    return f"{name}({', '.join(f'x{k}' for k in range(len(values)))})", source, \
+        NUMPY_DTYPE[program.steps[0].out]
+
+
+def _names_attribute(op, text: str) -> bool:
+    names = {op.params[i].name for i in op.attr_positions}
+    return any(isinstance(node, ast.Name) and node.id in names for node in ast.walk(parse_formula(op, text)))
 
 
 # -- integer division, remainder and powers --------------------------------------------------
@@ -165,53 +221,23 @@ def _round(a, decimals):
     return strided.run(a.runtime, expr, [a], a.dtype)
 
 
-def _where(condition, a, b):
-    runtime, operands, array = _operands(condition, a, b)
-    return strided.run(runtime, "x0 ? x1 : x2", operands, array.dtype if array is not condition else
-                       next(v.dtype for v in (a, b) if isinstance(v, CLArray)))
-
-
-# Some OpenCL libraries (PoCL's float tanh) stop just short of ±1: the OpenCL dialect's tanh, which fused kernels
-# call too, rounds to ±1 past the points where tanh does.
-_TANH = unary({"float": f"{OPENCL.functions['tanh']}(x0)"}, helpers=OPENCL.helpers)
-_MAX = {"float": "(isnan(x0) || x0 > x1) ? x0 : x1", "int": "x0 > x1 ? x0 : x1"}
-_MIN = {"float": "(isnan(x0) || x0 < x1) ? x0 : x1", "int": "x0 < x1 ? x0 : x1"}
+#: ops whose kernel is their formula, rendered (with the hand-written kernel for calls it does not cover)
+_BY_HAND_FOR_SOME_CALLS = {"add": _scaled("+"), "sub": _scaled("-"), "div": _div, "pow": _pow}
+FORMULA_OPS = ("neg", "abs", "sign", "exp", "expm1", "log", "log1p", "sqrt", "sin", "cos", "tan", "tanh", "erf",
+               "floor", "ceil", "logical_not", "isnan", "add", "sub", "mul", "div", "pow", "maximum", "minimum",
+               "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor", "where",
+               # composites worth one kernel instead of several
+               "reciprocal", "sigmoid", "isinf", "isfinite", "atanh", "log10", "trunc", "copysign")
 
 KERNELS = {
-    "neg": unary(_same("-x0")),
-    "abs": unary({"float": "fabs(x0)", "int": "x0 < 0 ? -x0 : x0", "bool": "x0"}),
-    "sign": unary({"float": "x0 > 0 ? 1 : (x0 < 0 ? -1 : x0)", "int": "(x0 > 0) - (x0 < 0)", "bool": "x0"}),
-    "exp": unary({"float": "exp(x0)"}), "expm1": unary({"float": "expm1(x0)"}),
-    "log": unary({"float": "log(x0)"}), "log1p": unary({"float": "log1p(x0)"}),
-    "sqrt": unary({"float": "sqrt(x0)"}), "sin": unary({"float": "sin(x0)"}), "cos": unary({"float": "cos(x0)"}),
-    "tan": unary({"float": "tan(x0)"}), "tanh": _TANH, "erf": unary({"float": "erf(x0)"}),
-    "floor": unary({"float": "floor(x0)", "int": "x0"}), "ceil": unary({"float": "ceil(x0)", "int": "x0"}),
-    "round": _round,
-    "logical_not": unary(_same("!x0"), out_bool=True),
-    "isnan": unary({"float": "isnan(x0)", "int": "0"}, out_bool=True),
-    "add": _scaled("+"), "sub": _scaled("-"), "mul": binary(_same("x0 * x1")),
-    "div": _div, "floor_divide": _floor_divide, "remainder": _remainder, "pow": _pow,
-    "maximum": binary(_MAX), "minimum": binary(_MIN),
-    "eq": binary(_same("x0 == x1"), True), "ne": binary(_same("x0 != x1"), True),
-    "lt": binary(_same("x0 < x1"), True), "le": binary(_same("x0 <= x1"), True),
-    "gt": binary(_same("x0 > x1"), True), "ge": binary(_same("x0 >= x1"), True),
-    "logical_and": binary(_same("(x0 != 0) && (x1 != 0)"), True),
-    "logical_or": binary(_same("(x0 != 0) || (x1 != 0)"), True),
-    "logical_xor": binary(_same("(x0 != 0) != (x1 != 0)"), True),
-    "where": _where,
-    # composites worth one kernel instead of several
-    "reciprocal": unary({"float": "1 / x0"}),
-    "sigmoid": unary({"float": "1 / (1 + exp(-x0))"}),
-    "isinf": unary({"float": "isinf(x0)", "int": "0"}, out_bool=True),
-    "isfinite": unary({"float": "isfinite(x0)", "int": "1"}, out_bool=True),
-    # composites of core/dispatch/ops/trigonometric.py, rounding.py and bitwise.py as OpenCL C's own functions
+    **{name: formula_kernel(name, _BY_HAND_FOR_SOME_CALLS.get(name)) for name in FORMULA_OPS},
+    "round": _round, "floor_divide": _floor_divide, "remainder": _remainder,
+    # composites of core/dispatch/ops/elementwise/trigonometric.py and bitwise.py as OpenCL C's own functions (the formula
+    # language has no such functions)
     "asin": unary({"float": "asin(x0)"}), "acos": unary({"float": "acos(x0)"}), "atan": unary({"float": "atan(x0)"}),
     "sinh": unary({"float": "sinh(x0)"}), "cosh": unary({"float": "cosh(x0)"}),
     "asinh": unary({"float": "asinh(x0)"}), "acosh": unary({"float": "acosh(x0)"}),
-    "atanh": unary({"float": "atanh(x0)"}), "log10": unary({"float": "log10(x0)"}),
-    "trunc": unary({"float": "trunc(x0)", "int": "x0"}),
     "atan2": binary({"float": "atan2(x0, x1)"}), "hypot": binary({"float": "hypot(x0, x1)"}),
-    "copysign": binary({"float": "copysign(x0, x1)"}),
     "bitwise_and": binary(_same("x0 & x1")), "bitwise_or": binary(_same("x0 | x1")),
     "bitwise_xor": binary(_same("x0 ^ x1")), "bitwise_not": unary({"int": "~x0", "bool": "!x0"}),
 }

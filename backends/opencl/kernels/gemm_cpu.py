@@ -24,7 +24,7 @@ import numpy as np
 from ..array import CLArray, contiguous_strides, empty
 from ..cltypes import STORAGE_CTYPE, compute_ctype, load, store
 from ..strided import broadcast_strides, collapse
-from ._codegen import batch_walk, cached
+from ._source import batch_walk, cached
 
 COLUMNS = 16  # columns of C per work-item, and the width of a packed panel of B
 PACK_FROM_ROWS = 16  # pack B when A has at least this many rows: below, the extra launch costs more than it saves

@@ -24,9 +24,9 @@ from .. import strided
 from ..array import CLArray, empty
 from ..cltypes import compute_ctype, load, store
 from ..strided import broadcast_strides, collapse
-from ._codegen import LONG, Params, cached, dot, group_size, names, overlaps, split
-from .sort import sort_1d
-from .views import clone
+from ._source import LONG, Params, cached, dot, group_size, names, overlaps, split
+from .sorting import sort_1d
+from .shapes import clone
 
 
 def _at_least_1d(a: CLArray) -> CLArray:

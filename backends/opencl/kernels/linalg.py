@@ -14,7 +14,7 @@ import numpy as np
 from ..array import CLArray, contiguous_strides, empty
 from ..cltypes import STORAGE_CTYPE, compute_ctype, load, store
 from ..strided import broadcast_strides, collapse
-from ._codegen import batch_walk
+from ._source import batch_walk
 from . import gemm_cpu
 
 TILE, DEPTH, WORK, SIDE = 64, 16, 4, 16  # C tile, K slice, outputs per work-item per axis, work-items per axis

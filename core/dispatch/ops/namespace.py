@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from ..dispatcher import call
-from ..fastpath import make_function as make_fast
+from ..execution.dispatcher import call
+from ..execution.fastpath import make_function as make_fast
 from ..schema import OPS, OpDef
 
 F = SimpleNamespace()

@@ -6,7 +6,7 @@ operator differs from PyTorch in a corner (``ReduceMax`` skips NaN, ``Mod`` with
 """
 from __future__ import annotations
 
-from ..dtypes import bool_, int32, int64
+from ..schema.dtypes import bool_, int32, int64
 
 #: The widest int64 magnitude, for Slice ends that mean "to the very end" in either direction.
 INT64_MAX = 2 ** 63 - 1

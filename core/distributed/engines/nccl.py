@@ -18,7 +18,7 @@ import time
 
 import numpy as np
 
-from ...dispatch.inflight import InFlight
+from ...dispatch.contract.inflight import InFlight
 from ..errors import DistBackendError
 from ..reduce_op import RedOpType
 from ..work import Pending, poll

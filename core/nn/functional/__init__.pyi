@@ -2,8 +2,8 @@
 
 from builtins import bool as _bool, float as _float, int as _int, list as _list, str as _str, tuple as _tuple
 from collections.abc import Sequence
-from ember.dispatch.device import device as _device
-from ember.dispatch.dtypes import dtype as _dtype
+from ember.dispatch.schema.device import device as _device
+from ember.dispatch.schema.dtypes import dtype as _dtype
 from ember.random import Generator as _Generator
 from ember.tensor import Tensor as _Tensor, _AdamStepResult, _LayerNormBackwardResult, _LstmLayerResult, _NativeBatchNormResult, _Number, _RnnLayerResult
 from typing import Any, Callable, Sequence as _Sequence

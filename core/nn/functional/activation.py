@@ -1,7 +1,7 @@
 """Activation functions with PyTorch's ``nn.functional`` signatures: ``inplace=`` flags, the ``name_`` in-place
 forms, and the activations PyTorch writes in Python over others (relu6, softsign, tanhshrink, softmin).
 
-The math is in the schema's ops (``ember.dispatch.ops.activations``); ``inplace=True`` writes the result
+The math is in the schema's ops (``ember.dispatch.ops.elementwise.activations``); ``inplace=True`` writes the result
 into the input and returns it, which autograd refuses on a leaf that requires grad, as PyTorch does.
 """
 from __future__ import annotations

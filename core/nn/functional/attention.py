@@ -1,16 +1,16 @@
 """``scaled_dot_product_attention`` and ``multi_head_attention_forward`` with PyTorch's functional signatures.
 
-The attention computation is an op of the schema (``ember.dispatch.ops.attention``): a composite of Ember ops
+The attention computation is an op of the schema (``ember.dispatch.ops.nn.attention``): a composite of Ember ops
 that every backend runs, that autocast sees, and that a backend may fuse. Its ``attention`` routine, which
 returns the weights too, serves ``multi_head_attention_forward``, which ``nn.MultiheadAttention`` calls.
 Inside, the heads are computed together in a batch-major layout ``(N, heads, L, head_dim)``.
 """
 from __future__ import annotations
 
-from ...dispatch.dtypes import bool_
-from ...dispatch.errors import ShapeError
+from ...dispatch.schema.dtypes import bool_
+from ...dispatch.schema.errors import ShapeError
 from ...dispatch.ops import F
-from ...dispatch.ops.attention import attention, causal_mask
+from ...dispatch.ops.nn.attention import attention, causal_mask
 from ...tensor import Tensor
 
 __all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]

@@ -1,8 +1,8 @@
 """``conv_tbc``: a 1-d convolution over sequences laid out (time, batch, channels), as fairseq's models use."""
 from __future__ import annotations
 
-from ...dispatch.binding import tensor_argument
-from ...dispatch.errors import ShapeError, describe
+from ...dispatch.schema.binding import tensor_argument
+from ...dispatch.schema.errors import ShapeError, describe
 from ...dispatch.ops import F
 
 __all__ = ["conv_tbc"]

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ...creation import tensor
-from ...dispatch.dtypes import int64
+from ...dispatch.schema.dtypes import int64
 from ...dispatch.ops import F as ops
 from ...tensor import Tensor
 

@@ -1,6 +1,6 @@
 """Loss functions with PyTorch's signatures, reductions, validation and messages.
 
-Each loss is an op of the schema (``ember.dispatch.ops.losses`` and ``pointwise_losses``), so that
+Each loss is an op of the schema (``ember.dispatch.ops.nn.losses`` and ``pointwise_losses``), so that
 autocast sees it and backends may fuse it; these functions add what PyTorch does in Python around its
 aten ops. PyTorch's deprecated ``size_average``/``reduce`` arguments keep their positions and meaning,
 so that positional calls written for PyTorch mean the same here.
@@ -10,9 +10,9 @@ from __future__ import annotations
 import warnings
 from typing import Callable
 
-from ...dispatch.errors import ShapeError
+from ...dispatch.schema.errors import ShapeError
 from ...dispatch.ops import F
-from ...dispatch.ops.losses import check_reduction, reduced as _reduce
+from ...dispatch.ops.nn.losses import check_reduction, reduced as _reduce
 
 __all__ = ["cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
            "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div", "margin_ranking_loss",
@@ -46,8 +46,6 @@ def _reduction(name: str, size_average, reduce, reduction: str, accepted=_REDUCT
         return "mean"
     check_reduction(name, reduction, accepted)
     return reduction
-
-
 
 
 # -- shape checks --------------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out=None)
     result = _F.div(input, _F.clamp(_F.norm(input, p, dim, True), eps))
     return result if out is None else _F.copy_(out, result)
 
+
 #: rms_norm(input, normalized_shape, weight=None, eps=None)
 rms_norm = _F.rms_norm
 #: local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0)

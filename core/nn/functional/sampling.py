@@ -11,10 +11,10 @@ from __future__ import annotations
 import math
 import warnings
 
-from ...dispatch.dtypes import float32, float64, int64
-from ...dispatch.errors import ShapeError
+from ...dispatch.schema.dtypes import float32, float64, int64
+from ...dispatch.schema.errors import ShapeError
 from ...dispatch.ops import F
-from ...dispatch.ops.resampling import cubic_weights
+from ...dispatch.ops.nn.resampling import cubic_weights
 
 __all__ = ["interpolate", "upsample", "upsample_nearest", "upsample_bilinear"]
 

@@ -17,6 +17,7 @@ __all__ = ["UninitializedParameter", "UninitializedBuffer", "LazyModuleMixin", "
            "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d", "LazyInstanceNorm1d", "LazyInstanceNorm2d",
            "LazyInstanceNorm3d"]
 
+
 class _Uninitialized(Tensor):
     """A tensor without a shape yet (it holds no elements); ``materialize`` gives it one, in place, and makes
     it a plain tensor: whatever holds it (a module, an optimizer) keeps holding the same object."""
@@ -253,6 +254,7 @@ class _LazyNormMixin(LazyModuleMixin):
 
 def _lazy_norm(name: str, base: type, affine: bool, track_running_stats: bool) -> type:
     """The lazy form of the normalization class ``base``: its constructor without num_features."""
+
     def __init__(self, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = affine,
                  track_running_stats: bool = track_running_stats, device=None, dtype=None, *,
                  bias: bool = True) -> None:

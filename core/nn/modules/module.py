@@ -9,8 +9,8 @@ from typing import Any, Callable, Iterator
 
 from ...autograd.grad_mode import no_grad
 from ...compiler.state import module_overrides as _compiled_modules
-from ...dispatch.device import device as Device
-from ...dispatch.dtypes import as_dtype, bfloat16, float16, float32, float64
+from ...dispatch.schema.device import device as Device
+from ...dispatch.schema.dtypes import as_dtype, bfloat16, float16, float32, float64
 from ...tensor import Tensor
 from ..parameter import Buffer, Parameter, _register, is_parameter
 from .hooks import RemovableHandle, attach_backward_hooks

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numbers
 
 from ...autograd.grad_mode import no_grad
-from ...dispatch.dtypes import int64
+from ...dispatch.schema.dtypes import int64
 from ...dispatch.ops import F
 from .. import init
 from ..parameter import Parameter

@@ -1,6 +1,6 @@
 """Recurrent layers: RNN, LSTM, GRU and their single-step cells, with PyTorch's parameters and formulas.
 
-Each layer and direction is one call of the ops ``rnn_layer`` / ``lstm_layer`` (``ember.dispatch.ops.recurrent``),
+Each layer and direction is one call of the ops ``rnn_layer`` / ``lstm_layer`` (``ember.dispatch.ops.nn.recurrent``),
 which run the time loop; the cells call the same step functions, so both compute exactly the same thing.
 Everything is Ember ops, so autograd unrolls the loop by itself (backpropagation through time).
 """
@@ -10,10 +10,10 @@ import math
 import numbers
 import warnings
 
-from ...dispatch.errors import ShapeError
+from ...dispatch.schema.errors import ShapeError
 from ...dispatch.ops import F as ops
-from ...dispatch.ops.recurrent import GATES as _GATES
-from ...dispatch.ops.recurrent import STEPS as _STEPS
+from ...dispatch.ops.nn.recurrent import GATES as _GATES
+from ...dispatch.ops.nn.recurrent import STEPS as _STEPS
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter

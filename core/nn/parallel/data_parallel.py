@@ -6,7 +6,7 @@ module's, and the attributes are PyTorch's, so code written for either runs unch
 """
 from __future__ import annotations
 
-from ...dispatch.device import device as Device
+from ...dispatch.schema.device import device as Device
 from ..modules.module import Module
 
 __all__ = ["DataParallel"]

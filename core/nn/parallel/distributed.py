@@ -12,7 +12,7 @@ from typing import Any, Iterator
 
 from ... import distributed as dist
 from ...autograd.grad_mode import is_grad_enabled
-from ...dispatch.device import device
+from ...dispatch.schema.device import device
 from ...tensor import Tensor
 from ..modules.module import Module
 from .buckets import FIRST_BUCKET_BYTES, MIB

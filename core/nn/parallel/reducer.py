@@ -16,7 +16,7 @@ import weakref
 from ...autograd.engine import queue_callback
 from ...autograd.grad_mode import no_grad
 from ...creation import tensor
-from ...dispatch.dtypes import int32
+from ...dispatch.schema.dtypes import int32
 from .buckets import Bucket, assign_buckets
 from .unused import unused_parameters
 

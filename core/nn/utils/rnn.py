@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections import namedtuple
 from typing import Iterable, Sequence
 
-from ...dispatch.dtypes import float16, float32, float64, int64
-from ...dispatch.errors import ShapeError
+from ...dispatch.schema.dtypes import float16, float32, float64, int64
+from ...dispatch.schema.errors import ShapeError
 from ...dispatch.ops import F
 from ...creation import tensor
 from ...tensor import Tensor

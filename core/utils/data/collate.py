@@ -14,7 +14,7 @@ import re
 from abc import ABCMeta
 
 from ...creation import as_tensor, tensor
-from ...dispatch.dtypes import float64
+from ...dispatch.schema.dtypes import float64
 from ...functions import stack
 from ...tensor import Tensor
 

@@ -6,7 +6,7 @@ both paths produce identical batches.
 from __future__ import annotations
 
 from ...creation import tensor
-from ...dispatch.dtypes import int64
+from ...dispatch.schema.dtypes import int64
 from ...dispatch.ops import F
 from .collate import default_collate
 from .dataset import Subset, TensorDataset

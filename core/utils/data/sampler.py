@@ -9,7 +9,7 @@ import itertools
 from typing import Generic, Iterator, Sequence, TypeVar
 
 from ...creation import as_tensor
-from ...dispatch.dtypes import float64, int64
+from ...dispatch.schema.dtypes import float64, int64
 from ...dispatch.ops import F
 from ...functions import cat, rand, randint, where, zeros
 from ...random import Generator

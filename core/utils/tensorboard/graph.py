@@ -22,7 +22,7 @@ from tensorboard.compat.proto.versions_pb2 import VersionDef
 
 from ...autograd.grad_mode import enable_grad
 from ...autograd.graph import AccumulateGrad
-from ...dispatch.errors import EmberError
+from ...dispatch.schema.errors import EmberError
 from ...nn.modules.module import Module
 from ...tensor import Tensor
 

@@ -6,7 +6,7 @@ import math
 import numpy as np
 from tensorboard.compat.proto.summary_pb2 import Summary
 
-from ...dispatch.errors import ShapeError
+from ...dispatch.schema.errors import ShapeError
 from ._convert import to_numpy
 from .png import encode_png
 

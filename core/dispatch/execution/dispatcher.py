@@ -1,0 +1,460 @@
+"""The per-call path: the entry point of every op, and the validation that makes call plans.
+
+``call`` hands the call to the active dispatch modes, if any (``modes``), binds the arguments and
+looks up the call's plan (``plan``) by a key of everything validation looks at; on a hit it runs the
+plan's function (``executor``) at once. On a miss it validates the call here, once: devices,
+dtypes (promotion and what the backend supports), attributes and shapes (the op's ``meta``), then
+builds, caches and runs the plan. Kernels stay free of Python-side validation.
+
+An op whose validation reads tensor *values* (index range checks: embedding, cross_entropy, one_hot,
+gather, ...) is validated on every call; it is seen doing so through ``note_value_read``, which every read
+of values to the host calls (``item``, ``tolist``, ``bool(t)``, ``numpy()``), and which checks that answer
+from a memo call themselves.
+"""
+from __future__ import annotations
+
+from . import links, modes
+from ..contract import registry
+from .kernel_errors import KERNEL_ERRORS, kernel_error
+from .memory import check_addressable
+from .out_argument import call_with_out
+from ..schema.binding import NUMBER_TYPES as _NUMBER, bind, convert, wrap_dim
+from ..schema.defaults import get_default_device
+from ..schema.device import device as Device
+from ..schema.dtypes import _default_float, bool_, dtype as DType
+from ..schema.errors import BackendError, DeviceError, DtypeError, EmberError, ShapeError, describe
+from .arguments import DATA, PASS, Native, Natives, Number
+from .executor import runner
+from .fallback import refuse_or_warn
+from .plan import CallPlan, cached, prefers_composite, store, table
+from ..schema.promotion import result_type_of, scalar_dtype
+from ..schema import REQUIRED, OpDef
+from .storage_dtypes import through_float32
+from .transfer import transfer
+
+_active_modes = modes.active  # the same list object: checked on every call
+
+
+def call(op: OpDef, args: tuple, kwargs: dict, modes_seeing_it: list | tuple = _active_modes):
+    """Run ``op`` on the given arguments: the one generic entry point of every op.
+
+    The active dispatch modes see the call first; below the last of them (``run``) it finds or makes
+    the call's plan and runs it."""
+    if kwargs and "out" in kwargs and op.accepts_out:
+        return call_with_out(call, op, args, kwargs)
+    if modes_seeing_it:
+        return modes.dispatch(op, args, kwargs, run)
+    if not kwargs and op.min_args <= len(args) <= op.positional_count:
+        values = [*args, *op.default_values[len(args):]]
+    elif not kwargs and len(args) == len(op.params):  # every value, bound already (the CPU fallback's call)
+        values = list(args)
+    else:
+        values = bind(op, args, kwargs)
+    key = plan_key(op, values)
+    plan = table.get(key) if key is not None else None
+    if plan is not None and not plan.validates_every_call:
+        if plan.converts:  # attributes whose converted form differs from what was passed (dim=-1 -> 0)
+            _converted(op, plan, values)
+    else:
+        plan = _validate_and_plan(op, values, grad_wanted(op, values), key)
+    try:  # free unless raised (Python 3.11): the fast path's entry points do the same
+        return plan.run(values)
+    except KERNEL_ERRORS as error:
+        raise kernel_error(plan, values, error) from None
+
+
+def run(op: OpDef, args: tuple, kwargs: dict):
+    """``call`` as the modes' last step: the op itself, with no mode seeing it."""
+    return call(op, args, kwargs, ())
+
+
+# -- plan keys -------------------------------------------------------------------------------
+
+_activity = 0  # host reads of tensor values: any change during a validation means it read data
+_reads_values: set = set()  # ops whose validation was seen reading tensor values: validated on every call
+_KEY_ATOMS = frozenset({int, float, bool, str, type(None)})
+_KEY_AS_IS = frozenset({int, str, type(None), DType, Device})  # attribute values that are keys as they are
+_NUMBER_KINDS = frozenset({int, float, bool})
+
+
+#: Called on every host read of tensor values and every device transfer, with what happened (a short
+#: phrase): work outside the op calls, which ``ember.compile``'s capture cannot replay.
+value_read_hooks: list = []
+
+
+def note_value_read() -> None:
+    """Called where a tensor's values are read to the host (``item``, ``tolist``): a validation doing this
+    is data-dependent, so its op is validated on every call (its plans are still cached)."""
+    global _activity
+    _activity += 1
+    if value_read_hooks and not _validating:
+        for hook in value_read_hooks:
+            hook("a read of tensor values to the host (item, tolist, bool, print, numpy)")
+
+
+def resolve(op: OpDef, args: tuple, kwargs: dict) -> tuple[CallPlan, list]:
+    """The plan a call of ``op`` would run with nothing recording, and its bound, converted values: what a
+    tracer needs to replay the call later without validating it again. Validation errors raise as usual."""
+    values = bind(op, args, kwargs)
+    with links.recorder.no_grad():
+        key = plan_key(op, values)
+        plan = table.get(key) if key is not None else None
+        if plan is None or plan.validates_every_call:
+            plan = _validate_and_plan(op, values, False, key)
+        elif plan.converts:
+            _converted(op, plan, values)
+    return plan, values
+
+
+def _converted(op: OpDef, plan: CallPlan, values: list) -> None:
+    """Put the plan's converted attribute values in place of those passed (unkeyed ones stay as passed)."""
+    keyed = op.keyed_attr_positions
+    for i, v in zip(op.attr_positions, plan.attrs):
+        if i in keyed:
+            values[i] = v
+
+
+def validates_every_call(op: OpDef) -> bool:
+    """Whether ``op``'s validation reads tensor values, so that it runs on every call."""
+    return op in _reads_values
+
+
+def plan_key(op: OpDef, values: list):
+    """The plan cache key of this call, or None where an argument cannot be part of a key. The grad mode is
+    part of it only where an operand requires grad: otherwise nothing records either way.
+
+    Attribute values are keys as they are, but for those that compare equal to values of another type that
+    validation treats differently: True, 1 and 1.0, or (2, 5) and (2.0, 5.0). Floats and bools go in with
+    their type, sequences of anything but ints with their element types."""
+    at = op.sole_tensor
+    first = values[at] if at is not None else None
+    if first.__class__ is links.tensor.type:  # the common case, built quickly
+        key = [op, first.requires_grad and links.recorder.state.enabled, _default_float[0], first._data.shape,
+               first._dtype, first._device, first.requires_grad]
+    else:
+        key, first = _operands_key(op, values, links.tensor.type)
+        if key is None:
+            return None
+    append = key.append
+    for i in op.keyed_attr_positions:
+        v = values[i]
+        c = v.__class__
+        if c in _KEY_AS_IS:
+            append(v)
+        elif c is tuple or c is list:
+            for element in v:
+                if element.__class__ is not int:
+                    v = _typed_sequence(v)
+                    if v is None:
+                        return None
+                    break
+            append(v if v.__class__ is tuple else tuple(v))
+        elif c is float or c is bool:
+            append((c, v))
+        else:
+            return None
+    if first is None:
+        append(get_default_device())  # no tensor operand: the device may come from the default
+    elif op.layout_dependent:  # the native's strides (in bytes or elements: the dtype is in the key already)
+        strides = getattr(first._data, "strides", None)
+        append(strides if strides is not None else registry.get_backend(first._device.type).strides(first._data))
+    return tuple(key)
+
+
+def _typed_sequence(v) -> tuple | None:
+    """A sequence of numbers with their types, as a key; None for a sequence of anything else."""
+    kinds = tuple(map(type, v))
+    return (kinds, tuple(v)) if _NUMBER_KINDS.issuperset(kinds) else None
+
+
+def _tensors_of(op: OpDef, values: list) -> list:
+    """The tensor operands, lists expanded."""
+    return list(modes.tensors_in(tuple(values[i] for i in op.tensor_positions), None))
+
+
+def grad_wanted(op: OpDef, values: list) -> bool:
+    """Whether this call records for autograd, as far as the grad mode and the operands say."""
+    if not links.recorder.state.enabled:
+        return False
+    return any(t.requires_grad for t in _tensors_of(op, values))
+
+
+def _operands_key(op: OpDef, values: list, Tensor):
+    """The start of a key: the op and its tensor operands; and the first tensor. (None, None) where an
+    operand cannot be part of a key."""
+    key = [op, False, _default_float[0]]  # [1]: grad wanted, filled in below
+    append = key.append
+    first = None
+    wants_grad = False
+    for i in op.tensor_positions:
+        v = values[i]
+        if v.__class__ in _KEY_ATOMS:  # a Python number (or None): promotion looks at its kind, a check at its value
+            append(v.__class__)
+            append(v)
+            continue
+        if v.__class__ is list or v.__class__ is tuple:
+            append(len(v))
+            items = v
+        else:
+            items = (v,)
+        for t in items:
+            if t.__class__ is Tensor or isinstance(t, Tensor):  # nn.Parameter too
+                append(t._data.shape)
+                append(t._dtype)
+                append(t._device)
+                append(t.requires_grad)
+                wants_grad = wants_grad or t.requires_grad
+                if first is None:
+                    first = t
+            elif t is None and items is v:
+                append(None)  # an empty slot of an index list
+            else:
+                return None, None
+    key[1] = wants_grad and links.recorder.state.enabled
+    return key, first
+
+
+# -- validation ------------------------------------------------------------------------------
+
+_validating = 0  # > 0 while a call is validated: its reads of values are checks, not the program's
+
+
+class checking_results:
+    """Reads of values inside an op's definition that are checks of its results (a factorization's info, read to
+    raise LinAlgError): like a validation's reads, not the program's, so tracers see no break. The op also reads
+    values in its ``normalize`` hook (``note_value_read``), so that ``ember.compile`` replays it whole, checks
+    included."""
+
+    def __enter__(self) -> None:
+        global _validating
+        _validating += 1
+
+    def __exit__(self, *exc) -> None:
+        global _validating
+        _validating -= 1
+
+
+def _validate_and_plan(op: OpDef, values: list, grad: bool, key) -> CallPlan:
+    """Check the call, convert its attributes in ``values``, and return its plan (cached under ``key``).
+    ``grad``: grad mode is on and an operand requires grad."""
+    global _validating
+    _validating += 1
+    try:
+        return _checked_plan(op, values, grad, key)
+    finally:
+        _validating -= 1
+
+
+def _checked_plan(op: OpDef, values: list, grad: bool, key) -> CallPlan:
+    before = _activity
+    originals = [values[i] for i in op.tensor_positions]
+    passed = [values[i] for i in op.attr_positions]
+    tensors, scalars, dev = _collect(op, values)
+    params = op.params
+    ndim = len(tensors[0]._data.shape) if tensors else 0
+    first = tensors[0] if tensors else None
+    for i in op.attr_positions:
+        values[i] = convert(op, params[i], values[i], ndim, first)
+    if dev is None:
+        dev_index = op.param_index.get("device")
+        dev = values[dev_index] if dev_index is not None and values[dev_index] is not None else None
+        if dev is None:
+            dev = get_default_device()
+    backend = registry.get_backend(dev.type)
+    compute, out = _promote(op, values, tensors, scalars)
+    _check_dtypes(op, compute, out, tensors, backend, dev)
+    op.normalize_values(values)
+    result_shapes = op.meta(*values)  # validates shapes; raises ShapeError naming the op and operands
+    check_addressable(op, result_shapes, out, dev, tensors, allocates=not op.view)
+    if _activity != before and op not in _reads_values:
+        _reads_values.add(op)  # the checks read tensor values: validate this op on every call
+        for plan in cached(op):
+            plan.validates_every_call = True
+    cacheable = key is not None and all(values[i] is t for i, t in zip(op.tensor_positions, originals))
+    plan = table.get(key) if cacheable else None
+    if plan is None:
+        plan = make_plan(op, values, dev, backend, compute, out, grad, grad and op.differentiable)
+        plan.converts = any(values[i] is not v for i, v in zip(op.attr_positions, passed)
+                            if i in op.keyed_attr_positions)
+        plan.validates_every_call = op in _reads_values
+        if cacheable:
+            store(key, plan)
+    return plan
+
+
+def make_plan(op: OpDef, values: list, dev: Device, backend, compute, out, grad_on: bool,
+              records: bool) -> CallPlan:
+    """The plan for validated ``values``: which implementation runs and how each operand reaches it."""
+    kernel = backend.kernels.get(op.name)
+    if records and op.kind == "composite" and op.derivative is None:
+        kind, impl = "composite", op.composite  # decompose, so that every inner op records its node
+    elif kernel is not None and not (op.composite is not None and prefers_composite(op, dev.type)):
+        kind, impl = "kernel", kernel
+    elif op.composite is not None:
+        kind, impl = "composite", op.composite
+    else:
+        refuse_or_warn(op, dev)  # raises unless the opt-in CPU fallback is on
+        kind, impl = "fallback", None
+    if records and op.derivative is None and kind != "composite":
+        raise EmberError(f"{op.name}: no derivative is declared for this op, so it cannot be differentiated; "
+                         f"inputs: {', '.join(describe(t) for t in _tensors_of(op, values))}")
+    arguments = _arguments(op, values, compute, backend, dev) if kind == "kernel" else ()
+    if kind == "kernel":
+        impl = through_float32(op, impl, values, compute, out, backend.storage_only_dtypes(dev.index),
+                               backend.kernels["to_dtype"]) or impl
+    plan = CallPlan(op, kind, impl, dev, backend, compute, out, tuple(values[i] for i in op.attr_positions),
+                    grad_on, records, arguments)
+    plan.run = runner(plan, call)
+    return plan
+
+
+def _arguments(op: OpDef, values: list, compute, backend, dev: Device) -> tuple:
+    """Per tensor position, how its value becomes a kernel argument (the recipe of ``arguments.py``)."""
+    Tensor = links.tensor.type
+    cast = backend.kernels["to_dtype"]
+    scalars_pass = (simple_elementwise(op) and backend.accepts_python_scalars
+                    and all(values[i] == op.params[i].default for i in op.attr_positions))  # as the fast path calls
+    arguments = []
+    for i in op.tensor_positions:
+        v = values[i]
+        promote = compute is not None and op.params[i].type in ("Tensor", "Tensor?", "Tensor[]")
+        if isinstance(v, Tensor):
+            if v._device is dev and (not promote or v._dtype is compute):
+                arguments.append((i, DATA))
+            else:
+                arguments.append((i, Native(dev, cast if promote and v._dtype is not compute else None, compute)))
+        elif isinstance(v, (list, tuple)):
+            arguments.append((i, Natives(Native(dev, cast if promote else None, compute))))
+        elif isinstance(v, _NUMBER):
+            dt = compute or scalar_dtype(v)
+            if scalars_pass and passes_as_number(v, dt):
+                arguments.append((i, PASS))
+            else:
+                arguments.append((i, Number(backend, dt, dev.index)))
+        else:
+            arguments.append((i, PASS))  # None in an optional position
+    return tuple(arguments)
+
+
+def simple_elementwise(op: OpDef) -> bool:
+    """Elementwise ops whose one or two operands come first and whose attributes all have defaults:
+    backends' kernels for them take a Python number for an operand, and the fast path serves them."""
+    if op.category != "elementwise":
+        return False
+    tensors = [p for p in op.params if p.is_tensor]
+    return (len(tensors) in (1, 2) and all(p.type == "Tensor" for p in tensors)
+            and all(p.is_tensor for p in op.params[:len(tensors)])
+            and all(p.default is not REQUIRED for p in op.params[len(tensors):]))
+
+
+def passes_as_number(v, dt: DType | None = None) -> bool:
+    """Whether a backend's elementwise kernel may take the Python number ``v`` itself (where the backend
+    ``accepts_python_scalars``): floats for floating compute, small non-negative ints for any but bool
+    (NumPy refuses ints out of the array dtype's range). Without ``dt``, whether ``v`` can pass for some
+    dtype: the fast path keys its plans on such numbers."""
+    if v.__class__ is float:
+        return dt is None or dt.is_floating_point
+    return v.__class__ is int and 0 <= v < 128 and dt is not bool_
+
+
+def _device_mismatch(op: OpDef, tensors) -> DeviceError:
+    devices = sorted({str(t._device) for t in tensors})
+    return DeviceError(f"{op.name}: expected all tensors on one device, got {' and '.join(devices)} "
+                       f"({', '.join(describe(t) for t in tensors)})")
+
+
+def _collect(op: OpDef, values: list):
+    """Tensor operands, Python-number operands and the device. Moves zero-dim CPU tensors across."""
+    Tensor = links.tensor.type
+    if op.single_tensor:
+        t = values[op.tensor_positions[0]]
+        if t.__class__ is Tensor:
+            return (t,), (), t._device
+    tensors, scalars, dev = [], [], None
+    for i in op.tensor_positions:
+        v = values[i]
+        p = op.params[i]
+        if isinstance(v, Tensor):
+            tensors.append(v)
+        elif p.type == "Tensor[]":
+            if not isinstance(v, (list, tuple)) or not all(isinstance(x, Tensor) for x in v):
+                raise TypeError(f"{op.name}(): argument '{p.name}' must be a sequence of tensors, "
+                                f"got {type(v).__name__}")
+            if not v:
+                raise ValueError(f"{op.name}(): expected a non-empty sequence of tensors")
+            tensors.extend(v)
+        elif v is None and p.optional:
+            continue
+        elif p.type == "Index?[]":
+            if not isinstance(v, (list, tuple)) or not all(x is None or isinstance(x, Tensor) for x in v):
+                raise TypeError(f"{op.name}(): argument '{p.name}' must be a sequence of tensors or None")
+            tensors.extend(x for x in v if x is not None)
+        elif p.type in ("Tensor", "Tensor?") and isinstance(v, _NUMBER):
+            scalars.append(v)
+        else:
+            raise TypeError(f"{op.name}(): argument '{p.name}' must be a Tensor, not {type(v).__name__}")
+    first = op.tensor_positions[0] if op.tensor_positions else None
+    if scalars and (not tensors or (op.category != "elementwise" and op.params[first].name in ("input", "self")
+                                    and isinstance(values[first], _NUMBER))):
+        # PyTorch's rule: a number may stand for an elementwise operand (or normal's mean), never for all of
+        # them nor for the input tensor other ops work on
+        i = next(i for i in op.tensor_positions if isinstance(values[i], _NUMBER))
+        raise TypeError(f"{op.name}(): argument '{op.params[i].name}' (position {i + 1}) must be Tensor, not "
+                        f"{type(values[i]).__name__}")
+    for t in tensors:
+        if dev is None:
+            dev = t._device
+        elif t._device is not dev:
+            dev = _reconcile_devices(op, tensors)
+            break
+    return tensors, scalars, dev
+
+
+def _reconcile_devices(op: OpDef, tensors) -> Device:
+    """Like PyTorch, a zero-dim CPU tensor may join tensors on another device; anything else is an error."""
+    others = {t._device for t in tensors if not (t._device.type == "cpu" and t._data.shape == ())}
+    if len(others) != 1:
+        raise _device_mismatch(op, tensors)
+    return next(iter(others))
+
+
+def _promote(op: OpDef, values: list, tensors, scalars):
+    positions = op.tensor_positions
+    promoted = [v for i in positions if op.params[i].type in ("Tensor", "Tensor?", "Tensor[]")
+                for v in (values[i] if isinstance(values[i], (list, tuple)) else (values[i],))
+                if isinstance(v, links.tensor.type)]
+    if promoted or scalars:
+        dims = [t._dtype for t in promoted if t._data.shape != ()]
+        zeros = [t._dtype for t in promoted if t._data.shape == ()]
+        rt = result_type_of(dims, zeros, scalars)
+    elif tensors:
+        rt = tensors[0]._dtype
+    else:
+        rt = None
+    return op.promote(rt, values)
+
+
+#: An op's ``dtypes`` category -> whether it accepts a computation dtype.
+CATEGORY_ACCEPTS = {
+    "all": lambda d: True,
+    "numeric": lambda d: d is not bool_,
+    "float": lambda d: d.is_floating_point,
+    "integral": lambda d: not d.is_floating_point,
+    "int": lambda d: d.kind == "int",
+}
+
+
+def _check_dtypes(op: OpDef, compute: DType | None, out, tensors, backend, dev: Device):
+    if compute is not None and not CATEGORY_ACCEPTS[op.dtypes](compute):
+        raise DtypeError(f"{op.name}: not supported for dtype {compute.name} (accepts {op.dtypes} dtypes); "
+                         f"inputs: {', '.join(describe(t) for t in tensors) or 'none'}")
+    supported = backend.supported_dtypes(dev.index)
+    for d in (compute, *(out if isinstance(out, tuple) else (out,))):
+        if d is not None and d not in supported:
+            raise DtypeError(f"{op.name}: {dev} does not support {d.name}; it supports "
+                             f"{', '.join(x.name for x in sorted(supported, key=lambda x: x._rank))}")
+
+
+__all__ = ["call", "run", "resolve", "value_read_hooks", "simple_elementwise", "passes_as_number",
+           "CATEGORY_ACCEPTS", "validates_every_call", "bind", "plan_key", "make_plan", "transfer", "wrap_dim",
+           "note_value_read", "ShapeError", "BackendError"]

@@ -1,0 +1,113 @@
+"""The entry points of the hottest calls: elementwise ops on one or two operands of one dtype and device.
+
+They look up the same call plans as the generic ``dispatcher.call``, in the same table, under a
+cheaper key: (op, device, dtype, grad wanted), plus the Python number's type where one operand is
+a number. The plan is built once per key by the dispatcher's own validation, run on stand-in
+tensors, and executed by the executor like any other; per call only the operands' shapes are
+checked (broadcasting). Anything else (keywords, mixed dtypes or devices, an active dispatch mode)
+goes to ``dispatcher.call``, which also raises the proper errors.
+"""
+from __future__ import annotations
+
+from . import links, modes
+from .dispatcher import _validate_and_plan, call, passes_as_number, simple_elementwise
+from ..schema.errors import EmberError
+from .kernel_errors import KERNEL_ERRORS, kernel_error
+from ..schema.meta import broadcast_shapes
+from .plan import store, table
+from ..schema import OpDef
+
+_GENERIC = "generic"  # stored under a fast key whose calls must take the generic path
+_active_modes = modes.active
+
+
+class _ProbeArray:
+    """Stands in for a one-dimensional native array while a plan is worked out."""
+    shape = (1,)
+
+
+def _fast_plan(op: OpDef, key: tuple, device, dtype, grad: bool, scalar=None, scalar_first: bool = False):
+    """The plan for a fast key, made by the dispatcher's validation on stand-in operands, or _GENERIC."""
+    probe = links.tensor.wrap(_ProbeArray(), dtype, device)
+    probe.requires_grad = grad
+    values = [probe] * len(op.tensor_positions)
+    if scalar is not None:
+        values[0 if scalar_first else -1] = scalar
+    values += [p.default for p in op.params[len(values):]]
+    try:
+        plan = _validate_and_plan(op, values, grad, None)
+    except EmberError:
+        plan = _GENERIC  # the generic path raises the error, naming the real operands
+    store(key, plan)
+    return plan
+
+
+def make_unary(op: OpDef):
+    lookup = table.get
+
+    def function(*args, **kwargs):
+        if len(args) == 1 and not kwargs and not _active_modes:
+            try:  # free unless raised (Python 3.11); the same hook as dispatcher.call's
+                a = args[0]
+                if a.__class__ is links.tensor.type:
+                    grad = a.requires_grad and links.recorder.state.enabled
+                    key = (op, a._device, a._dtype, grad)
+                    plan = lookup(key)
+                    if plan is None:
+                        plan = _fast_plan(op, key, a._device, a._dtype, grad)
+                    if plan is not _GENERIC:
+                        return plan.run([a, *plan.attrs])
+            except KERNEL_ERRORS as error:
+                raise kernel_error(plan, [*args, *plan.attrs], error) from None
+        return call(op, args, kwargs)
+    return function
+
+
+def make_binary(op: OpDef):
+    name = op.name
+    lookup = table.get
+
+    def function(*args, **kwargs):
+        if len(args) == 2 and not kwargs and not _active_modes:
+            try:  # free unless raised (Python 3.11); the same hook as dispatcher.call's
+                a, b = args
+                tensor_type = links.tensor.type
+                if a.__class__ is tensor_type:
+                    if b.__class__ is tensor_type:
+                        if b._device is a._device and b._dtype is a._dtype:
+                            grad = (a.requires_grad or b.requires_grad) and links.recorder.state.enabled
+                            key = (op, a._device, a._dtype, grad)
+                            plan = lookup(key)
+                            if plan is None:
+                                plan = _fast_plan(op, key, a._device, a._dtype, grad)
+                            if plan is not _GENERIC:
+                                if a._data.shape != b._data.shape:
+                                    broadcast_shapes(name, a._data.shape, b._data.shape)
+                                return plan.run([a, b, *plan.attrs])
+                    elif passes_as_number(b):
+                        grad = a.requires_grad and links.recorder.state.enabled
+                        key = (op, a._device, a._dtype, grad, b.__class__)
+                        plan = lookup(key)
+                        if plan is None:
+                            plan = _fast_plan(op, key, a._device, a._dtype, grad, b)
+                        if plan is not _GENERIC:
+                            return plan.run([a, b, *plan.attrs])
+                elif b.__class__ is tensor_type and passes_as_number(a):
+                    grad = b.requires_grad and links.recorder.state.enabled
+                    key = (op, b._device, b._dtype, grad, a.__class__, 0)
+                    plan = lookup(key)
+                    if plan is None:
+                        plan = _fast_plan(op, key, b._device, b._dtype, grad, a, scalar_first=True)
+                    if plan is not _GENERIC:
+                        return plan.run([a, b, *plan.attrs])
+            except KERNEL_ERRORS as error:
+                raise kernel_error(plan, [*args, *plan.attrs], error) from None
+        return call(op, args, kwargs)
+    return function
+
+
+def make_function(op: OpDef):
+    """The fast entry point for ``op``, or None where the generic ``dispatcher.call`` is the entry point."""
+    if simple_elementwise(op):
+        return make_unary(op) if len(op.tensor_positions) == 1 else make_binary(op)
+    return None

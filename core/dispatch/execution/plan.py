@@ -1,0 +1,123 @@
+"""Call plans: what one kind of op call resolved to, worked out once and cached.
+
+A call plan holds everything the dispatcher concluded from validating a call: the implementation
+(the backend's kernel, the op's composite, or the CPU fallback), the device, the compute and result
+dtypes, the converted attribute values, how each operand becomes a kernel argument, and whether the
+call records for autograd. ``executor.runner`` turns it into the function that runs such calls.
+
+Plans are cached in one table, keyed by the op and everything validation looked at: each tensor
+operand's shape, dtype, device and ``requires_grad``, the grad mode, the default dtype and device,
+and the attribute values. Shapes are part of the key because validation checks them (the op's
+``meta``), so a hit skips every check. The elementwise fast path keys the same table more cheaply,
+by (op, device, dtype, grad wanted), for plans built by the same code.
+
+``use_composite`` is the public switch that makes an op run its composite definition instead of a
+backend kernel (tests compare the two).
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
+
+from ..schema import OPS, OpDef
+
+_CACHE_SIZE = 4096
+#: Plans one op may hold. Keys hold attribute values, and a loop may pass a new one at every step (a decaying
+#: ``lerp`` weight, ``x[i]`` over a dataset, a varying ``clamp`` bound): each would add a plan (about 1 KB) until
+#: the table is full. Past this many, an op's oldest plan makes room, and the other ops' plans stay.
+_PLANS_PER_OP = 256
+
+
+class CallPlan:
+    """One validated kind of call of one op (see the module docstring). ``run(values)`` executes it."""
+
+    __slots__ = ("op", "kind", "impl", "device", "backend", "compute", "out", "attrs", "grad_on", "records",
+                 "arguments", "run", "node_plans", "converts", "validates_every_call")
+
+    def __init__(self, op: OpDef, kind: str, impl: Callable | None, device, backend, compute, out,
+                 attrs: tuple, grad_on: bool, records: bool, arguments: tuple) -> None:
+        self.op = op
+        self.kind = kind  # "kernel", "composite" or "fallback"
+        self.impl = impl
+        self.device = device
+        self.backend = backend
+        self.compute = compute  # the dtype tensor operands are cast to (None: the op takes them as they are)
+        self.out = out  # the result dtype, or a tuple of them
+        self.attrs = attrs  # the converted attribute values, in ``op.attr_positions`` order
+        self.grad_on = grad_on  # grad mode is on and an operand requires grad
+        self.records = records  # autograd records this call (grad_on, and the op is differentiable)
+        self.arguments = arguments  # per tensor position: how the bound value becomes a kernel argument
+        self.node_plans: dict = {}  # autograd's per-pattern node plans for this call plan
+        self.run: Callable[[list], Any] | None = None  # set by the executor
+        self.converts = True  # whether a cached call must replace its attribute values by ``attrs``
+        self.validates_every_call = False  # the op's checks read tensor values: run them on every call
+
+    def __repr__(self) -> str:
+        return (f"<CallPlan {self.op.name} {self.kind} on {self.device} compute={getattr(self.compute, 'name', None)} "
+                f"records={self.records}>")
+
+
+#: The one table of plans. Entry points read it directly (``table.get(key)``): a lookup runs on every call.
+table: dict = {}
+_keys_by_op: dict = {}  # op -> its keys in ``table``, oldest first (a dict as an ordered set)
+
+
+def store(key, plan: CallPlan) -> None:
+    """Cache ``plan`` under ``key`` (whose first item is the op), within both bounds."""
+    if len(table) >= _CACHE_SIZE:
+        clear()
+    keys = _keys_by_op.get(key[0])
+    if keys is None:
+        keys = _keys_by_op[key[0]] = {}
+    if len(keys) >= _PLANS_PER_OP and key not in keys:
+        oldest = next(iter(keys))
+        del keys[oldest]
+        table.pop(oldest, None)
+    keys[key] = None
+    table[key] = plan
+
+
+def cached(op: OpDef | str) -> list[CallPlan]:
+    """The cached plans of ``op`` (for inspection and tests)."""
+    op = OPS[op] if isinstance(op, str) else op
+    return [plan for plan in table.values() if isinstance(plan, CallPlan) and plan.op is op]  # not fast path markers
+
+
+def clear() -> None:
+    """Forget every cached plan; they are rebuilt on the next calls."""
+    table.clear()
+    _keys_by_op.clear()
+
+
+_composite_only: dict[str, set | None] = {}  # op name -> device types forced to the composite (None: all)
+
+
+def prefers_composite(op: OpDef, device_type: str) -> bool:
+    forced = _composite_only.get(op.name, False)
+    return forced is None or (forced is not False and device_type in forced)
+
+
+@contextmanager
+def use_composite(op: OpDef | str, device_type: str | None = None) -> Iterator[None]:
+    """Within the block, ``op`` runs its composite definition (in Ember ops) instead of the backend's
+    kernel, on ``device_type`` or on every device. For comparing a kernel with its definition."""
+    op = OPS[op] if isinstance(op, str) else op
+    if op.composite is None:
+        raise ValueError(f"use_composite: {op.name} has no composite definition")
+    previous = _composite_only.get(op.name, False)
+    if device_type is None:
+        _composite_only[op.name] = None
+    else:
+        _composite_only[op.name] = (set() if previous in (False, None) else set(previous)) | {device_type}
+    clear()
+    try:
+        yield
+    finally:
+        if previous is False:
+            _composite_only.pop(op.name, None)
+        else:
+            _composite_only[op.name] = previous
+        clear()
+
+
+__all__ = ["CallPlan", "table", "store", "cached", "clear", "use_composite", "prefers_composite"]

@@ -1,0 +1,20 @@
+"""Where creation ops put tensors when no ``device=`` is given (``ember.set_default_device``)."""
+from __future__ import annotations
+
+from ..contract import registry
+from .device import device as Device
+
+_device: Device | None = None
+
+
+def set_default_device(device) -> None:
+    """``device`` for creation ops without ``device=`` (None: back to cpu)."""
+    global _device
+    _device = None if device is None else registry.resolve_device(device)
+
+
+def get_default_device() -> Device:
+    return _device or registry.resolve_device("cpu")
+
+
+__all__ = ["set_default_device", "get_default_device"]

@@ -1,0 +1,329 @@
+"""The op schema: every operator is declared once, here, by one ``OpDef``.
+
+An OpDef carries the signature (parsed from a PyTorch-style string), the category,
+whether it is a primitive (every backend implements it) or a composite (defined
+in Ember ops, overridable by a backend), the promotion rule, the meta function
+that infers output shapes, the NumPy reference and sample hints used by the
+conformance suite (with the outputs unique only up to sign: ``Gauge``), a slot
+for the derivative that autograd fills, and for elementwise ops the scalar
+formula that fusion renders into kernels.
+"""
+from __future__ import annotations
+
+import ast
+import sys
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from .bound import BoundArgs
+
+CATEGORIES = ("elementwise", "reduction", "view", "linalg", "indexing", "creation", "random", "nn")
+KINDS = ("primitive", "composite")
+#: Autocast's cast categories (``ember.autocast``), as PyTorch's lists define them: "lower" runs the op in
+#: the region's low-precision dtype, "float32" in float32, "promote" in the widest floating dtype among the
+#: operands; "banned" refuses the op (it is unsafe to autocast). See ``OpDef.autocast``.
+AUTOCAST_CATEGORIES = ("lower", "float32", "promote", "banned")
+#: The device types with lists of their own; every other device type follows the "cuda" list.
+AUTOCAST_LISTS = ("cpu", "cuda")
+#: Ops PyTorch runs in float32 under CUDA autocast (float16's narrow range) but not under CPU autocast,
+#: whose list is made for bfloat16 (float32's range).
+FLOAT32_ON_CUDA = {"cuda": "float32"}
+REQUIRED = object()
+
+#: Parameter types. Tensor inputs: "Tensor" takes part in type promotion (and accepts a Python
+#: number), "Index" is an integer tensor that does not, "Tensor[]" is a list of promoted tensors,
+#: "Index?[]" a list of index tensors and Nones (advanced indexing).
+TENSOR_TYPES = {"Tensor", "Tensor?", "Index", "Index?", "Tensor[]", "Index?[]"}
+ATTR_TYPES = {"Scalar", "Scalar?", "int", "int?", "int[]", "int[]?", "bool", "bool?", "float", "float?",
+              "str", "str?", "dim", "dim?", "dim[]?", "dtype", "dtype?", "device?", "Generator?", "Any"}
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    type: str
+    default: Any = REQUIRED
+    kw_only: bool = False
+
+    @property
+    def is_tensor(self) -> bool:
+        return self.type in TENSOR_TYPES
+
+    @property
+    def optional(self) -> bool:
+        return self.type.endswith("?")
+
+    def __post_init__(self) -> None:
+        # Read on every dispatch, so computed once: a default the dispatcher may pass on as is
+        # (dims need wrapping, lists become tuples, dtypes and devices are looked up).
+        canonical = self.default is None or (
+            self.type not in ("dim", "dim?", "dim[]?", "int[]", "int[]?", "dtype", "dtype?", "device?")
+            and not isinstance(self.default, list))
+        object.__setattr__(self, "default_is_canonical", canonical)
+
+
+@dataclass(frozen=True)
+class Gauge:
+    """Outputs that the op's math determines only up to a change of basis: eigen- and singular vectors.
+
+    A real eigenvector is unique only up to its sign, a pair of singular vectors (u_i, v_i) up to one sign for
+    both (A = U diag(S) Vh holds as well with both negated, not with one), and where values repeat, only the
+    space they span is fixed: any orthonormal basis of it serves, turned the same way in every output. LAPACK
+    and cuSOLVER choose differently, and PyTorch documents no choice, so tests compare such outputs up to this
+    freedom and differentiate only functions of them that do not depend on it (``ember.conformance.gauge``).
+
+    ``values`` names the output whose entry i belongs to vector i of every output in ``vectors``, which pairs
+    each output's name with the axis that counts its vectors (-1 for columns, as U's; -2 for rows, as Vh's).
+    Vectors past the last value (U's columns beyond min(m, n) with ``full_matrices``) belong to no value: they
+    are a basis of what the others leave, each output's own.
+    """
+    values: str
+    vectors: tuple[tuple[str, int], ...]
+
+
+@dataclass(eq=False)
+class OpDef:
+    name: str
+    params: tuple[Param, ...]
+    category: str
+    kind: str
+    promotion: Any
+    meta: Callable[..., Any]
+    reference: Callable[..., Any] | None = None
+    composite: Callable[..., Any] | None = None
+    samples: Callable[..., Any] | None = None
+    derivative: Any = None  # filled by ember.autograd: the vector-Jacobian product
+    dtypes: str = "all"  # which computation dtypes the op accepts: all, numeric, float, bool, int
+    outputs: tuple[str, ...] = ("out",)
+    method: bool = True  # also a Tensor method
+    inplace: bool = False  # has an in-place Tensor method ``name_``
+    tolerances: dict = field(default_factory=dict)
+    domain: dict = field(default_factory=dict)  # input name -> make() keywords for generated samples
+    doc: str = ""
+    differentiable: bool = True
+    # False where the derivative itself cannot be differentiated (say why at the declaration); the
+    # conformance suite then reports the op instead of running gradgradcheck on it
+    second_order: bool = True
+    # input name -> make() keywords (low, high) for gradient checks, where the op is smooth and finite only
+    # on part of the default sample range (log on the positive reals); those inputs are redrawn there
+    grad_domain: dict = field(default_factory=dict)
+    # names of floating tensor inputs that get no gradient by design (batch norm's running statistics)
+    nondifferentiable_inputs: tuple = ()
+    view: bool = False  # the output shares storage with the first input
+    mutates: bool = False  # writes into its first input and returns it (copy_, index_put_)
+    normalize: Callable[..., Any] | None = None  # rewrites bound values before meta, e.g. wraps dims
+    # the meta or normalize reads the first input's strides (view), so the plan cache keys on them
+    layout_dependent: bool = False
+    # autocast's category (AUTOCAST_CATEGORIES) for this op: one for every device type, or a dict by
+    # AUTOCAST_LISTS, since PyTorch's CPU and CUDA lists differ (exp runs in float32 under CUDA autocast
+    # only); None: the op runs in the dtypes it is called with
+    autocast: str | dict | None = None
+    # names of attributes whose values no check looks at and no plan depends on (an optimizer step's count
+    # and learning rate): calls differing only in them share one cached plan instead of being validated anew
+    unkeyed: tuple = ()
+    # the value of one element as a formula of ``ember.dispatch.fusion``'s language, or a callable taking the
+    # attribute values by keyword and returning one (None: not fusible); None: the op is never fused
+    scalar: str | Callable[..., str | None] | None = None
+    # how ``ember.onnx.export`` writes this op in ONNX: the ONNX operator's name where the op has no attributes
+    # and maps onto it input for input ("Exp"), or a function ``lower(g, **bound)`` that emits nodes through the
+    # exporter's graph builder ``g`` (``ember.onnx.builder``) and returns the output names; None: not exportable
+    # (a composite is then exported through the ops it is made of)
+    onnx: str | Callable[..., Any] | None = None
+    # where the op is declared: (file, line) of the module-level statement that declares it (set by defop)
+    source: tuple[str, int] | None = None
+    # a primitive that a backend may leave out (LAPACK-backed decompositions): calls on such a backend need the
+    # explicit CPU fallback (``ember.dispatch.execution.fallback``), and the conformance suite reports them so
+    optional_kernel: bool = False
+    # outputs unique only up to a sign or basis per eigen- or singular space (see Gauge); None: unique
+    gauge: Gauge | None = None
+
+    def __post_init__(self) -> None:
+        self.param_index = {p.name: i for i, p in enumerate(self.params)}
+        self.tensor_positions = tuple(i for i, p in enumerate(self.params) if p.is_tensor)
+        self.attr_positions = tuple(i for i, p in enumerate(self.params) if not p.is_tensor)
+        unknown = set(self.unkeyed) - {self.params[i].name for i in self.attr_positions}
+        if unknown:
+            raise ValueError(f"{self.name}: unkeyed names no attribute: {sorted(unknown)}")
+        if self.gauge is not None:
+            _check_gauge(self.name, self.gauge, self.outputs)
+        self.keyed_attr_positions = tuple(i for i in self.attr_positions if self.params[i].name not in self.unkeyed)
+        self.single_tensor = [p.type for p in self.params if p.is_tensor] in (["Tensor"], ["Index"])
+        self.sole_tensor = self.tensor_positions[0] if self.single_tensor else None  # its position
+        self.positional_count = sum(not p.kw_only for p in self.params)
+        self.tensor_param_names = tuple(self.params[i].name for i in self.tensor_positions)
+        self.default_values = tuple(p.default for p in self.params)
+        required = [i for i, p in enumerate(self.params) if p.default is REQUIRED]
+        self.min_args = (required[-1] + 1 if required else 0) if all(
+            not self.params[i].kw_only for i in required) else len(self.params) + 1
+        self.special_positions = tuple(self.param_index.get(name) for name in ("device", "generator", "dtype"))
+        # parameters holding a list of tensors (each element is one graph input)
+        self.list_positions = tuple(i for i, p in enumerate(self.params) if p.type in ("Tensor[]", "Index?[]"))
+        # how many leading parameters are the tensor inputs, where they come first and none is a list (most
+        # ops): the graph's inputs are then ``values[:n]``; None otherwise
+        leading = len(self.tensor_positions)
+        self.leading_tensors = leading if (not self.list_positions
+                                           and self.tensor_positions == tuple(range(leading))) else None
+        self.autocast_policy = _autocast_policy(self.name, self.autocast)
+        self.accepts_out = accepts_out(self)  # the dispatcher takes PyTorch's out= keyword for it
+
+    def normalize_values(self, values: list) -> None:
+        """Run the ``normalize`` hook on a call's bound values (in place), the hook reading them by name."""
+        if self.normalize is not None:
+            self.normalize(self, BoundArgs(self, values))
+
+    def promote(self, result_type, values: list):
+        """``(compute_dtype, out_dtype)`` by this op's promotion rule, which reads the values by name."""
+        return self.promotion(result_type, self, BoundArgs(self, values))
+
+    def autocast_category(self, device_type: str) -> str | None:
+        """This op's autocast category on ``device_type`` (None: it runs as called)."""
+        policy = self.autocast_policy
+        if policy is None:
+            return None
+        return policy["cpu" if device_type == "cpu" else "cuda"]
+
+    @property
+    def tensor_params(self) -> tuple[Param, ...]:
+        return tuple(p for p in self.params if p.is_tensor)
+
+    @property
+    def signature(self) -> str:
+        parts, star = [], False
+        for p in self.params:
+            if p.kw_only and not star:
+                parts.append("*")
+                star = True
+            default = "" if p.default is REQUIRED else f"={p.default!r}"
+            parts.append(f"{p.type} {p.name}{default}")
+        return f"{self.name}({', '.join(parts)})"
+
+
+def _check_gauge(name: str, gauge: Gauge, outputs: tuple) -> None:
+    """A gauge names outputs the op has, and counts vectors along one of the last two (matrix) axes."""
+    named = [gauge.values] + [output for output, _ in gauge.vectors]
+    unknown = [output for output in named if output not in outputs]
+    if unknown:
+        raise ValueError(f"{name}: the gauge names {unknown}, which are not among the outputs {outputs}")
+    axes = {axis for _, axis in gauge.vectors}
+    if not gauge.vectors or not axes <= {-1, -2}:
+        raise ValueError(f"{name}: a gauge needs vector outputs counted along axis -1 or -2, not {gauge.vectors}")
+
+
+def _autocast_policy(name: str, declared) -> dict | None:
+    """``OpDef.autocast`` as a dict with a category (or None) for each of AUTOCAST_LISTS; None for no policy."""
+    if declared is None:
+        return None
+    policy = dict.fromkeys(AUTOCAST_LISTS, declared) if isinstance(declared, str) else dict(declared)
+    unknown = set(policy) - set(AUTOCAST_LISTS)
+    if unknown:
+        raise ValueError(f"{name}: autocast lists are {AUTOCAST_LISTS}, not {sorted(unknown)}")
+    for category in policy.values():
+        if category is not None and category not in AUTOCAST_CATEGORIES:
+            raise ValueError(f"{name}: unknown autocast category {category!r} (known: {AUTOCAST_CATEGORIES})")
+    return {key: policy.get(key) for key in AUTOCAST_LISTS}
+
+
+def accepts_out(op) -> bool:
+    """Ops that make new tensors take ``out=``; views, in-place and mutating ops do not, nor do the shape ops
+    but the joins (``cat``, ``stack``, ``hstack`` ...), as in PyTorch."""
+    if op.view or op.mutates or op.name.endswith("_") or "out" in op.param_index:
+        return False
+    return op.category != "view" or op.name.endswith(("cat", "stack"))
+
+
+OPS: dict[str, OpDef] = {}
+
+
+@dataclass
+class Sample:
+    """One call of an op for the conformance suite: ``op(*args, **kwargs)``.
+
+    ``args`` hold Ember tensors (made by the suite's ``make``), numbers, lists of tensors
+    and attributes, in the op's parameter order; the suite hands the same values, with
+    tensors turned into NumPy arrays, to the op's ``reference``.
+    """
+    args: tuple
+    kwargs: dict = field(default_factory=dict)
+    note: str = ""
+    # False where the op's gradient at this sample is a convention rather than the derivative (the
+    # padding row of embedding gets none): finite differences skip it, comparisons with the CPU do not
+    gradcheck: bool = True
+
+
+#: ``OpDef.samples(make, dtype)`` yields Samples. ``make(shape, *, dtype=dtype, low=None, high=None,
+#: noncontiguous=False)`` returns a tensor on the backend under test, with seeded random values in
+#: [low, high) (integers and bools included), for the dtype being tested; ``nonzero=True`` keeps zeros out.
+#: ``OpDef.domain`` gives the same keywords per input for the samples the suite generates itself, e.g.
+#: ``domain={"other": {"nonzero": True}}`` for integer division, ``{"condition": {"dtype": "bool"}}``.
+
+
+def parse_signature(text: str) -> tuple[str, tuple[Param, ...]]:
+    """``"add(Tensor input, Tensor other, *, Scalar alpha=1)"`` -> name and params."""
+    name, _, rest = text.strip().partition("(")
+    if not rest.endswith(")"):
+        raise ValueError(f"bad signature {text!r}")
+    params, kw_only = [], False
+    for item in _split_top_level(rest[:-1]):
+        if item == "*":
+            kw_only = True
+            continue
+        decl, eq, default_text = item.partition("=")
+        ptype, pname = decl.split()
+        if ptype not in TENSOR_TYPES and ptype not in ATTR_TYPES:
+            raise ValueError(f"{name}: unknown parameter type {ptype!r}")
+        default = ast.literal_eval(default_text.strip()) if eq else REQUIRED
+        params.append(Param(pname, ptype, default, kw_only))
+    return name.strip(), tuple(params)
+
+
+def _split_top_level(text: str) -> list[str]:
+    items, depth, current = [], 0, ""
+    for ch in text:
+        if ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth -= 1
+        if ch == "," and depth == 0:
+            items.append(current.strip())
+            current = ""
+        else:
+            current += ch
+    if current.strip():
+        items.append(current.strip())
+    return items
+
+
+def defop(signature: str, category: str, *, kind: str = "primitive", promotion, meta,
+          composite: Callable | None = None, **fields) -> OpDef:
+    """Declare one operator. Called once per op, at import of the ``ember.dispatch.ops`` modules."""
+    name, params = parse_signature(signature)
+    if name in OPS:
+        raise ValueError(f"op {name!r} is declared twice")
+    if category not in CATEGORIES:
+        raise ValueError(f"{name}: unknown category {category!r}")
+    if kind not in KINDS:
+        raise ValueError(f"{name}: unknown kind {kind!r}")
+    if kind == "composite" and composite is None:
+        raise ValueError(f"{name}: a composite op needs its definition")
+    fields.setdefault("source", _declaring_statement())
+    op = OpDef(name=name, params=params, category=category, kind=kind, promotion=promotion, meta=meta,
+               composite=composite, **fields)
+    OPS[name] = op
+    return op
+
+
+def _declaring_statement() -> tuple[str, int] | None:
+    """(file, line) of the module-level statement that led to this ``defop`` call: the line to search for,
+    also where a factory in the module makes the call."""
+    frame = sys._getframe(2)
+    while frame is not None and frame.f_code.co_name != "<module>":
+        frame = frame.f_back
+    return None if frame is None else (frame.f_code.co_filename, frame.f_lineno)
+
+
+def primitives() -> list[OpDef]:
+    return [op for op in OPS.values() if op.kind == "primitive"]
+
+
+def composites() -> list[OpDef]:
+    return [op for op in OPS.values() if op.kind == "composite"]
