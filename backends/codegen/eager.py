@@ -21,8 +21,8 @@ def answers_truth(op_name: str, attrs: tuple) -> bool:
     """Whether ``op_name``'s formula (for these attribute values) is a truth value: a comparison, and/or/not."""
     op = OPS[op_name]
     node = parse_formula(op, formula(op, attrs))
-    return isinstance(node, (ast.Compare, ast.BoolOp)) or (isinstance(node, ast.UnaryOp)
-                                                            and isinstance(node.op, ast.Not))
+    negation = isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not)
+    return negation or isinstance(node, (ast.Compare, ast.BoolOp))
 
 
 def compute_dtype(op_name: str, dtypes: Sequence[DType]) -> DType:

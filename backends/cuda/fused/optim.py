@@ -18,8 +18,7 @@ from ..fusion import elementwise_source
 
 _DTYPES = {dt.name: dt for dt in (float16, float32, float64)}
 #: (dtype name, maximize, weight decay mode) -> the kernel's record
-SOURCES_BY_KEY = {(name, maximize, mode): elementwise_source(adam_program(dt, maximize, mode),
-                                                              numbers=adam_scalar_count(mode))
+SOURCES_BY_KEY = {(name, maximize, mode): elementwise_source(adam_program(dt, maximize, mode), adam_scalar_count(mode))
                   for name, dt in _DTYPES.items() for maximize in (False, True) for mode in ADAM_MODES}
 SOURCES = tuple(SOURCES_BY_KEY.values())
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from ember.backends.codegen import OPENCL, c_value_function, one_step_program
 from ember.backends.float_divmod import OPENCL_QUALIFIER, float_divmod_source, floor_divide_name, remainder_name
-from ember.dispatch import OPS, UnsupportedProgram, formula, parse_formula
+from ember.dispatch import OPS, BackendError, UnsupportedProgram, formula, parse_formula
 
 from .. import strided
 from ..array import CLArray
@@ -76,6 +76,9 @@ def formula_kernel(op_name: str, by_hand=None):
         if entry is False:
             entry = rendered[key] = _render(op_name, values, attrs, array.dtype)
         if entry is None:
+            if by_hand is None:
+                raise BackendError(f"opencl: {op_name} has no kernel for attributes {attrs!r}: its formula does not "
+                                   "cover them and no hand-written kernel is given")
             return by_hand(*args)
         expression, source, out_dtype = entry
         operands = [v if isinstance(v, CLArray) else strided.Scalar(v, array.dtype) for v in values]
@@ -102,6 +105,7 @@ def _render(op_name: str, values: list, attrs: tuple, number_dtype: np.dtype) ->
 
 
 def _names_attribute(op, text: str) -> bool:
+    """Whether formula ``text`` of ``op`` reads an attribute's value (which rendering would compile in)."""
     names = {op.params[i].name for i in op.attr_positions}
     return any(isinstance(node, ast.Name) and node.id in names for node in ast.walk(parse_formula(op, text)))
 
@@ -232,8 +236,8 @@ FORMULA_OPS = ("neg", "abs", "sign", "exp", "expm1", "log", "log1p", "sqrt", "si
 KERNELS = {
     **{name: formula_kernel(name, _BY_HAND_FOR_SOME_CALLS.get(name)) for name in FORMULA_OPS},
     "round": _round, "floor_divide": _floor_divide, "remainder": _remainder,
-    # composites of core/dispatch/ops/elementwise/trigonometric.py and bitwise.py as OpenCL C's own functions (the formula
-    # language has no such functions)
+    # composites of core/dispatch/ops/elementwise/trigonometric.py and bitwise.py as OpenCL C's own functions
+    # (the formula language has no such functions)
     "asin": unary({"float": "asin(x0)"}), "acos": unary({"float": "acos(x0)"}), "atan": unary({"float": "atan(x0)"}),
     "sinh": unary({"float": "sinh(x0)"}), "cosh": unary({"float": "cosh(x0)"}),
     "asinh": unary({"float": "asinh(x0)"}), "acosh": unary({"float": "acosh(x0)"}),
