@@ -18,6 +18,9 @@ def sum_to_shape(grad, shape: tuple):
     if gshape == shape:
         return grad
     lead = len(gshape) - len(shape)
+    if lead < 0:  # a setitem value with leading size-1 dims, assigned without them: put them back
+        grad = F.reshape(grad, (1,) * -lead + gshape)
+        gshape, lead = tuple(grad._data.shape), 0
     inner = [lead + i for i, s in enumerate(shape) if s == 1 and gshape[lead + i] != 1]
     if lead and not inner:  # only broadcast leading dims (a bias): their sum has the shape already
         return F.sum(grad, list(range(lead)))

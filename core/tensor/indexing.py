@@ -125,12 +125,22 @@ def setitem(x: Tensor, index, value) -> None:
     _write(x, index, value)
 
 
+def _without_leading_ones(value: Tensor) -> Tensor:
+    """``value`` without its leading size-1 dims: PyTorch (and NumPy) assign a (1, 4) value to a (4,) selection."""
+    shape = value.shape
+    ones = 0
+    while ones < len(shape) and shape[ones] == 1:
+        ones += 1
+    return F.reshape(value, tuple(shape[ones:])) if ones else value
+
+
 def _write(x: Tensor, index, value) -> None:
     view, advanced = _basic_part(x, _normalize(x, index))
     if not isinstance(value, Tensor):
         value = F.full((), value, dtype=x._dtype, device=x._device)
     elif value._device is not x._device:
         value = value.to(x._device)
+    value = _without_leading_ones(value)
     if not advanced:
         try:
             F.copy_(view, value)

@@ -35,17 +35,36 @@ def bind(op: OpDef, args: tuple, kwargs: dict) -> list:
         elif p.default is not REQUIRED:
             values.append(p.default)
         else:
+            renamed = _with_torch_names(op, kwargs)
+            if renamed is not None:
+                return bind(op, args, renamed)
             raise TypeError(f"{op.name}() missing required argument '{p.name}'; signature: {op.signature}")
     if kwargs:
         names = op.param_index
         for key in kwargs:
             index = names.get(key)
             if index is None:
+                renamed = _with_torch_names(op, kwargs)
+                if renamed is not None:
+                    return bind(op, args, renamed)
                 raise TypeError(f"{op.name}() got an unexpected keyword argument '{key}'; "
                                 f"signature: {op.signature}")
             if index < len(args):
                 raise TypeError(f"{op.name}() got multiple values for argument '{key}'")
     return values
+
+
+#: NumPy's keyword names that PyTorch's argument parser takes for its own, on every op (``cumprod(t, axis=0)``)
+NUMPY_KEYWORDS = {"axis": "dim", "keepdims": "keepdim", "x": "input", "a": "input", "x1": "input", "x2": "other"}
+
+
+def _with_torch_names(op: OpDef, kwargs: dict) -> dict | None:
+    """``kwargs`` with NumPy's names replaced by the op's own, or None where none applies (the caller then
+    reports the call as it was). Only on the error path of ``bind``: calls by PyTorch's names cost nothing."""
+    names = op.param_index
+    renamed = {NUMPY_KEYWORDS[key] if key not in names and NUMPY_KEYWORDS.get(key) in names
+               and NUMPY_KEYWORDS[key] not in kwargs else key: value for key, value in kwargs.items()}
+    return renamed if renamed.keys() != kwargs.keys() else None
 
 
 # -- attribute conversion --------------------------------------------------------------------
