@@ -6,7 +6,9 @@ result, and what it refuses, Ember refuses with the same exception type.
 - NumPy's keyword names (``axis``, ``keepdims``, ``x``, ``a``, ``x1``, ``x2``) for every op's own
   (``ember.dispatch.schema.binding.NUMPY_KEYWORDS``), on the ops of the schema that take the parameter;
 - ``x[index] = value`` drops the value's leading size-1 dims (a (1, 4) value fills a (4,) selection), with
-  gradients back to the value in its own shape.
+  gradients back to the value in its own shape;
+- a NumPy scalar operand (``np.float32(2.5) * x``) is its Python number, weak in promotion (a NumPy bool is
+  read as a float, as PyTorch reads it).
 """
 from __future__ import annotations
 
@@ -133,3 +135,29 @@ def test_setitem_drops_the_values_leading_ones(shape, index, value_shape):
     np.testing.assert_array_equal(ours[0], theirs[0])
     assert ours[1].shape == theirs[1].shape
     np.testing.assert_array_equal(ours[1], theirs[1])
+
+
+NUMPY_SCALARS = [np.float32(2.5), np.float64(2.5), np.int64(3), np.int8(3), np.bool_(True), np.float16(1.5)]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "int32"])
+@pytest.mark.parametrize("scalar", NUMPY_SCALARS, ids=[type(s).__name__ for s in NUMPY_SCALARS])
+def test_numpy_scalars_stand_for_their_python_numbers(scalar, dtype):
+    """``np.float32(2.5) * x``, ``x + np.int64(3)``: a NumPy scalar is a Python number to PyTorch (weak in
+    promotion), from either side of the operator and as a function argument."""
+    results = []
+    for framework in (ember, torch):
+        t = framework.tensor(DATA).to(getattr(framework, dtype))
+        try:
+            out = [scalar * t, t + scalar, framework.sub(t, scalar), t.mul(scalar)]
+            results.append([(str(r.dtype).rsplit(".", 1)[-1], r.float().numpy()) for r in out])
+        except Exception as exc:  # noqa: BLE001
+            results.append(exc)
+    ours, theirs = results
+    if isinstance(theirs, Exception):
+        assert isinstance(ours, Exception), f"PyTorch refuses ({theirs}); Ember accepted"
+        return
+    assert not isinstance(ours, Exception), f"PyTorch accepts; Ember raises {ours!r}"
+    for (our_dtype, our_values), (their_dtype, their_values) in zip(ours, theirs):
+        assert our_dtype == their_dtype
+        np.testing.assert_allclose(our_values, their_values, rtol=1e-3)

@@ -13,6 +13,8 @@ from a memo call themselves.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from . import links, modes
 from ..contract import registry
 from .kernel_errors import KERNEL_ERRORS, kernel_error
@@ -391,6 +393,10 @@ def _collect(op: OpDef, values: list):
             tensors.extend(x for x in v if x is not None)
         elif p.type in ("Tensor", "Tensor?") and isinstance(v, _NUMBER):
             scalars.append(v)
+        elif p.type in ("Tensor", "Tensor?") and isinstance(v, np.generic) and v.dtype.kind in "biuf":
+            # a NumPy scalar stands for its Python number, as in PyTorch, which reads a NumPy bool as a float
+            values[i] = float(v) if v.dtype.kind == "b" else v.item()
+            scalars.append(values[i])
         else:
             raise TypeError(f"{op.name}(): argument '{p.name}' must be a Tensor, not {type(v).__name__}")
     first = op.tensor_positions[0] if op.tensor_positions else None
