@@ -161,3 +161,32 @@ def test_numpy_scalars_stand_for_their_python_numbers(scalar, dtype):
     for (our_dtype, our_values), (their_dtype, their_values) in zip(ours, theirs):
         assert our_dtype == their_dtype
         np.testing.assert_allclose(our_values, their_values, rtol=1e-3)
+
+
+#: operator calls whose other operand no tensor takes: PyTorch's operators answer NotImplemented, so Python tries
+#: the other operand (a NumPy array computes it, with the tensor as an array) or falls back to identity (==, !=)
+OPERATOR_CASES = {
+    "t + array": lambda t: t + np.array([1.0, 2.0, 3.0, 4.0]),
+    "t * int array": lambda t: t * np.array([1, 2, 3, 4], dtype=np.int32),
+    "t ** array": lambda t: t ** np.array([2.0, 2.0, 2.0, 2.0]),
+    "t + None": lambda t: t + None,
+    "None + t": lambda t: None + t,
+    "t + str": lambda t: t + "a",
+    "t @ list": lambda t: t @ [1.0, 2.0, 3.0, 4.0],
+    "t == list": lambda t: t == [1.0, 2.0, 3.0, 4.0],
+    "np.float32 - t": lambda t: np.float32(1) - t,
+}
+
+
+@pytest.mark.parametrize("case", OPERATOR_CASES)
+def test_operators_answer_not_implemented_as_pytorch(case):
+    results = []
+    for framework in (ember, torch):
+        try:
+            result = OPERATOR_CASES[case](framework.tensor(DATA))
+            results.append((type(result).__name__, np.asarray(result).dtype.name, np.asarray(result).tolist())
+                           if hasattr(result, "shape") else result)
+        except Exception as exc:  # noqa: BLE001
+            results.append(type(exc))
+    ours, theirs = results
+    assert ours == theirs

@@ -2,13 +2,13 @@
 form), the arithmetic, comparison and bitwise operators, and PyTorch's other names for ops (``ALIASES``)."""
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Callable
 
 from ..aliases import ALIASES
 from ..dispatch.execution import dispatcher
 from ..dispatch.ops import F
+from ..dispatch.ops.namespace import operator_function
 from ..dispatch.schema import OPS, OpDef
-from . import Tensor
 from .inplace import write_result
 
 _call = dispatcher.call
@@ -83,27 +83,15 @@ def operators() -> dict[str, Callable]:
     """Python's operators: ``x + y`` is ``add``, ``y + x`` its reflection, ``x += y`` its in-place form."""
     found: dict[str, Callable] = {}
     for dunder, name in _ARITHMETIC + _BITWISE:
-        found[f"__{dunder}__"] = getattr(F, name)
-        found[f"__r{dunder}__"] = _reflected(getattr(F, name))
+        found[f"__{dunder}__"] = operator_function(name)
+        found[f"__r{dunder}__"] = _reflected(operator_function(name))
         if name != "matmul":
             found[f"__i{dunder}__"] = _inplace_operator(name)
     for dunder, name in _COMPARISONS:
-        found[f"__{dunder}__"] = getattr(F, name)
-    found.update(__eq__=_not_implemented_on_type_error(F.eq), __ne__=_not_implemented_on_type_error(F.ne))
+        found[f"__{dunder}__"] = operator_function(name)
     found.update(__neg__=lambda self: F.neg(self), __pos__=lambda self: self, __abs__=lambda self: F.abs(self),
                  __invert__=lambda self: F.bitwise_not(self))
     return found
-
-
-def _not_implemented_on_type_error(compare: Callable) -> Callable:
-    """``==``/``!=`` with what no tensor can be compared to (None, a string): NotImplemented, so that Python
-    answers by identity (``x == None`` is False), as PyTorch's operators do."""
-    def operator(self: Tensor, other: Any) -> Tensor:
-        try:
-            return compare(self, other)
-        except TypeError:
-            return NotImplemented
-    return operator
 
 
 def aliases(methods: dict[str, Callable]) -> dict[str, Callable]:

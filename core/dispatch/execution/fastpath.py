@@ -42,7 +42,7 @@ def _fast_plan(op: OpDef, key: tuple, device, dtype, grad: bool, scalar=None, sc
     return plan
 
 
-def make_unary(op: OpDef):
+def make_unary(op: OpDef, slow=call):
     lookup = table.get
 
     def function(*args, **kwargs):
@@ -59,11 +59,11 @@ def make_unary(op: OpDef):
                         return plan.run([a, *plan.attrs])
             except KERNEL_ERRORS as error:
                 raise kernel_error(plan, [*args, *plan.attrs], error) from None
-        return call(op, args, kwargs)
+        return slow(op, args, kwargs)
     return function
 
 
-def make_binary(op: OpDef):
+def make_binary(op: OpDef, slow=call):
     name = op.name
     lookup = table.get
 
@@ -102,12 +102,24 @@ def make_binary(op: OpDef):
                         return plan.run([a, b, *plan.attrs])
             except KERNEL_ERRORS as error:
                 raise kernel_error(plan, [*args, *plan.attrs], error) from None
-        return call(op, args, kwargs)
+        return slow(op, args, kwargs)
     return function
 
 
-def make_function(op: OpDef):
-    """The fast entry point for ``op``, or None where the generic ``dispatcher.call`` is the entry point."""
+def call_or_not_implemented(op: OpDef, args: tuple, kwargs: dict):
+    """``dispatcher.call``, answering NotImplemented to a TypeError (an operand no tensor combines with): the
+    slow path of Python's operators, so that Python tries the other operand's method and ``x == None`` falls
+    back to identity, as PyTorch's operators do."""
+    try:
+        return call(op, args, kwargs)
+    except TypeError:
+        return NotImplemented
+
+
+def make_function(op: OpDef, operator: bool = False):
+    """The fast entry point for ``op``, or None where the generic ``dispatcher.call`` is the entry point.
+    ``operator``: the form Python's operators call (``call_or_not_implemented`` past the fast path)."""
     if simple_elementwise(op):
-        return make_unary(op) if len(op.tensor_positions) == 1 else make_binary(op)
+        slow = call_or_not_implemented if operator else call
+        return make_unary(op, slow) if len(op.tensor_positions) == 1 else make_binary(op, slow)
     return None

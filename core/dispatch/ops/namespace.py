@@ -6,7 +6,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from ..execution.dispatcher import call
-from ..execution.fastpath import make_function as make_fast
+from ..execution.fastpath import call_or_not_implemented, make_function as make_fast
 from ..schema import OPS, OpDef
 
 F = SimpleNamespace()
@@ -27,6 +27,19 @@ def _make_function(op: OpDef):
     function.__doc__ = f"{op.signature}\n\n{op.doc}".strip()
     function.op = op
     function.is_fast_path = fast is not None
+    return function
+
+
+def operator_function(name: str):
+    """The function Python's operators call for op ``name`` (``x + y``, ``x == y``): ``F.<name>``'s fast path,
+    NotImplemented where the call raises TypeError (see ``fastpath.call_or_not_implemented``)."""
+    op = OPS[name]
+    function = make_fast(op, operator=True)
+    if function is None:
+        def function(*args, **kwargs):
+            return call_or_not_implemented(op, args, kwargs)
+    function.__name__, function.__qualname__ = f"operator_{name}", f"operator_{name}"
+    function.op = op  # (the stubs read the op's signature from here, as from F's functions)
     return function
 
 
