@@ -43,7 +43,7 @@ INDEX_ERRORS = [
 ]
 ARGUMENT_ERRORS = [
     ("add str", lambda make: ember.add(make((2,)), "a"), TypeError, ["add", "other"]),
-    ("sum axis", lambda make: ember.sum(make((2,)), axis=0), TypeError, ["sum", "axis"]),
+    ("sum axes", lambda make: ember.sum(make((2,)), axes=0), TypeError, ["sum", "axes"]),
     ("mean of int", lambda make: ember.mean(make((2,), dtype="int64")), ember.DtypeError, ["mean", "int64"]),
     ("rand of int", lambda make: ember.rand(2, dtype=ember.int32, device=make.device), ember.DtypeError,
      ["rand", "int32"]),
