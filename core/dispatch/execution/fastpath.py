@@ -109,9 +109,12 @@ def make_binary(op: OpDef, slow=call):
 def call_or_not_implemented(op: OpDef, args: tuple, kwargs: dict):
     """``dispatcher.call``, answering NotImplemented to a TypeError (an operand no tensor combines with): the
     slow path of Python's operators, so that Python tries the other operand's method and ``x == None`` falls
-    back to identity, as PyTorch's operators do."""
+    back to identity, as PyTorch's operators do. Ember's own errors (a DtypeError is also a TypeError: bool
+    subtraction) are the op's verdict on operands it takes, and propagate."""
     try:
         return call(op, args, kwargs)
+    except EmberError:
+        raise
     except TypeError:
         return NotImplemented
 
