@@ -115,19 +115,15 @@ SETITEM_CASES = [
 def test_setitem_drops_the_values_leading_ones(shape, index, value_shape):
     size = int(np.prod(value_shape))
     value = np.arange(1, size + 1, dtype=np.float32).reshape(value_shape)
-    results = []
-    for framework in (ember, torch):
-        target = framework.zeros(*shape)
+
+    def assign(framework, _):
         given = framework.tensor(value, requires_grad=True)
-        try:
-            base = target.clone().requires_grad_(True)
-            written = base * 1
-            written[index] = given * 2
-            (written * framework.tensor(np.arange(np.prod(shape), dtype=np.float32).reshape(shape))).sum().backward()
-            results.append((written.detach().numpy(), given.grad.numpy()))
-        except Exception as exc:  # noqa: BLE001
-            results.append(exc)
-    ours, theirs = results
+        written = framework.zeros(*shape).requires_grad_(True) * 1
+        written[index] = given * 2
+        (written * framework.tensor(np.arange(np.prod(shape), dtype=np.float32).reshape(shape))).sum().backward()
+        return written.detach().numpy(), given.grad.numpy()
+
+    ours, theirs = _both(assign)
     if isinstance(theirs, Exception):
         assert isinstance(ours, Exception), f"PyTorch refuses this assignment ({theirs}); Ember accepted it"
         return
@@ -145,15 +141,12 @@ NUMPY_SCALARS = [np.float32(2.5), np.float64(2.5), np.int64(3), np.int8(3), np.b
 def test_numpy_scalars_stand_for_their_python_numbers(scalar, dtype):
     """``np.float32(2.5) * x``, ``x + np.int64(3)``: a NumPy scalar is a Python number to PyTorch (weak in
     promotion), from either side of the operator and as a function argument."""
-    results = []
-    for framework in (ember, torch):
-        t = framework.tensor(DATA).to(getattr(framework, dtype))
-        try:
-            out = [scalar * t, t + scalar, framework.sub(t, scalar), t.mul(scalar)]
-            results.append([(str(r.dtype).rsplit(".", 1)[-1], r.float().numpy()) for r in out])
-        except Exception as exc:  # noqa: BLE001
-            results.append(exc)
-    ours, theirs = results
+    def combine(framework, t):
+        t = t.to(getattr(framework, dtype))
+        out = [scalar * t, t + scalar, framework.sub(t, scalar), t.mul(scalar)]
+        return [(str(r.dtype).rsplit(".", 1)[-1], r.float().numpy()) for r in out]
+
+    ours, theirs = _both(combine)
     if isinstance(theirs, Exception):
         assert isinstance(ours, Exception), f"PyTorch refuses ({theirs}); Ember accepted"
         return
@@ -180,13 +173,11 @@ OPERATOR_CASES = {
 
 @pytest.mark.parametrize("case", OPERATOR_CASES)
 def test_operators_answer_not_implemented_as_pytorch(case):
-    results = []
-    for framework in (ember, torch):
-        try:
-            result = OPERATOR_CASES[case](framework.tensor(DATA))
-            results.append((type(result).__name__, np.asarray(result).dtype.name, np.asarray(result).tolist())
-                           if hasattr(result, "shape") else result)
-        except Exception as exc:  # noqa: BLE001
-            results.append(type(exc))
-    ours, theirs = results
+    def outcome(framework, t):
+        result = OPERATOR_CASES[case](t)
+        if not hasattr(result, "shape"):
+            return result
+        return type(result).__name__, np.asarray(result).dtype.name, np.asarray(result).tolist()
+
+    ours, theirs = (type(r) if isinstance(r, Exception) else r for r in _both(outcome))
     assert ours == theirs
