@@ -38,7 +38,7 @@ from report import DevicePart, render, targets  # noqa: E402
 from sections import SECTIONS  # noqa: E402
 from sides import Lineup, lineup, load_torch  # noqa: E402
 
-ORDER = ["overhead", "gemm", "training", "loading", "memory", "compile"]
+ORDER = ["overhead", "gemm", "training", "loading", "sparse", "memory", "compile"]
 DEVICES = ["cpu", "cuda", "opencl"]
 
 

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import math as _math
+from numbers import Number as _Number
 
 from .dispatch.contract import registry as _registry
 from .dispatch.schema.defaults import get_default_device, set_default_device
@@ -15,7 +16,7 @@ from .dispatch.schema.dtypes import (bfloat16, bool_ as bool, dtype, float16, fl
                                      int16, int32, int64, set_default_dtype, uint8)
 from .dispatch.schema.errors import BackendError, DeviceError, DtypeError, EmberError, ShapeError
 from .dispatch.schema.errors import NumberOverflowError, OutOfMemoryError, OutOfRangeError
-from .dispatch.schema.promotion import can_cast, promote_types
+from .dispatch.schema.promotion import can_cast as _can_cast, promote_types as _promote_types
 from .dispatch.schema.promotion import result_type_of as _result_type_of
 from .tensor import Size, Tensor
 from .creation import as_tensor, from_numpy, tensor
@@ -47,6 +48,8 @@ short, int, long = int16, int32, int64
 
 from .tensor import surface as _surface  # noqa: E402  (every Tensor attribute and torch-level name not an op's)
 _surface.install(globals())
+from . import sparse  # noqa: E402  (ember.sparse: torch.sparse; COO and CSR tensors)
+sparse.install(globals())  # sparse_coo_tensor, ..., and sparse operands of ember.mm, ember.add, ember.sin, ...
 
 # The names programs reach for: switches, accelerator, constants, testing, dtype facts, memory formats.
 from .legacy_types import CPU_TYPES as _CPU_TYPES  # noqa: E402
@@ -56,7 +59,8 @@ from .dispatch.contract.flags import (are_deterministic_algorithms_enabled, get_
 from . import accelerator, testing  # noqa: E402
 from .type_info import finfo, iinfo  # noqa: E402
 from .memory_format import (channels_last, channels_last_3d, contiguous_format, layout,  # noqa: E402
-                            legacy_contiguous_format, memory_format, preserve_format, strided)
+                            legacy_contiguous_format, memory_format, preserve_format, sparse_coo, sparse_csr,
+                            strided)
 from .printing import get_printoptions, set_printoptions  # noqa: E402
 from .threads import get_num_threads, set_num_threads  # noqa: E402
 from . import return_types  # noqa: E402,F401  (torch.return_types)
@@ -84,15 +88,46 @@ def numel(input: Tensor) -> int:
     return input.numel()
 
 
-def result_type(tensor1, tensor2) -> dtype:
-    """The dtype ``tensor1 op tensor2`` computes in, with PyTorch's tensor/zero-dim/scalar ranking."""
+def result_type(*args, **kwargs) -> dtype:
+    """The dtype ``a op b`` computes in, with PyTorch's tensor/zero-dim/scalar ranking. PyTorch's forms:
+    ``(tensor, other)``, ``(scalar, tensor)`` and ``(scalar1, scalar2)``, positionally or by those names; a
+    NumPy scalar is its Python number."""
+    if "x2" in kwargs and "other" not in kwargs:  # NumPy's name, as PyTorch's parser takes it
+        kwargs["other"] = kwargs.pop("x2")
+    for names in (("tensor", "other"), ("scalar", "tensor"), ("scalar1", "scalar2")):
+        if set(kwargs) <= set(names) and len(args) + len(kwargs) == 2 and not set(kwargs) & set(names[:len(args)]):
+            operands = [*args, *(kwargs[n] for n in names[len(args):])]
+            break
+    else:
+        raise TypeError(f"result_type() takes two operands (tensor, other), (scalar, tensor) or (scalar1, scalar2); "
+                        f"got {len(args)} positional and keywords {sorted(kwargs)}")
     dims, zeros, scalars = [], [], []
-    for x in (tensor1, tensor2):
+    for x in operands:
         if isinstance(x, Tensor):
             (dims if x.ndim else zeros).append(x.dtype)
+        elif isinstance(x, _Number):  # Python's numbers and NumPy's scalars
+            scalars.append(x.item() if hasattr(x, "item") else x)
         else:
-            scalars.append(x)
+            raise TypeError(f"result_type(): expected a tensor or a number, got {type(x).__name__}")
     return _result_type_of(dims, zeros, scalars)
+
+
+def _dtype_argument(function: str, name: str, position: int, value) -> dtype:
+    if not isinstance(value, dtype):
+        raise TypeError(f"{function}(): argument '{name}' (position {position}) must be ember.dtype, not "
+                        f"{type(value).__name__}")
+    return value
+
+
+def promote_types(type1: dtype, type2: dtype) -> dtype:
+    """The smallest dtype both ``type1`` and ``type2`` cast to without losing their category."""
+    return _promote_types(_dtype_argument("promote_types", "type1", 1, type1),
+                          _dtype_argument("promote_types", "type2", 2, type2))
+
+
+def can_cast(from_: dtype, to: dtype) -> bool:
+    """PyTorch's same-kind rule for in-place and ``out=`` results: no float to int, no int to bool."""
+    return _can_cast(_dtype_argument("can_cast", "from_", 1, from_), _dtype_argument("can_cast", "to", 2, to))
 
 
 def synchronize(dev=None) -> None:

@@ -4,7 +4,8 @@ from builtins import bool as _bool, dict as _dict, float as _float, int as _int,
 from collections.abc import Sequence
 from ember.legacy_types import LegacyTensorType as _LegacyTensorType
 from ember.random import _DefaultGenerator
-from ember.tensor import _AdamStepResult, _AdaptiveMaxPool1dResult, _AdaptiveMaxPool2dResult, _AdaptiveMaxPool3dResult, _AminmaxResult, _CummaxResult, _CumminResult, _EmbeddingBagResult, _FractionalMaxPool2dResult, _FractionalMaxPool3dResult, _FrexpResult, _GeqrfResult, _HistogramResult, _KthvalueResult, _LayerNormBackwardResult, _LinalgCholeskyExResult, _LinalgEighResult, _LinalgInvExResult, _LinalgLdlFactorExResult, _LinalgLdlFactorResult, _LinalgLstsqResult, _LinalgLuFactorExResult, _LinalgLuFactorResult, _LinalgLuResult, _LinalgQrResult, _LinalgSlogdetResult, _LinalgSolveExResult, _LinalgSvdResult, _LstmLayerResult, _LuUnpackResult, _MaxPool1dWithIndicesResult, _MaxPool2dWithIndicesResult, _MaxPool3dWithIndicesResult, _ModeResult, _NativeBatchNormResult, _Number, _QrResult, _RnnLayerResult, _SlogdetResult, _SortResult, _StdMeanResult, _SvdResult, _TopkResult, _TriangularSolveResult, _VarMeanResult
+from ember.sparse.tensor import SparseTensor as _SparseTensor
+from ember.tensor import _AdamStepResult, _AdaptiveMaxPool1dResult, _AdaptiveMaxPool2dResult, _AdaptiveMaxPool3dResult, _AminmaxResult, _CummaxResult, _CumminResult, _EmbeddingBagResult, _FractionalMaxPool2dResult, _FractionalMaxPool3dResult, _FrexpResult, _GeqrfResult, _HistogramResult, _KthvalueResult, _LayerNormBackwardResult, _LinalgCholeskyExResult, _LinalgEighResult, _LinalgInvExResult, _LinalgLdlFactorExResult, _LinalgLdlFactorResult, _LinalgLstsqResult, _LinalgLuFactorExResult, _LinalgLuFactorResult, _LinalgLuResult, _LinalgQrResult, _LinalgSlogdetResult, _LinalgSolveExResult, _LinalgSvdResult, _LstmLayerResult, _LuUnpackResult, _MaxPool1dWithIndicesResult, _MaxPool2dWithIndicesResult, _MaxPool3dWithIndicesResult, _ModeResult, _NativeBatchNormResult, _Number, _QrResult, _RnnLayerResult, _SlogdetResult, _SortResult, _SvdResult, _TopkResult, _TriangularSolveResult
 from ember.torch_version import TorchVersion as _TorchVersion
 from numpy import ndarray as _ndarray
 from typing import Any, Callable, Sequence as _Sequence
@@ -34,6 +35,7 @@ from . import profiler as profiler
 from . import random as random
 from . import return_types as return_types
 from . import serialization as serialization
+from . import sparse as sparse
 from . import special as special
 from . import testing as testing
 from . import threads as threads
@@ -122,6 +124,8 @@ newaxis: None
 pi: _float
 preserve_format: memory_format
 short: dtype
+sparse_coo: layout
+sparse_csr: layout
 strided: layout
 uint8: dtype
 
@@ -306,8 +310,8 @@ def any(
     out: Tensor | None = None,
 ) -> Tensor: ...
 def arange(
-    start: _Number,
-    end: _Number | None = None,
+    start: _Number = ...,
+    end: _Number | None = ...,
     step: _Number = 1,
     *,
     out: Any = None,
@@ -567,7 +571,7 @@ def bucketize(
     *,
     out_int32: _bool = False,
     right: _bool = False,
-    out: Tensor | None = None,
+    out: Any = None,
 ) -> Tensor: ...
 def can_cast(from_: dtype, to: dtype) -> _bool: ...
 def cartesian_prod(*tensors: Tensor | Sequence[Tensor]) -> Tensor: ...
@@ -628,7 +632,7 @@ def clip(
     out: Tensor | None = None,
 ) -> Tensor: ...
 def clip_(input: Any, *args: Any, **kwargs: Any) -> Any: ...
-def clone(input: Tensor | _Number) -> Tensor: ...
+def clone(input: Tensor | _Number, *, memory_format: Any = None) -> Tensor: ...
 def col2im(
     input: Tensor | _Number,
     output_size: _int | Sequence[_int],
@@ -639,6 +643,7 @@ def col2im(
     *,
     out: Tensor | None = None,
 ) -> Tensor: ...
+def col_indices_copy(input: _SparseTensor) -> Any: ...
 def column_stack(tensors: Sequence[Tensor], *, out: Tensor | None = None) -> Tensor: ...
 def combinations(
     input: Tensor | _Number,
@@ -827,6 +832,7 @@ def cross_entropy_probabilities(
     *,
     out: Tensor | None = None,
 ) -> Tensor: ...
+def crow_indices_copy(input: _SparseTensor) -> Any: ...
 def ctc_loss(
     log_probs: Tensor | _Number,
     targets: Tensor,
@@ -931,17 +937,19 @@ def dropout(
     requires_grad: _bool = False,
 ) -> Tensor: ...
 def dropout_(input: Tensor | _Number, p: _float, train: _bool) -> Tensor: ...
+def dsmm(input: _SparseTensor, mat2: Tensor) -> Tensor: ...
 def dsplit(input: Tensor | _Number, indices_or_sections: Any) -> _tuple[Tensor, ...]: ...
 def dstack(tensors: Sequence[Tensor], *, out: Tensor | None = None) -> Tensor: ...
 def einsum(equation: _str, *operands: Tensor | Sequence[Tensor], out: Any = None) -> Tensor: ...
 def elu(input: Tensor | _Number, alpha: _float = 1.0, *, out: Tensor | None = None) -> Tensor: ...
 def embedding(
-    input: Tensor,
     weight: Tensor | _Number,
-    padding_idx: _int | None = None,
+    indices: Any,
+    padding_idx: _int = -1,
     scale_grad_by_freq: _bool = False,
+    sparse: _bool = False,
     *,
-    out: Tensor | None = None,
+    out: Any = None,
 ) -> Tensor: ...
 def embedding_bag(
     weight: Tensor | _Number,
@@ -1121,7 +1129,14 @@ def full_like(
     pin_memory: _bool = False,
     memory_format: Any = ...,
 ) -> Tensor: ...
-def gather(input: Tensor | _Number, dim: _int, index: Tensor, *, out: Tensor | None = None) -> Tensor: ...
+def gather(
+    input: Tensor | _Number,
+    dim: _int,
+    index: Tensor,
+    *,
+    sparse_grad: _bool = False,
+    out: Any = None,
+) -> Tensor: ...
 def gaussian_nll_loss(
     input: Tensor | _Number,
     target: Tensor | _Number,
@@ -1189,8 +1204,9 @@ def group_norm(
     weight: Tensor | _Number | None = None,
     bias: Tensor | _Number | None = None,
     eps: _float = 1e-05,
+    cudnn_enabled: _bool = True,
     *,
-    out: Tensor | None = None,
+    out: Any = None,
 ) -> Tensor: ...
 def gt(input: Tensor | _Number, other: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
 def hamming_window(
@@ -1246,7 +1262,7 @@ def histc(
 ) -> Tensor: ...
 def histogram(
     input: Tensor | _Number,
-    bins: Any,
+    bins: Any = 100,
     *,
     range: Any = None,
     weight: Tensor | _Number | None = None,
@@ -1256,12 +1272,13 @@ def histogram(
 def histogramdd(
     input: Any,
     bins: Any = None,
-    *,
     range: Any = None,
     weight: Any = None,
     density: _bool = False,
 ) -> Any: ...
+def hsmm(mat1: _SparseTensor, mat2: Tensor, *, out: _SparseTensor | None = None) -> _SparseTensor: ...
 def hsplit(input: Tensor | _Number, indices_or_sections: Any) -> _tuple[Tensor, ...]: ...
+def hspmm(mat1: _SparseTensor, mat2: Tensor, *, out: _SparseTensor | None = None) -> _SparseTensor: ...
 def hstack(tensors: Sequence[Tensor], *, out: Tensor | None = None) -> Tensor: ...
 def huber_loss(
     input: Tensor | _Number,
@@ -1347,6 +1364,7 @@ def index_select(
     *,
     out: Tensor | None = None,
 ) -> Tensor: ...
+def indices_copy(input: _SparseTensor) -> Any: ...
 def initial_seed() -> _int: ...
 def inner(input: Tensor | _Number, other: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
 def instance_norm(
@@ -2118,6 +2136,8 @@ def normal(
     size: Any = None,
     *,
     generator: Generator | None = None,
+    layout: Any = None,
+    pin_memory: Any = False,
     out: Any = None,
     requires_grad: _bool = False,
 ) -> Tensor: ...
@@ -2226,7 +2246,7 @@ def prod(
     dtype: dtype | None = None,
     out: Tensor | None = None,
 ) -> Tensor: ...
-def promote_types(*args: Any, **kwargs: Any) -> Any: ...
+def promote_types(type1: dtype, type2: dtype) -> dtype: ...
 def put(
     input: Tensor | _Number,
     index: Tensor,
@@ -2309,9 +2329,9 @@ def rand_uniform(
     pin_memory: _bool = False,
 ) -> Tensor: ...
 def randint(
-    low: _int,
-    high: _int | None = None,
-    size: _int | Sequence[_int] | None = None,
+    low: _int = ...,
+    high: _int = ...,
+    size: _int | Sequence[_int] = ...,
     *,
     out: Any = None,
     requires_grad: _bool = False,
@@ -2411,8 +2431,9 @@ def repeat_interleave(
 ) -> Tensor: ...
 def reshape(input: Tensor | _Number, shape: _int | Sequence[_int]) -> Tensor: ...
 def resize_as_(input: Any, *args: Any, **kwargs: Any) -> Any: ...
+def resize_as_sparse_(input: _SparseTensor, the_template: _SparseTensor) -> _SparseTensor: ...
 def resolve_neg(input: Tensor) -> Tensor: ...
-def result_type(tensor1: Any, tensor2: Any) -> dtype: ...
+def result_type(*args: Any, **kwargs: Any) -> dtype: ...
 def rms_norm(
     input: Tensor | _Number,
     normalized_shape: _int | Sequence[_int],
@@ -2471,6 +2492,15 @@ def rsub(
     alpha: _Number = 1,
     out: Tensor | None = None,
 ) -> Tensor: ...
+def saddmm(
+    input: _SparseTensor,
+    mat1: _SparseTensor,
+    mat2: Tensor,
+    *,
+    beta: Any = 1,
+    alpha: Any = 1,
+    out: _SparseTensor | None = None,
+) -> _SparseTensor: ...
 def save(obj: Any, f: Any) -> None: ...
 def scalar_tensor(
     s: _Number,
@@ -2602,6 +2632,7 @@ def slice_scatter(
     out: Tensor | None = None,
 ) -> Tensor: ...
 def slogdet(input: Tensor | _Number, *, out: _Sequence[Tensor] | None = None) -> _SlogdetResult: ...
+def smm(input: _SparseTensor, mat: Tensor) -> _SparseTensor: ...
 def smooth_l1_loss(
     input: Tensor | _Number,
     target: Tensor | _Number,
@@ -2647,6 +2678,30 @@ def sort(
     stable: _bool = False,
     out: _Sequence[Tensor] | None = None,
 ) -> _SortResult: ...
+def sparse_coo_tensor(
+    indices: Any = None,
+    values: Any = None,
+    size: Any = None,
+    *,
+    dtype: Any = None,
+    device: Any = None,
+    pin_memory: _bool = False,
+    requires_grad: _bool = False,
+    check_invariants: _bool | None = None,
+    is_coalesced: _bool | None = None,
+) -> _SparseTensor: ...
+def sparse_csr_tensor(
+    crow_indices: Any,
+    col_indices: Any,
+    values: Any,
+    size: Any = None,
+    *,
+    dtype: Any = None,
+    device: Any = None,
+    pin_memory: _bool = False,
+    requires_grad: _bool = False,
+    check_invariants: _bool | None = None,
+) -> _SparseTensor: ...
 def special_airy_ai(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
 def special_bessel_j0(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
 def special_bessel_j1(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
@@ -2763,29 +2818,41 @@ def split_with_sizes_copy(
     split_sizes: _int | Sequence[_int],
     dim: _int = 0,
 ) -> _tuple[Tensor, ...]: ...
+def spmm(mat1: Tensor, mat2: Tensor, reduce: _str = 'sum') -> Tensor: ...
 def sqrt(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
 def sqrt_(input: Tensor | _Number) -> Tensor: ...
 def square(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
 def square_(input: Tensor | _Number) -> Tensor: ...
 def squeeze(input: Tensor | _Number, dim: _int | Sequence[_int] | None = None) -> Tensor: ...
 def squeeze_copy(input: Tensor | _Number, dim: _int | Sequence[_int] | None = None) -> Tensor: ...
+def sspaddmm(
+    input: _SparseTensor,
+    mat1: _SparseTensor,
+    mat2: Tensor,
+    *,
+    beta: Any = 1,
+    alpha: Any = 1,
+    out: _SparseTensor | None = None,
+) -> _SparseTensor: ...
 def stack(tensors: Sequence[Tensor], dim: _int = 0, *, out: Any = None) -> Tensor: ...
 def std(
     input: Tensor | _Number,
     dim: _int | Sequence[_int] | None = None,
-    *,
-    correction: _int = 1,
+    unbiased: Any = None,
     keepdim: _bool = False,
-    out: Tensor | None = None,
+    *,
+    correction: _Number | None = None,
+    out: Any = None,
 ) -> Tensor: ...
 def std_mean(
     input: Tensor | _Number,
     dim: _int | Sequence[_int] | None = None,
-    *,
-    correction: _int = 1,
+    unbiased: Any = None,
     keepdim: _bool = False,
-    out: _Sequence[Tensor] | None = None,
-) -> _StdMeanResult: ...
+    *,
+    correction: _Number | None = None,
+    out: Any = None,
+) -> Any: ...
 def sub(
     input: Tensor | _Number,
     other: Tensor | _Number,
@@ -2999,6 +3066,7 @@ def unsafe_split_with_sizes(
 def unsqueeze(input: Tensor | _Number, dim: _int) -> Tensor: ...
 def unsqueeze_copy(input: Tensor | _Number, dim: _int) -> Tensor: ...
 def use_deterministic_algorithms(mode: _bool, *, warn_only: _bool = False) -> None: ...
+def values_copy(input: _SparseTensor) -> Any: ...
 def vander(
     x: Tensor | _Number,
     N: _int | None = None,
@@ -3010,19 +3078,21 @@ def vander(
 def var(
     input: Tensor | _Number,
     dim: _int | Sequence[_int] | None = None,
-    *,
-    correction: _int = 1,
+    unbiased: Any = None,
     keepdim: _bool = False,
-    out: Tensor | None = None,
+    *,
+    correction: _Number | None = None,
+    out: Any = None,
 ) -> Tensor: ...
 def var_mean(
     input: Tensor | _Number,
     dim: _int | Sequence[_int] | None = None,
-    *,
-    correction: _int = 1,
+    unbiased: Any = None,
     keepdim: _bool = False,
-    out: _Sequence[Tensor] | None = None,
-) -> _VarMeanResult: ...
+    *,
+    correction: _Number | None = None,
+    out: Any = None,
+) -> Any: ...
 def vdot(input: Tensor | _Number, other: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
 def view(input: Tensor | _Number, size: _int | Sequence[_int]) -> Tensor: ...
 def view_copy(input: Tensor | _Number, size: _int | Sequence[_int]) -> Tensor: ...

@@ -57,7 +57,9 @@ def inplace_function(name: str) -> Callable:
 
 def positive(input):
     """``input`` itself, as PyTorch (which refuses bool tensors: ``-`` has no bool meaning)."""
-    if getattr(input, "dtype", None) is bool_:
+    if not hasattr(input, "_data"):
+        raise TypeError(f"positive(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+    if input.dtype is bool_:
         raise DtypeError("positive: the `+` operator, on a bool tensor is not supported "
                          f"(tensor of shape {tuple(input.shape)} on {input.device})")
     return input

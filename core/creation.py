@@ -11,7 +11,7 @@ from .dispatch.contract import registry
 from .dispatch.schema.defaults import get_default_device
 from .dispatch.schema.binding import size_argument
 from .dispatch.schema.dtypes import ALL_DTYPES, as_dtype, bfloat16, bool_, get_default_dtype, int64
-from .dispatch.schema.errors import DeviceError, DtypeError, NumberOverflowError, ShapeError
+from .dispatch.schema.errors import ArgumentError, DeviceError, DtypeError, NumberOverflowError, ShapeError
 from .dispatch.ops import F
 from .memory_format import strided
 from .dispatch.schema.overflow import check_fits
@@ -51,7 +51,7 @@ def _host_array(data):
     try:
         return np.array(data)
     except ValueError as exc:
-        raise ValueError(f"tensor: data is not a regular nested sequence of numbers: {exc}") from None
+        raise ArgumentError(f"tensor: data is not a regular nested sequence of numbers: {exc}") from None
 
 
 def _flatten(seq):
@@ -153,8 +153,8 @@ def asarray(obj, *, dtype=None, device=None, copy: bool | None = None, requires_
     else:
         out = as_tensor(obj, dtype=dtype, device=device)
         if copy is False and not _shares(obj, out):
-            raise ValueError(f"asarray: copy=False, but obj ({type(obj).__name__}) cannot be used without a copy "
-                             f"as a tensor of dtype {dtype} on device {device}")
+            raise ArgumentError(f"asarray: copy=False, but obj ({type(obj).__name__}) cannot be used without a copy "
+                                f"as a tensor of dtype {dtype} on device {device}")
     return out.requires_grad_() if requires_grad else out
 
 
@@ -171,13 +171,13 @@ def frombuffer(buffer, *, dtype, count: int = -1, offset: int = 0, requires_grad
     view = memoryview(buffer).cast("B")
     available = len(view) - offset
     if offset < 0 or available < 0 or (count == -1 and available % dt.itemsize):
-        raise ValueError(f"frombuffer: buffer length {len(view)} after offset {offset} must be a positive "
-                         f"multiple of the element size {dt.itemsize} ({dt.name})")
+        raise ArgumentError(f"frombuffer: buffer length {len(view)} after offset {offset} must be a positive "
+                            f"multiple of the element size {dt.itemsize} ({dt.name})")
     if count == 0 or (count == -1 and available == 0):
-        raise ValueError(f"frombuffer: both buffer length ({len(view)}) and count ({count}) must not be 0")
+        raise ArgumentError(f"frombuffer: both buffer length ({len(view)}) and count ({count}) must not be 0")
     if count > 0 and count * dt.itemsize > available:
-        raise ValueError(f"frombuffer: requested buffer length ({count} * {dt.itemsize} bytes) after offset "
-                         f"{offset} must not be greater than the buffer length {len(view)}")
+        raise ArgumentError(f"frombuffer: requested buffer length ({count} * {dt.itemsize} bytes) after offset "
+                            f"{offset} must not be greater than the buffer length {len(view)}")
     if dt is bfloat16:
         bits = np.frombuffer(buffer, np.uint16, count, offset).astype(np.uint32) << 16
         out = tensor(bits.view(np.float32), dtype=bfloat16, device="cpu")

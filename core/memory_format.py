@@ -1,6 +1,7 @@
 """Layouts and memory formats: ``ember.strided``, ``ember.contiguous_format``, ``ember.channels_last`` ...
 
-Every Ember tensor is dense and strided (``Tensor.layout`` is ``ember.strided``). A memory format says in
+A dense tensor's layout is ``ember.strided``; the sparse tensors of ``ember.sparse`` have ``ember.sparse_coo``
+or ``ember.sparse_csr``. A memory format says in
 which order a tensor's elements lie in memory: ``contiguous_format`` is row-major; ``channels_last``
 (4-D, N C H W stored as N H W C) and ``channels_last_3d`` (5-D, N C D H W stored as N D H W C) are real
 strided layouts here as in PyTorch, made by ``Tensor.contiguous(memory_format=...)`` and ``Tensor.to``.
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 
 class layout:
-    """How a tensor's elements are stored; Ember has the dense strided layout only."""
+    """How a tensor's elements are stored: ``strided`` (dense), ``sparse_coo`` or ``sparse_csr``."""
 
     __slots__ = ("name",)
 
@@ -42,6 +43,8 @@ class memory_format:
 
 
 strided = layout("strided")
+sparse_coo = layout("sparse_coo")
+sparse_csr = layout("sparse_csr")
 contiguous_format = memory_format("contiguous_format", None)
 preserve_format = memory_format("preserve_format", None)
 legacy_contiguous_format = memory_format("legacy_contiguous_format", None)
@@ -50,10 +53,11 @@ channels_last_3d = memory_format("channels_last_3d", (0, 2, 3, 4, 1))
 
 
 def check_layout(function: str, value) -> None:
-    """PyTorch's ``layout=`` keyword: ``ember.strided`` (or None), the one layout Ember has."""
+    """PyTorch's ``layout=`` keyword of dense factories: ``ember.strided`` (or None)."""
     if value is not None and value is not strided:
-        raise ValueError(f"{function}: layout={value!r} is not supported: Ember has the strided layout only "
-                         f"(sparse layouts need sparse tensors, which Ember does not have)")
+        raise ValueError(f"{function}: layout={value!r} is not supported here: this factory makes strided "
+                         f"tensors; make sparse ones with ember.sparse_coo_tensor, ember.sparse_csr_tensor or "
+                         f"Tensor.to_sparse()")
 
 
 def _check(function: str, fmt) -> memory_format:

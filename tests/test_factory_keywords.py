@@ -9,7 +9,7 @@ import ember
 
 def test_layout_accepts_strided_and_refuses_others():
     assert ember.zeros(2, 3, layout=ember.strided).layout is ember.strided
-    with pytest.raises(ValueError, match="zeros: layout=.* is not supported: Ember has the strided layout only"):
+    with pytest.raises(ValueError, match="zeros: layout=.* is not supported here: this factory makes strided"):
         ember.zeros(2, layout="sparse_coo")
 
 

@@ -15,6 +15,7 @@ import contextlib
 import dis
 import linecache
 import os
+import re
 import resource
 import signal
 import traceback
@@ -121,12 +122,27 @@ def _verdict(exc: BaseException) -> str | None:
     where = os.path.abspath(inner.filename)
     if where == _HERE:  # Python's own argument binding at the call (too many arguments, unknown keyword)
         return None if isinstance(exc, TypeError) else f"{type(exc).__name__} at the call"
+    if isinstance(exc, TypeError) and _binding_failed(exc):  # the same, one wrapper down (a forwarding call)
+        return None
     if not where.startswith(_EMBER_DIRS):
         return f"raised inside {where} (not Ember's code)"
     if isinstance(exc, _PURPOSEFUL) and not isinstance(exc, (KeyError, MemoryError)) and _raised_by_statement(exc):
         return None
     line = (linecache.getline(inner.filename, inner.lineno) or "").strip()
     return f"implicit {type(exc).__name__} inside Ember ({inner.filename}:{inner.lineno}: {line})"
+
+
+_BINDING = re.compile(r"\(\) (takes|missing|got an unexpected keyword|got multiple values)")
+
+
+def _binding_failed(exc: TypeError) -> bool:
+    """Whether Python refused the arguments of a call the innermost frame made (a wrapper forwarding them to a
+    function that does not take them), read from the instruction that ran and the message Python words."""
+    tb = exc.__traceback__
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    ran = next((i for i in dis.get_instructions(tb.tb_frame.f_code) if i.offset == tb.tb_lasti), None)
+    return ran is not None and ran.opname.startswith("CALL") and _BINDING.search(str(exc)) is not None
 
 
 def _raised_by_statement(exc: BaseException) -> bool:

@@ -360,8 +360,11 @@ def test_integer_division_by_zero_is_a_typed_zero_division_error():
 
 
 def test_an_op_called_with_numbers_only_needs_a_tensor():
-    with pytest.raises(TypeError, match=r"mul\(\): argument 'input' \(position 1\) must be Tensor, not int"):
-        ember.mul(2, 3)
+    """Except add, sub, mul, div and floor_divide, which PyTorch lets take two numbers (a 0-d result)."""
+    with pytest.raises(TypeError, match=r"maximum\(\): argument 'input' \(position 1\) must be Tensor, not int"):
+        ember.maximum(2, 3)
+    assert ember.mul(2, 3).item() == 6 and ember.mul(2, 3).dtype is ember.int64
+    assert ember.div(3, 2).item() == 1.5 and ember.sub(1, 2.5).item() == -1.5
     with pytest.raises(TypeError, match=r"layer_norm\(\): argument 'input' \(position 1\) must be Tensor"):
         F.layer_norm(0.0, [], None, ember.zeros(()))
     assert ember.mul(ember.tensor(2), 3).item() == 6

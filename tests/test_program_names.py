@@ -184,9 +184,9 @@ def test_index_add_zero_dim_bool_and_gradients():
 @pytest.mark.parametrize("args,error,match", [
     ((1, [0, 3], (2, 2)), IndexError, "out of bounds"),
     ((1, [0, -1], (2, 2)), IndexError, "out of bounds"),
-    ((1, [0, 1], (2, 3)), ember.ShapeError, "number of indices"),
+    ((1, [0, 1], (2, 3)), ember.OutOfRangeError, "number of indices"),
     ((0, [[0]], (1, 3)), IndexError, "vector"),
-    ((1, [0, 1], (3, 2)), ember.ShapeError, "shape except along dim"),
+    ((1, [0, 1], (3, 2)), ember.OutOfRangeError, "shape except along dim"),
 ])
 def test_index_add_errors(args, error, match):
     dim, index, source_shape = args

@@ -6,6 +6,8 @@ elimination over the whole batch (NumPy has no getrf; one loop per column, each 
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .library import ArrayLib
@@ -15,7 +17,8 @@ def build(lib: ArrayLib) -> dict:
     xp = lib.xp
 
     def _flat(a):
-        return a.reshape((-1,) + a.shape[-2:])
+        """The matrices of a batch in one leading dim (its size counted: -1 is ambiguous for no elements)."""
+        return a.reshape((math.prod(a.shape[:-2]),) + a.shape[-2:])
 
     def _cholesky_by_columns(a):
         """Cholesky of every matrix, column by column: the factor and LAPACK's info (first failing order)."""

@@ -87,8 +87,9 @@ def build(lib: ArrayLib) -> dict:
             return subtract(a, b, out=OUT)
         return subtract(a, _scaled(b, alpha), out=OUT)
 
-    def _check_integer_divisor(op, b):
-        if _integral(b) and _has_zero(b):
+    def _check_integer_divisor(op, a, b):
+        """Division by zero is an error only where it divides integers: a float tensor by the number 0 is inf."""
+        if _integral(a) and _integral(b) and _has_zero(b):
             raise ZeroDivisionError(f"{op}: integer division by zero")
 
     def _div(a, b, rounding_mode):
@@ -96,10 +97,10 @@ def build(lib: ArrayLib) -> dict:
         if rounding_mode is None:
             return true_divide(a, b, out=OUT)
         if rounding_mode == "floor":
-            _check_integer_divisor("div", b)
+            _check_integer_divisor("div", a, b)
             return floor_divide(a, b, out=OUT)
         if _integral(a):
-            _check_integer_divisor("div", b)
+            _check_integer_divisor("div", a, b)
             quotient = floor_divide(a, b, out=OUT)
             fix = (xp.remainder(a, b) != 0) & ((a < 0) != (b < 0))
             return add(quotient, fix.astype(quotient.dtype), out=OUT)
@@ -107,12 +108,12 @@ def build(lib: ArrayLib) -> dict:
 
     def _floor_divide(a, b):
         a, b = _operands(a, b)
-        _check_integer_divisor("floor_divide", b)
+        _check_integer_divisor("floor_divide", a, b)
         return floor_divide(a, b, out=OUT)
 
     def _remainder(a, b):
         a, b = _operands(a, b)
-        _check_integer_divisor("remainder", b)
+        _check_integer_divisor("remainder", a, b)
         return remainder(a, b, out=OUT)
 
     def _pow(a, b):

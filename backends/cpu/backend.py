@@ -14,6 +14,7 @@ from . import fusion
 from .dtypes import NUMPY_DTYPE
 from .kernels import KERNELS
 from .rng import CpuGenerator
+from .sparse import ScipySparseKernels
 
 
 class CpuBackend(Backend):
@@ -23,6 +24,7 @@ class CpuBackend(Backend):
 
     def __init__(self) -> None:
         self._default_generator = CpuGenerator(0)
+        self._sparse = ScipySparseKernels()
 
     def default_index(self):
         return None  # one CPU device, spelled "cpu"
@@ -58,6 +60,10 @@ class CpuBackend(Backend):
         return {}
 
     fuses_reductions = True
+
+    def sparse_kernels(self):
+        """CSR @ dense through SciPy (``sparse.py``)."""
+        return self._sparse
 
     def fuse_elementwise(self, program, index):
         """One numba loop per program (``fusion.py``), reductions included; None without numba."""

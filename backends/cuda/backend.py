@@ -154,6 +154,13 @@ class CudaBackend(Backend):
             raise DeviceError(f"cuda: unavailable: {reason}")
         return self._runtime
 
+    def sparse_kernels(self):
+        """CSR @ dense through cupyx.scipy.sparse (``sparse.py``); None where CUDA is unavailable."""
+        if self.unavailable_reason() is not None:
+            return None
+        from .sparse import CupySparseKernels
+        return CupySparseKernels(self._cupy)
+
     def device_timer(self, index):
         return CudaTimer(self._cupy, self._index(index)) if self.unavailable_reason() is None else None
 

@@ -12,7 +12,11 @@ from .kernels import KERNELS
 from .kernels.random import PhiloxGenerator
 from .kernels.shapes import clone
 from .runtime import DEVICES, runtime_of
+from .sparse import OpenCLSparseKernels
 from .timer import OpenCLTimer
+
+
+_SPARSE_KERNELS = OpenCLSparseKernels()
 
 
 class OpenCLBackend(Backend):
@@ -83,6 +87,10 @@ class OpenCLBackend(Backend):
 
     def device_timer(self, index):
         return OpenCLTimer(runtime_of(index))
+
+    def sparse_kernels(self):
+        """CSR @ dense in OpenCL C (``sparse.py``, ``kernels/sparse.py``)."""
+        return _SPARSE_KERNELS
 
     def fuse_elementwise(self, program, index):
         """One generated OpenCL C kernel per program (``fusion.py``); None for dtypes the device lacks."""

@@ -34,10 +34,9 @@ _EVERYTHING = r"."
 REASONS: tuple[Reason, ...] = (
     Reason("quantization", r"quantiz|^(q|Q)u?[iI]nt|^q_|qscheme|^per_(channel|tensor)|int_repr|fake_quant|fbgemm"
                            r"|^(intrinsic|qat)$|^choose_qparams"),
-    Reason("sparse tensors", r"sparse|_(coo|csr|csc|bsr|bsc)$|^(to_dense|coalesce|is_coalesced|indices|values"
-                             r"|crow_indices|ccol_indices|row_indices|col_indices|dense_dim|smm|hspmm|sspaddmm"
-                             r"|[sdh]smm|spmm|saddmm)$|^(ccol|col|crow|row|indices|values)_indices_copy$"
-                             r"|^(crow_indices|ccol_indices|col_indices|row_indices|indices|values)_copy$"),
+    Reason("column-compressed, block and semi-structured sparse layouts (CSC, BSR, BSC, 2:4; ember.sparse has COO "
+           "and CSR)", r"_(csc|bsr|bsc)(_tensor)?$|^sparse_compressed_tensor$|^(ccol_indices|row_indices)(_copy)?$"
+                       r"|[sS]emi[sS]tructured|semi_structured"),
     Reason("complex numbers", r"complex|^(conj|conj_physical|conj_physical_|resolve_conj|is_conj|real|imag|angle"
                               r"|polar|view_as_real|view_as_real_copy|view_as_complex|cfloat|cdouble|chalf"
                               r"|complex32)$"),

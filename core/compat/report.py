@@ -15,7 +15,7 @@ from .stubs import is_stub, stubbed_members
 
 #: torch.X is compared with ember.X; "Tensor" with the attributes of the Tensor classes.
 NAMESPACES = ("torch", "Tensor", "nn", "nn.functional", "nn.init", "optim", "optim.lr_scheduler", "autograd",
-              "utils.data", "linalg", "special", "fft", "distributions")
+              "utils.data", "linalg", "special", "fft", "distributions", "sparse")
 _ABSENT = object()
 
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..dispatch.schema import REQUIRED as SCHEMA_REQUIRED
+from ..dispatch.schema.opdef import split_top_level
 
 POSITIONAL, KEYWORD, VAR_POSITIONAL, VAR_KEYWORD = "positional", "keyword", "*args", "**kwargs"
 _KINDS = {inspect.Parameter.POSITIONAL_ONLY: POSITIONAL, inspect.Parameter.POSITIONAL_OR_KEYWORD: POSITIONAL,
@@ -53,19 +54,6 @@ class Param:
 Signature = tuple  # tuple[Param, ...]
 
 
-def _split_top_level(text: str) -> list[str]:
-    parts, depth, current = [], 0, ""
-    for char in text:
-        depth += char in "([{"
-        depth -= char in ")]}"
-        if char == "," and depth == 0:
-            parts.append(current)
-            current = ""
-        else:
-            current += char
-    return [p.strip() for p in parts + [current] if p.strip()]
-
-
 def _default(text: str) -> Any:
     try:
         return ast.literal_eval(text)
@@ -76,7 +64,7 @@ def _default(text: str) -> Any:
 def parse_params(text: str) -> Signature:
     """Parameters from ``a, b=1, *, c=None`` (types before or after a name are dropped)."""
     params, keyword_only = [], False
-    for part in _split_top_level(text):
+    for part in split_top_level(text):
         if part in ("*", "/"):
             keyword_only = keyword_only or part == "*"
             continue

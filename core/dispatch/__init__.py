@@ -26,8 +26,8 @@ from .contract.backend import Backend, DeviceTimer
 from .schema.device import device
 from .schema.dtypes import (ALL_DTYPES, FLOAT_DTYPES, INT_DTYPES, bfloat16, bool_, dtype, float16, float32, float64,
                             int8, int16, int32, int64, uint8)
-from .schema.errors import (BackendError, DeviceError, DtypeError, EmberError, NumberOverflowError, OutOfMemoryError,
-                            OutOfRangeError, ShapeError)
+from .schema.errors import (ArgumentError, BackendError, DeviceError, DtypeError, EmberError, NumberOverflowError,
+                            OutOfMemoryError, OutOfRangeError, ShapeError, UnsupportedDtypeError)
 from .contract.hookspecs import PLUGIN_API_VERSION, backend_hooks, hookimpl, hookspec
 from .contract.host import c_contiguous
 from .execution.modes import DispatchMode, TorchDispatchMode
@@ -54,6 +54,7 @@ _LAZY = {
     "erf_float32": "fast_erf",
     "InFlight": "contract.inflight",
     "DeviceRuntime": "contract.device_runtime",
+    "SparseKernels": "contract.sparse_kernels",
 }
 _LAZY_MODULES = ("fast_exp", "fast_erf")
 
@@ -73,6 +74,7 @@ __all__ = ["Backend", "DeviceTimer", "device", "dtype", "dtypes", "hookimpl", "h
            "primitives", "composites", "promote_types", "can_cast", "ALL_DTYPES", "FLOAT_DTYPES", "INT_DTYPES",
            "bool_", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32", "float64",
            "view_strides", "diagonal_view", "EmberError", "DeviceError", "DtypeError", "ShapeError", "BackendError", "OutOfRangeError",
+           "ArgumentError", "UnsupportedDtypeError",
            "OutOfMemoryError", "NumberOverflowError", "DispatchMode",
            "TorchDispatchMode", "use_composite", "clear_plans", "cached_plans", "c_contiguous",
            # the rest of the backend API: plugins and the registry, flags, fusion, shared kernels' helpers

@@ -7,7 +7,8 @@ whose results are complex.
 """
 from __future__ import annotations
 
-from ..dispatch.schema.errors import DtypeError, LinAlgError
+from ..dispatch.schema.binding import tensor_argument
+from ..dispatch.schema.errors import ArgumentError, DtypeError, LinAlgError
 from ..dispatch.ops import F
 from ..dispatch.ops.linalg.matrices import check_info
 from ..dispatch.execution.out_argument import write_out
@@ -30,10 +31,8 @@ matmul = F.matmul
 matrix_exp = F.linalg_matrix_exp
 matrix_norm = F.linalg_matrix_norm
 matrix_power = F.linalg_matrix_power
-matrix_rank = F.linalg_matrix_rank
 multi_dot = F.linalg_multi_dot
 norm = F.linalg_norm
-pinv = F.linalg_pinv
 qr = F.linalg_qr
 slogdet = F.linalg_slogdet
 solve = F.linalg_solve
@@ -46,6 +45,29 @@ vecdot = F.linalg_vecdot
 vector_norm = F.linalg_vector_norm
 
 
+def pinv(input, rcond=None, hermitian: bool = False, *, atol=None, rtol=None, out=None):
+    """The Moore-Penrose pseudo-inverse. ``rcond`` is PyTorch's deprecated name for ``rtol`` (its overload
+    ``pinv(input, rcond, hermitian)``)."""
+    atol, rtol = _tolerances("pinv", rcond, "rcond", atol, rtol, relative=True)
+    return F.linalg_pinv(input, atol=atol, rtol=rtol, hermitian=hermitian, out=out)
+
+
+def matrix_rank(input, tol=None, hermitian: bool = False, *, atol=None, rtol=None, out=None):
+    """The number of singular values (eigenvalues' magnitudes for ``hermitian``) above the tolerance. ``tol`` is
+    PyTorch's deprecated name for ``atol`` (its overload ``matrix_rank(input, tol, hermitian)``)."""
+    atol, rtol = _tolerances("matrix_rank", tol, "tol", atol, rtol, relative=False)
+    return F.linalg_matrix_rank(input, atol=atol, rtol=rtol, hermitian=hermitian, out=out)
+
+
+def _tolerances(name: str, old, old_name: str, atol, rtol, relative: bool):
+    """(atol, rtol) from PyTorch's two spellings: the deprecated single tolerance, or atol/rtol."""
+    if old is None:
+        return atol, rtol
+    if atol is not None or rtol is not None:
+        raise ArgumentError(f"linalg.{name}: {old_name} cannot be given with atol or rtol")
+    return (None, old) if relative else (old, 0.0)
+
+
 def _finish_ex(name: str, result, failure, check_errors: bool, out):
     """An ``_ex`` function's ending: with ``check_errors``, LinAlgError (``failure(info)`` its message) where
     info is non-zero; then ``result`` written to ``out`` if given."""
@@ -54,9 +76,9 @@ def _finish_ex(name: str, result, failure, check_errors: bool, out):
     return write_out(f"linalg.{name}", result, out)
 
 
-def cholesky_ex(A, *, upper: bool = False, check_errors: bool = False, out=None):
+def cholesky_ex(input, *, upper: bool = False, check_errors: bool = False, out=None):
     """(L, info): info > 0 is the order of the first leading minor that is not positive-definite."""
-    return _finish_ex("cholesky_ex", F.linalg_cholesky_ex(A, upper=upper), lambda code: (
+    return _finish_ex("cholesky_ex", F.linalg_cholesky_ex(input, upper=upper), lambda code: (
         f"The factorization could not be completed because the input is not positive-definite (the leading minor "
         f"of order {code} is not positive-definite)."), check_errors, out)
 
@@ -80,9 +102,9 @@ def lu_factor_ex(A, *, pivot: bool = True, check_errors: bool = False, out=None)
         f"U[{code},{code}] is zero and using it on lu_solve would result in a division by zero."), check_errors, out)
 
 
-def ldl_factor_ex(A, *, hermitian: bool = False, check_errors: bool = False, out=None):
+def ldl_factor_ex(input, *, hermitian: bool = False, check_errors: bool = False, out=None):
     """(LD, pivots, info): info > 0 is the 1-based position of a zero in the block diagonal D."""
-    return _finish_ex("ldl_factor_ex", F.linalg_ldl_factor_ex(A, hermitian=hermitian), lambda code: (
+    return _finish_ex("ldl_factor_ex", F.linalg_ldl_factor_ex(input, hermitian=hermitian), lambda code: (
         f"The factorization could not be completed because the block diagonal matrix D has a zero at position "
         f"{code}: the input is singular"), check_errors, out)
 
@@ -95,7 +117,7 @@ def svd(A, full_matrices: bool = True, *, driver: str | None = None, out=None):
 
 def _check_driver(name: str, driver) -> None:
     if driver not in (None, "gesvd", "gesvdj", "gesvda"):
-        raise ValueError(f"linalg.{name}: driver must be one of None, 'gesvd', 'gesvdj', 'gesvda', got {driver!r}")
+        raise ArgumentError(f"linalg.{name}: driver must be one of None, 'gesvd', 'gesvdj', 'gesvda', got {driver!r}")
 
 
 def diagonal(A, *, offset: int = 0, dim1: int = -2, dim2: int = -1):
@@ -104,19 +126,20 @@ def diagonal(A, *, offset: int = 0, dim1: int = -2, dim2: int = -1):
 
 
 def _complex_results(name: str, A) -> DtypeError:
+    tensor_argument(f"linalg_{name}", "input", A, position=1)
     return DtypeError(f"linalg.{name}: the eigenvalues of a general real matrix are complex, and Ember has no complex "
                       f"dtypes (input of shape {tuple(A.shape)}, dtype {A.dtype.name}); for symmetric matrices use "
                       f"linalg.eigh or linalg.eigvalsh")
 
 
-def eig(A, *, out=None):
+def eig(input, *, out=None):
     """Not available: PyTorch returns complex eigenvalues and eigenvectors, which Ember cannot hold."""
-    raise _complex_results("eig", A)
+    raise _complex_results("eig", input)
 
 
-def eigvals(A, *, out=None):
+def eigvals(input, *, out=None):
     """Not available: PyTorch returns complex eigenvalues, which Ember cannot hold."""
-    raise _complex_results("eigvals", A)
+    raise _complex_results("eigvals", input)
 
 
 __all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eig", "eigh", "eigvals",
@@ -124,3 +147,8 @@ __all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "di
            "lu", "lu_factor", "lu_factor_ex", "lu_solve", "matmul", "matrix_exp", "matrix_norm", "matrix_power",
            "matrix_rank", "multi_dot", "norm", "pinv", "qr", "slogdet", "solve", "solve_ex", "solve_triangular", "svd",
            "svdvals", "tensorinv", "tensorsolve", "vander", "vecdot", "vector_norm"]
+
+
+from ..tensor.numpy_names import accept_numpy_names_in  # noqa: E402
+
+accept_numpy_names_in(globals())  # NumPy's keyword names, as PyTorch's binding takes them

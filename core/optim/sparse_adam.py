@@ -11,10 +11,10 @@ class SparseAdam(Optimizer):
     """``SparseAdam(params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, maximize=False)``.
 
     PyTorch's SparseAdam updates only the rows present in a sparse gradient and raises
-    ``RuntimeError`` for a dense one. Ember has no sparse tensors, so every gradient it produces is
-    dense: the optimizer is built, checked and checkpointed as in PyTorch, and ``step`` raises the
-    same error as PyTorch does for a dense gradient (after running the closure, as there).
-    Use ``Adam`` for dense gradients.
+    ``RuntimeError`` for a dense one. Ember's parameters get dense gradients (``Embedding(sparse=True)``
+    included: ``ember.sparse`` tensors are not parameters' gradients), so the optimizer is built, checked
+    and checkpointed as in PyTorch, and ``step`` raises the same error as PyTorch does for a dense gradient
+    (after running the closure, as there). Use ``Adam`` for dense gradients.
     """
 
     def __init__(self, params: Iterable, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
@@ -40,5 +40,5 @@ class SparseAdam(Optimizer):
             for grad in (p.grad for p in group["params"] if p.grad is not None):
                 raise RuntimeError(f"SparseAdam does not support dense gradients, please consider Adam instead "
                                    f"(got a dense gradient of shape {tuple(grad.shape)} and dtype {grad.dtype}; "
-                                   f"Ember has no sparse tensors)")
+                                   f"Ember's parameters, Embedding(sparse=True)'s included, get dense gradients)")
         return loss

@@ -161,7 +161,7 @@ class Decoder:
         self.bytes_read = 0
         self.tags = {"tuple": self._tuple, "dict": self._dict, "odict": self._dict, "float": self._float,
                      "bytes": self._bytes, "tensor": self._tensor, "ndarray": self._ndarray,
-                     "object": self._object}
+                     "object": self._object, "sparse": self._sparse}
 
     def decode(self, node, path: tuple):
         kind = type(node)
@@ -200,6 +200,19 @@ class Decoder:
         for name, value in self._attrs(node, path).items():
             setattr(out, name, self.decode(value, path + (Step(f".{name}"),)))
         return out
+
+    def _sparse(self, node: dict, path: tuple):
+        """A sparse tensor (``ember.sparse``) from its layout, size, flags and component tensor records."""
+        from ..sparse.serialization import rebuild
+        components, size = node.get("components"), node.get("size")
+        if not isinstance(components, dict) or not isinstance(size, list) or not all(_is_int(s) for s in size):
+            raise CheckpointError(f"the sparse tensor at {format_path(path)} lacks its size or components")
+        parts = {name: self.decode(c, path + (Step(f".{name}"),)) for name, c in components.items()}
+        try:
+            return rebuild(node.get("layout"), tuple(size), parts, node.get("coalesced") is True,
+                           node.get("requires_grad") is True)
+        except ValueError as exc:
+            raise CheckpointError(f"the sparse tensor at {format_path(path)}: {exc}") from None
 
     def _attrs(self, node: dict, path: tuple) -> dict:
         attrs = node.get("attrs", {}) if node["$"] == "odict" else {}

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from ..memory_format import strided
 from ..tensor import Tensor
 from .ember_format import ALIGNMENT, END_MAGIC, FOOTER, FORMAT_VERSION, HEAD, MAGIC, PICKLE_PROTOCOL, \
     array_dtype_code, is_data_array
@@ -58,6 +59,8 @@ class Encoder:
             return obj
         if kind is float:
             return obj if math.isfinite(obj) else {"$": "float", "value": repr(obj)}
+        if isinstance(obj, Tensor) and obj.layout is not strided:
+            return self._sparse(obj, path)
         if isinstance(obj, Tensor) and not _pickled_whole(obj):
             return {"$": "tensor", "index": self.tensor(obj)}
         if kind is bytes:
@@ -96,6 +99,13 @@ class Encoder:
         if attrs:
             node["attrs"] = {name: self.encode(v, path + (Step(f".{name}"),)) for name, v in attrs.items()}
         return node
+
+    def _sparse(self, t: Tensor, path: tuple) -> dict:
+        """A sparse tensor (``ember.sparse``): its layout, size and flags, and its dense components as tensors."""
+        from ..sparse.serialization import parts
+        node = parts(t)
+        node["components"] = {name: {"$": "tensor", "index": self.tensor(c)} for name, c in node["components"].items()}
+        return {"$": "sparse", **node}
 
     def tensor(self, t: Tensor) -> int:
         index = self._index.get(id(t))
@@ -164,8 +174,8 @@ class _Pickler(pickle.Pickler):
         self.encoder = encoder
 
     def persistent_id(self, obj):
-        if isinstance(obj, Tensor) and not _pickled_whole(obj):
-            return ("tensor", self.encoder.tensor(obj))
+        if isinstance(obj, Tensor) and obj.layout is strided and not _pickled_whole(obj):
+            return ("tensor", self.encoder.tensor(obj))  # a sparse tensor pickles as its components
         if is_data_array(obj):
             return ("ndarray", self.encoder.array(obj))
         return None

@@ -42,6 +42,15 @@ def _bytearray(*args) -> bytearray:
     return bytearray(*args)
 
 
+def _sparse_rebuild(*args):
+    """``ember.sparse.serialization.rebuild``, imported when a pickle first uses it."""
+    from ..sparse.serialization import rebuild
+    try:
+        return rebuild(*args)
+    except (TypeError, ValueError) as exc:
+        raise UnpicklingError(f"ember.load: a sparse tensor in the pickled objects is invalid: {exc}") from None
+
+
 BUILTIN_SAFE: dict[str, Any] = {
     "collections.OrderedDict": OrderedDict,
     "builtins.set": set,
@@ -53,6 +62,7 @@ BUILTIN_SAFE: dict[str, Any] = {
     # a dtype and a device, under the stable paths their pickles name (ember.dispatch.dtypes, .device)
     **{f"{obj.__module__}.{obj.__qualname__}": obj for obj in (dtype_from_name, Device)},
     "ember.tensor.Size": Size,
+    "ember.sparse.serialization.rebuild": _sparse_rebuild,  # a sparse tensor inside a pickled object
 }
 
 _user: dict[str, Any] = {}  # "module.qualname" -> the object to hand the pickle

@@ -25,6 +25,7 @@ from ..dispatch.contract.host import c_contiguous
 from .containers import check_plain
 from .errors import CheckpointError, UnpicklingError
 from .safe_globals import BUILTIN_SAFE, allowed, pickle_globals, refusal, unpickle
+from ..tensor import Size
 from .tensors import DTYPES, NUMPY, DeviceMap, addressable, checked_shape, make_tensor
 
 LEGACY_MAGIC_NUMBER = 0x1950A86A20F9469CFC6C
@@ -157,6 +158,25 @@ def _torch_device(*args):
     return Device(*args)
 
 
+def _layout(name):
+    """``torch.serialization._get_layout("torch.sparse_coo")``: the layout's name, checked."""
+    if name not in ("torch.sparse_coo", "torch.sparse_csr", "torch.strided"):
+        raise CheckpointError(f"ember.load: the checkpoint holds a tensor of layout {name!r}; Ember reads strided, "
+                              f"sparse_coo and sparse_csr tensors")
+    return name.split(".", 1)[1]
+
+
+def _sparse_tensor(layout, data):
+    """``torch._utils._rebuild_sparse_tensor``: a COO or CSR tensor from its components (checked)."""
+    from ..sparse.serialization import from_torch
+    if not isinstance(layout, str) or not isinstance(data, tuple):
+        raise CheckpointError("ember.load: _rebuild_sparse_tensor got a layout or data of the wrong kind")
+    try:
+        return from_torch(layout, data)
+    except (ValueError, RuntimeError, TypeError) as exc:
+        raise CheckpointError(f"ember.load: a sparse tensor of this checkpoint is invalid: {exc}") from None
+
+
 def _torch_globals(rebuild: _Rebuilder) -> dict[str, Any]:
     """Every ``torch.*`` name a weights-only PyTorch checkpoint uses, as Ember objects."""
     table: dict[str, Any] = {
@@ -165,6 +185,9 @@ def _torch_globals(rebuild: _Rebuilder) -> dict[str, Any]:
         "torch._utils._rebuild_parameter": rebuild.parameter,
         "torch._utils._rebuild_parameter_with_state": rebuild.parameter,
         "torch.device": _torch_device,
+        "torch._utils._rebuild_sparse_tensor": _sparse_tensor,
+        "torch.serialization._get_layout": _layout,
+        "torch.Size": Size,
         "torch.storage.UntypedStorage": StorageType("UntypedStorage", "uint8"),
         "torch.UntypedStorage": StorageType("UntypedStorage", "uint8"),
     }

@@ -81,11 +81,16 @@ laguerre_polynomial_l = F.special_laguerre_polynomial_l
 legendre_polynomial_p = F.special_legendre_polynomial_p
 
 
-def softmax(input, dim: int, *, dtype=None):
-    """softmax along ``dim`` (torch.special.softmax, whose dtype is keyword-only)."""
+def softmax(input, dim: int, dtype=None):
+    """softmax along ``dim`` (torch.special.softmax)."""
     return F.softmax(input, dim, dtype)
 
 
-def log_softmax(input, dim: int, *, dtype=None):
+def log_softmax(input, dim: int, dtype=None):
     """log of softmax along ``dim``, computed stably (torch.special.log_softmax)."""
     return F.log_softmax(input, dim, dtype)
+
+
+from ..tensor.numpy_names import accept_numpy_names_in  # noqa: E402
+
+accept_numpy_names_in(globals())  # NumPy's keyword names, as PyTorch's binding takes them

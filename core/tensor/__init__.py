@@ -148,7 +148,7 @@ class Tensor:
 
     @property
     def layout(self):
-        """``ember.strided``: every Ember tensor is dense and strided."""
+        """``ember.strided`` for a dense tensor (sparse tensors, ``ember.sparse``, have their own layouts)."""
         return strided
 
 

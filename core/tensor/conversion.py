@@ -10,7 +10,7 @@ from ..dispatch.contract import registry
 from ..dispatch.schema.binding import tensor_argument
 from ..dispatch.schema.device import device as Device
 from ..dispatch.schema.dtypes import as_dtype
-from ..dispatch.schema.errors import DeviceError, DtypeError
+from ..dispatch.schema.errors import ArgumentError, DeviceError, DtypeError
 from ..dispatch.ops import F
 from ..dispatch.schema import OPS
 from ..dispatch.execution.transfer import transfer
@@ -50,8 +50,8 @@ def __dlpack_device__(self) -> tuple[Any, int]:
 
 def item(self):
     if self.numel() != 1:
-        raise ValueError(f"item(): a tensor with {self.numel()} elements cannot be converted to a "
-                         f"Python scalar")
+        raise ArgumentError(f"item(): a tensor with {self.numel()} elements cannot be converted to a "
+                            f"Python scalar")
     value = self._host().reshape(()).item()
     if self._dtype.is_floating_point:
         return float(value)
@@ -80,14 +80,14 @@ def __int__(self) -> int:
 
 
 def __index__(self) -> int:
-    if self._dtype.is_floating_point or self._dtype.kind == "bool" or self.numel() != 1:
+    if self._dtype.is_floating_point or self.numel() != 1:  # a bool is an int, as in Python and PyTorch
         raise TypeError("only integer tensors of a single element can be converted to an index")
     return int(self.item())
 
 
 def to(self, *args, **kwargs) -> Tensor:
     """``to(device)``, ``to(dtype)``, ``to(device, dtype)``, ``to(other)``; ``copy=True`` forces a copy."""
-    memory_format = kwargs.pop("memory_format", preserve_format)
+    memory_format = kwargs.pop("memory_format", None) or preserve_format  # None: the default, as in PyTorch
     dev, dt, copy = _parse_to_args(self, args, kwargs)
     out = self
     if dt is not None and dt is not out._dtype:

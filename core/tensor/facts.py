@@ -15,7 +15,7 @@ def ndimension(self: Tensor) -> int:
 
 def is_signed(input: Tensor) -> bool:
     """Whether the dtype holds negative values: every floating and signed integer dtype, not uint8 or bool."""
-    return input.dtype.is_signed
+    return tensor_argument("is_signed", "input", input).dtype.is_signed
 
 
 def is_floating_point(input: Tensor) -> bool:
@@ -34,22 +34,24 @@ def is_nonzero(input: Tensor) -> bool:
 
 
 def is_same_size(input: Tensor, other: Tensor) -> bool:
-    return tuple(input.shape) == tuple(tensor_argument("is_same_size", "other", other, position=1).shape)
+    tensor_argument("is_same_size", "input", input, position=1)
+    return tuple(input.shape) == tuple(tensor_argument("is_same_size", "other", other, position=2).shape)
 
 
 def is_neg(input: Tensor) -> bool:
     """Always False: Ember negates eagerly, it never keeps a lazy negation bit."""
+    tensor_argument("is_neg", "input", input)
     return False
 
 
 def resolve_neg(input: Tensor) -> Tensor:
     """input itself, as PyTorch returns a tensor whose negation bit is already clear."""
-    return input
+    return tensor_argument("resolve_neg", "input", input)
 
 
 def get_device(input: Tensor) -> int:
     """-1 for a CPU tensor, else the index of its device."""
-    device = input.device
+    device = tensor_argument("get_device", "input", input).device
     return -1 if device.type == "cpu" else (device.index or 0)
 
 

@@ -9,10 +9,13 @@ from ..dispatch.execution import dispatcher
 from ..dispatch.ops import F
 from ..dispatch.ops.namespace import operator_function
 from ..dispatch.schema import OPS, OpDef
+from ..dispatch.schema.dtypes import as_dtype
+from ..dispatch.schema.errors import DtypeError
+from . import Tensor
 from .inplace import write_result
 
 _call = dispatcher.call
-_VARARG_SIZE_METHODS = {"view", "reshape", "permute", "expand", "repeat", "sum_to_size"}
+_VARARG_SIZE_METHODS = {"view", "reshape", "permute", "expand", "repeat", "sum_to_size", "broadcast_to"}
 _ARITHMETIC = (("add", "add"), ("sub", "sub"), ("mul", "mul"), ("truediv", "div"), ("floordiv", "floor_divide"),
                ("mod", "remainder"), ("pow", "pow"), ("matmul", "matmul"))
 _COMPARISONS = (("eq", "eq"), ("ne", "ne"), ("lt", "lt"), ("le", "le"), ("gt", "gt"), ("ge", "ge"))
@@ -29,7 +32,7 @@ def _method(op: OpDef) -> Callable:
 
         def method(self, *size, **kwargs):
             if not size:  # x.permute(): PyTorch's TypeError (a 0-d tensor takes permute(()))
-                if sizes_name in kwargs:
+                if kwargs:  # by keyword, Ember's name or PyTorch's (broadcast_to(size=...))
                     return _call(op, (self,), kwargs)
                 raise TypeError(f'{op.name}() missing 1 required positional arguments: "{sizes_name}"')
             if len(size) == 1 and isinstance(size[0], (list, tuple)):
@@ -47,6 +50,10 @@ def _inplace_method(op: OpDef) -> Callable:
     compute = getattr(F, op.name)  # the fast path when there is one
 
     def method(self, *args, **kwargs):
+        dtype = kwargs.get("dtype")
+        if dtype is not None and as_dtype(dtype) is not self._dtype:  # PyTorch's "Bad in-place call"
+            raise DtypeError(f"{op.name}_: an in-place call computes in self's dtype {self._dtype.name}, got "
+                             f"dtype={as_dtype(dtype).name}")
         return write_result(self, compute(self, *args, **kwargs), op.name)
     method.__name__ = op.name + "_"
     method.__doc__ = f"In-place {op.name}: writes the result into self."
@@ -59,11 +66,20 @@ def _reflected(function: Callable) -> Callable:
     return operator
 
 
+def _arrays_only(function: Callable) -> Callable:
+    """``@`` with a number (a NumPy scalar or 0-d array included) is NotImplemented, so Python raises
+    TypeError, as in PyTorch: a matrix product needs two arrays."""
+    def operator(self, other):
+        return function(self, other) if isinstance(other, Tensor) or getattr(other, "ndim", 0) else NotImplemented
+    return operator
+
+
 def _inplace_operator(name: str) -> Callable:
-    compute = getattr(F, name)
+    compute = operator_function(name)
 
     def operator(self, other):
-        return write_result(self, compute(self, other), name)
+        result = compute(self, other)
+        return result if result is NotImplemented else write_result(self, result, name)
     return operator
 
 
@@ -83,8 +99,9 @@ def operators() -> dict[str, Callable]:
     """Python's operators: ``x + y`` is ``add``, ``y + x`` its reflection, ``x += y`` its in-place form."""
     found: dict[str, Callable] = {}
     for dunder, name in _ARITHMETIC + _BITWISE:
-        found[f"__{dunder}__"] = operator_function(name)
-        found[f"__r{dunder}__"] = _reflected(operator_function(name))
+        function = operator_function(name) if name != "matmul" else _arrays_only(operator_function(name))
+        found[f"__{dunder}__"] = function
+        found[f"__r{dunder}__"] = _reflected(function)
         if name != "matmul":
             found[f"__i{dunder}__"] = _inplace_operator(name)
     for dunder, name in _COMPARISONS:

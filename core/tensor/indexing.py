@@ -12,7 +12,7 @@ import operator
 from ..autograd.setitem import needs_tracking, tracked_setitem
 from ..creation import tensor
 from ..dispatch.schema.dtypes import bool_, int64
-from ..dispatch.schema.errors import ShapeError
+from ..dispatch.schema.errors import ArgumentError, ShapeError
 from ..dispatch.ops import F
 from . import Tensor
 
@@ -78,7 +78,7 @@ def _basic_part(x: Tensor, entries: list):
             if entry != slice(None):
                 step = 1 if entry.step is None else int(entry.step)
                 if step <= 0:
-                    raise ValueError(f"slicing with step {step}: steps must be positive, as in PyTorch")
+                    raise ArgumentError(f"slicing with step {step}: steps must be positive, as in PyTorch")
                 view = F.slice(view, dim, entry.start, entry.stop, step)
             dim += 1
         elif isinstance(entry, Tensor):

@@ -152,9 +152,13 @@ def as_strided_(self: Tensor, size, stride, storage_offset=None) -> Tensor:
     return _take_over(self, lambda x: F.as_strided(x, size, stride, storage_offset), "as_strided_")
 
 
-def resize_(self: Tensor, *sizes, memory_format=contiguous_format) -> Tensor:
-    """This tensor with shape ``sizes``: its elements kept in row-major order, cut or extended with
-    uninitialized values. A tensor that requires grad cannot be resized (PyTorch's rule)."""
+def resize_(self: Tensor, *sizes, size=None, memory_format=contiguous_format) -> Tensor:
+    """This tensor with shape ``sizes`` (or ``size=``): its elements kept in row-major order, cut or extended
+    with uninitialized values. A tensor that requires grad cannot be resized (PyTorch's rule)."""
+    if size is not None:
+        if sizes:
+            raise TypeError("resize_() got multiple values for argument 'size'")
+        sizes = (size,)
     size = size_argument("resize_", "size", sizes[0] if len(sizes) == 1 else sizes)
     if self.requires_grad:
         raise RuntimeError("resize_: cannot resize variables that require grad")
@@ -171,8 +175,9 @@ def resize_(self: Tensor, *sizes, memory_format=contiguous_format) -> Tensor:
     return self
 
 
-def resize_as_(self: Tensor, tensor: Tensor, memory_format=contiguous_format) -> Tensor:
-    return resize_(self, tuple(tensor_argument("resize_as_", "tensor", tensor, position=1).shape))
+def resize_as_(self: Tensor, the_template: Tensor, memory_format=contiguous_format) -> Tensor:
+    """This tensor resized to ``the_template``'s shape (PyTorch's name for the argument)."""
+    return resize_(self, tuple(tensor_argument("resize_as_", "the_template", the_template, position=1).shape))
 
 
 def swapaxes_(self: Tensor, axis0: int, axis1: int) -> Tensor:

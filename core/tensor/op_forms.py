@@ -48,11 +48,18 @@ def _like_method(name: str, op: Callable) -> Callable:
 
 
 def _split_method(name: str) -> Callable:
-    """Tensor.hsplit and kin name their argument split_size_or_sections (torch.hsplit: indices_or_sections)."""
+    """Tensor.hsplit and kin: PyTorch's overloads take ``sections`` (an int) or ``indices`` (ints, also as
+    varargs: ``t.hsplit(1, 2)``)."""
     function = getattr(F, name)
 
-    def method(self, split_size_or_sections):
-        return function(self, split_size_or_sections)
+    def method(self, *indices_or_sections, sections=None, indices=None):
+        by_keyword = [v for v in (sections, indices) if v is not None]
+        if len(by_keyword) + bool(indices_or_sections) != 1:
+            raise TypeError(f"{name}() takes one argument: sections, or indices (also as varargs)")
+        if by_keyword:
+            return function(self, by_keyword[0])
+        only = len(indices_or_sections) == 1
+        return function(self, indices_or_sections[0] if only else list(indices_or_sections))
     method.__name__ = method.__qualname__ = name
     method.__doc__ = function.__doc__
     return method
@@ -65,7 +72,8 @@ def methods() -> dict[str, Callable]:
              "reshape_as": _like_method("reshape_as", F.reshape),
              # self binds to input; Python checks the argument count at the call
              "max": functions.max, "min": functions.min, "median": functions.median,
-             "nanmedian": functions.nanmedian}
+             "nanmedian": functions.nanmedian, "var": functions.var, "std": functions.std,
+             "clone": functions.clone, "gather": functions.gather}
     found.update({name: _split_method(name) for name in ("hsplit", "vsplit", "dsplit")})
     found.update(products.METHODS)  # dot(other)
     found.update(sets.METHODS)  # unique and its kin pick outputs by flags

@@ -7,6 +7,7 @@ from numbers import Number
 
 from ..creation import from_numpy
 from ..dispatch.ops import F
+from ..dispatch.schema.errors import EmberError
 from ..printing import tensor_repr
 from . import Tensor, rehouse
 
@@ -33,9 +34,9 @@ def deepcopy(self: Tensor, memo: dict) -> Tensor:
 
 def contains(self: Tensor, element) -> bool:
     """``element in t``: whether any element of t equals ``element`` (a number or a tensor broadcast to t)."""
-    if not isinstance(element, (Tensor, Number)):
-        raise TypeError(f"Tensor.__contains__ only supports Tensor or scalar, but you passed in a "
-                        f"{type(element)}.")
+    if not isinstance(element, (Tensor, Number)):  # a RuntimeError, as PyTorch's
+        raise EmberError(f"Tensor.__contains__ only supports Tensor or scalar, but you passed in a "
+                         f"{type(element)}.")
     return bool(F.any(F.eq(self, element)).item())
 
 

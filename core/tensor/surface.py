@@ -23,7 +23,8 @@ from ..dispatch.contract import flags
 from ..linalg import legacy as linalg_legacy
 from ..nn.functional.dropout import TORCH_FUNCTIONS as DROPOUT_FUNCTIONS
 from . import Tensor, callables, conversion, creation_methods, facts, generated, indexing, inplace, op_forms
-from . import protocols, transposes
+from . import protocols, sparse_methods, transposes
+from .numpy_names import accept_numpy_names_in, accepting_numpy_names
 
 Kind = Literal["method", "property", "function", "both"]
 
@@ -82,6 +83,7 @@ def _hand_written() -> dict[str, Entry]:
             "squeeze_": inplace.squeeze_, "unsqueeze_": inplace.unsqueeze_, "resize_": inplace.resize_,
             "resize_as_": inplace.resize_as_, "as_strided_": inplace.as_strided_, "resize": inplace.resize,
             "resize_as": inplace.resize_as}),
+        _entries("method", sparse_methods.METHODS), _entries("property", sparse_methods.PROPERTIES),  # ember.sparse
         _entries("method", op_forms.methods()),
         _entries("both", {"swapaxes": op_forms.swapaxes, "allclose": comparison.allclose,
                           "equal": comparison.equal, "positive": positive, "lu": linalg_legacy.lu}),
@@ -136,9 +138,9 @@ def table() -> dict[str, Entry]:
     return entries
 
 
-def _as_attribute(entry: Entry) -> Any:
+def _as_attribute(name: str, entry: Entry) -> Any:
     if entry.kind != "property":
-        return entry.implementation
+        return accepting_numpy_names(name, entry.implementation)
     if isinstance(entry.implementation, tuple):
         return property(*entry.implementation)
     return property(entry.implementation, doc=entry.implementation.__doc__)
@@ -155,7 +157,8 @@ def install(namespace: dict[str, Any]) -> None:
         if name in vars(Tensor):
             raise RuntimeError(f"ember.tensor.surface: Tensor.{name} is already defined; the surface installs "
                                f"each attribute once")
-        setattr(Tensor, name, _as_attribute(entry))
+        setattr(Tensor, name, _as_attribute(name, entry))
     functions.export(namespace)
     namespace.update({name: entry.implementation for name, entry in entries.items()
                       if entry.kind in ("function", "both")})
+    accept_numpy_names_in(namespace)

@@ -8,6 +8,7 @@ from ..schema.errors import DeviceError
 
 if TYPE_CHECKING:
     from .device_runtime import DeviceRuntime
+    from .sparse_kernels import SparseKernels
     from ..fusion import ElementwiseProgram
 
 
@@ -124,6 +125,11 @@ class Backend:
         default raises: a device type without them still computes, on its own implicit order of work."""
         raise DeviceError(f"{self.device_type}: this backend has no streams, events or device properties "
                           f"(it does not implement the optional device_runtime hook)")
+
+    def sparse_kernels(self) -> "SparseKernels | None":
+        """Native sparse products (``ember.dispatch.contract.sparse_kernels``) for ``ember.sparse``, or None
+        (the default): sparse products on this device then run on the CPU backend's, through host copies."""
+        return None
 
     #: Whether ``fuse_elementwise`` computes programs that end in a reduction (``program.reduction``); the
     #: compiler offers such programs only where this is True.

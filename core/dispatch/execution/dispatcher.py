@@ -24,7 +24,8 @@ from ..schema.binding import NUMBER_TYPES as _NUMBER, bind, convert, wrap_dim
 from ..schema.defaults import get_default_device
 from ..schema.device import device as Device
 from ..schema.dtypes import _default_float, bool_, dtype as DType
-from ..schema.errors import BackendError, DeviceError, DtypeError, EmberError, ShapeError, describe
+from ..schema.errors import (ArgumentError, BackendError, DeviceError, DtypeError, EmberError, NumberOverflowError,
+                             ShapeError, UnsupportedDtypeError, describe)
 from .arguments import DATA, PASS, Native, Natives, Number
 from .executor import runner
 from .fallback import refuse_or_warn
@@ -383,7 +384,7 @@ def _collect(op: OpDef, values: list):
                 raise TypeError(f"{op.name}(): argument '{p.name}' must be a sequence of tensors, "
                                 f"got {type(v).__name__}")
             if not v:
-                raise ValueError(f"{op.name}(): expected a non-empty sequence of tensors")
+                raise ArgumentError(f"{op.name}(): expected a non-empty sequence of tensors")
             tensors.extend(v)
         elif v is None and p.optional:
             continue
@@ -400,6 +401,11 @@ def _collect(op: OpDef, values: list):
         else:
             raise TypeError(f"{op.name}(): argument '{p.name}' must be a Tensor, not {type(v).__name__}")
     first = op.tensor_positions[0] if op.tensor_positions else None
+    if scalars and not tensors and op.numbers_alone:  # torch.mul(2, 3): the first number as a 0-d tensor
+        number = values[first]
+        values[first] = _number_tensor(op, number)
+        tensors.append(values[first])
+        scalars.remove(number)
     if scalars and (not tensors or (op.category != "elementwise" and op.params[first].name in ("input", "self")
                                     and isinstance(values[first], _NUMBER))):
         # PyTorch's rule: a number may stand for an elementwise operand (or normal's mean), never for all of
@@ -414,6 +420,18 @@ def _collect(op: OpDef, values: list):
             dev = _reconcile_devices(op, tensors)
             break
     return tensors, scalars, dev
+
+
+def _number_tensor(op: OpDef, value):
+    """A Python number as a 0-d tensor of its own dtype (int64, bool or the default float) on the default
+    device."""
+    dt, dev = scalar_dtype(value), get_default_device()
+    try:
+        host = np.asarray(value, dtype=np.dtype(dt.name))
+    except OverflowError:
+        raise NumberOverflowError(f"{op.name}: Overflow when unpacking long: {value} does not fit {dt.name}") from None
+    native = registry.get_backend(dev.type).from_numpy(host, dt, dev.index)
+    return links.tensor.wrap(native, dt, dev)
 
 
 def _reconcile_devices(op: OpDef, tensors) -> Device:
@@ -452,8 +470,8 @@ CATEGORY_ACCEPTS = {
 
 def _check_dtypes(op: OpDef, compute: DType | None, out, tensors, backend, dev: Device):
     if compute is not None and not CATEGORY_ACCEPTS[op.dtypes](compute):
-        raise DtypeError(f"{op.name}: not supported for dtype {compute.name} (accepts {op.dtypes} dtypes); "
-                         f"inputs: {', '.join(describe(t) for t in tensors) or 'none'}")
+        raise UnsupportedDtypeError(f"{op.name}: not supported for dtype {compute.name} (accepts {op.dtypes} "
+                                    f"dtypes); inputs: {', '.join(describe(t) for t in tensors) or 'none'}")
     supported = backend.supported_dtypes(dev.index)
     for d in (compute, *(out if isinstance(out, tuple) else (out,))):
         if d is not None and d not in supported:

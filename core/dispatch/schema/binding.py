@@ -59,11 +59,17 @@ NUMPY_KEYWORDS = {"axis": "dim", "keepdims": "keepdim", "x": "input", "a": "inpu
 
 
 def _with_torch_names(op: OpDef, kwargs: dict) -> dict | None:
-    """``kwargs`` with NumPy's names replaced by the op's own, or None where none applies (the caller then
-    reports the call as it was). Only on the error path of ``bind``: calls by PyTorch's names cost nothing."""
-    names = op.param_index
-    renamed = {NUMPY_KEYWORDS[key] if key not in names and NUMPY_KEYWORDS.get(key) in names
-               and NUMPY_KEYWORDS[key] not in kwargs else key: value for key, value in kwargs.items()}
+    """``kwargs`` with NumPy's names and PyTorch's (``op.torch_keywords``) replaced by the op's own, or None
+    where none applies (the caller then reports the call as it was). Only on the error path of ``bind``: calls
+    by PyTorch's names cost nothing."""
+    names, torch_names = op.param_index, op.torch_keywords
+    renamed = {}
+    for key, value in kwargs.items():
+        own = torch_names.get(key, key)
+        if own not in names and op.numpy_keywords:  # NumPy's name for PyTorch's, maybe this op's (x -> input -> A)
+            own = NUMPY_KEYWORDS.get(key, key)
+            own = torch_names.get(own, own)
+        renamed[own if own in names and own not in kwargs else key] = value
     return renamed if renamed.keys() != kwargs.keys() else None
 
 

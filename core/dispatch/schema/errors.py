@@ -14,6 +14,16 @@ class DtypeError(EmberError, TypeError):
     """A dtype an op or a backend does not accept."""
 
 
+class UnsupportedDtypeError(DtypeError, NotImplementedError):
+    """An op with no kernel for a dtype (``bitwise_and`` of floats): PyTorch raises NotImplementedError
+    ("not implemented for 'Float'"), and this is one, as well as the DtypeError Ember raises for dtypes."""
+
+
+class ArgumentError(EmberError, ValueError):
+    """An argument value the op does not take (an unknown mode name, a probability outside [0, 1]): a
+    RuntimeError, as PyTorch's C++ checks raise, and a ValueError, as its Python functions raise."""
+
+
 class ShapeError(EmberError, ValueError):
     """Shapes that do not fit the op."""
 

@@ -136,6 +136,17 @@ class OpDef:
     optional_kernel: bool = False
     # outputs unique only up to a sign or basis per eigen- or singular space (see Gauge); None: unique
     gauge: Gauge | None = None
+    # PyTorch's keyword name -> this op's parameter, where PyTorch names one otherwise: its Python binding
+    # calls ``self`` ``input`` (linalg's ``A``), and its overloads may name one parameter several ways
+    # (tensor_split's ``sections``, ``indices``); the binder takes them on its error path, at no cost to calls
+    # by Ember's names
+    torch_keywords: dict = field(default_factory=dict)
+    # False for the ops PyTorch writes in Python (torch.norm, torch.split): Python binds their arguments, which
+    # takes none of NumPy's names (axis, keepdims, x), so Ember's binder does not either
+    numpy_keywords: bool = True
+    # PyTorch lets add, sub, mul, div and floor_divide take two numbers (torch.mul(2, 3) is tensor(6)): the
+    # first becomes a 0-d tensor on the default device; every other op needs a tensor operand
+    numbers_alone: bool = False
 
     def __post_init__(self) -> None:
         self.param_index = {p.name: i for i, p in enumerate(self.params)}
@@ -263,7 +274,7 @@ def parse_signature(text: str) -> tuple[str, tuple[Param, ...]]:
     if not rest.endswith(")"):
         raise ValueError(f"bad signature {text!r}")
     params, kw_only = [], False
-    for item in _split_top_level(rest[:-1]):
+    for item in split_top_level(rest[:-1]):
         if item == "*":
             kw_only = True
             continue
@@ -276,13 +287,12 @@ def parse_signature(text: str) -> tuple[str, tuple[Param, ...]]:
     return name.strip(), tuple(params)
 
 
-def _split_top_level(text: str) -> list[str]:
+def split_top_level(text: str) -> list[str]:
+    """``text`` split at the commas outside brackets (a signature's parameters), each stripped."""
     items, depth, current = [], 0, ""
     for ch in text:
-        if ch in "([":
-            depth += 1
-        elif ch in ")]":
-            depth -= 1
+        depth += ch in "([{"
+        depth -= ch in ")]}"
         if ch == "," and depth == 0:
             items.append(current.strip())
             current = ""

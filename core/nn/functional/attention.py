@@ -8,7 +8,7 @@ Inside, the heads are computed together in a batch-major layout ``(N, heads, L, 
 from __future__ import annotations
 
 from ...dispatch.schema.dtypes import bool_
-from ...dispatch.schema.errors import ShapeError
+from ...dispatch.schema.errors import ArgumentError, ShapeError
 from ...dispatch.ops import F
 from ...dispatch.ops.nn.attention import attention, causal_mask
 from ...tensor import Tensor
@@ -61,8 +61,8 @@ def multi_head_attention_forward(query: Tensor, key: Tensor, value: Tensor, embe
         raise ShapeError(f"multi_head_attention_forward: was expecting embedding dimension of {embed_dim_to_check}, "
                          f"but got {embed_dim}")
     if embed_dim % num_heads:
-        raise ValueError(f"multi_head_attention_forward: embed_dim {embed_dim} not divisible by num_heads "
-                         f"{num_heads}")
+        raise ArgumentError(f"multi_head_attention_forward: embed_dim {embed_dim} not divisible by num_heads "
+                            f"{num_heads}")
     if is_causal and attn_mask is None:
         raise RuntimeError("multi_head_attention_forward: need attn_mask if specifying the is_causal hint; pass "
                            "the causal mask (e.g. nn.Transformer.generate_square_subsequent_mask)")
@@ -81,7 +81,7 @@ def multi_head_attention_forward(query: Tensor, key: Tensor, value: Tensor, embe
     mask = _merge_masks(attn_mask, key_padding_mask, batch, num_heads, length, q.dtype)
     if bias_k is not None and bias_v is not None:
         if static_k is not None or static_v is not None:
-            raise ValueError("multi_head_attention_forward: bias cannot be added to static key or value")
+            raise ArgumentError("multi_head_attention_forward: bias cannot be added to static key or value")
         k = F.cat([k, bias_k.reshape(1, 1, embed_dim).expand(batch, 1, embed_dim)], 1)
         v = F.cat([v, bias_v.reshape(1, 1, embed_dim).expand(batch, 1, embed_dim)], 1)
         mask = _allow_last_key(mask)

@@ -5,13 +5,15 @@ from __future__ import annotations
 import warnings
 
 from ...dispatch.ops import F
+from ...dispatch.schema.binding import float_argument, tensor_argument
+from ...dispatch.schema.errors import ArgumentError
 
 __all__ = ["dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout"]
 
 
 def _check_p(p: float) -> None:
     if not 0.0 <= p <= 1.0:
-        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+        raise ArgumentError(f"dropout probability has to be between 0 and 1, but got {p}")
 
 
 def _write_back(input, out, inplace: bool):
@@ -33,8 +35,8 @@ def _channel_dropout(name: str, spatial: int):
     def channel_dropout(input, p: float = 0.5, training: bool = True, inplace: bool = False):
         _check_p(p)
         if input.ndim not in (spatial + 1, spatial + 2):
-            raise ValueError(f"{name}: expected {spatial + 1}-D (unbatched) or {spatial + 2}-D (batched) input, "
-                             f"got {input.ndim}-D input of shape {tuple(input.shape)}")
+            raise ArgumentError(f"{name}: expected {spatial + 1}-D (unbatched) or {spatial + 2}-D (batched) input, "
+                                f"got {input.ndim}-D input of shape {tuple(input.shape)}")
         if not training:
             return input
         kept = input.ndim - spatial  # dims that get their own draw: (N, C) or (C,)
@@ -85,17 +87,24 @@ def alpha_dropout(input, p: float = 0.5, training: bool = False, inplace: bool =
 def feature_alpha_dropout(input, p: float = 0.5, training: bool = False, inplace: bool = False):
     """Alpha dropout of whole channels of an (N, C, *) input."""
     if training and 0 < p and input.ndim < 2:
-        raise ValueError(f"feature_alpha_dropout: Feature dropout requires at least 2 dimensions in the input, got "
-                         f"{input.ndim}-D input of shape {tuple(input.shape)}")
+        raise ArgumentError(f"feature_alpha_dropout: Feature dropout requires at least 2 dimensions in the input, got "
+                            f"{input.ndim}-D input of shape {tuple(input.shape)}")
     mask_shape = tuple(input.shape[:2]) + (1,) * (input.ndim - 2)
     return _alpha_dropout("feature_alpha_dropout", input, p, training, inplace, mask_shape)
 
 
 def _torch_level(function, inplace: bool):
-    """PyTorch's ``torch.<name>(input, p, train)`` form of a functional alpha dropout."""
+    """PyTorch's ``torch.<name>(input, p, train)`` form of a functional alpha dropout, whose arguments are
+    checked as PyTorch's binding checks them (``train`` a Python bool)."""
+    name = function.__name__ + ("_" if inplace else "")
+
     def torch_function(input, p: float, train: bool):
+        tensor_argument(name, "input", input, position=1)
+        p = float_argument(name, "p", p, position=2)
+        if train.__class__ is not bool:
+            raise TypeError(f"{name}(): argument 'train' (position 3) must be bool, not {type(train).__name__}")
         return function(input, p, train, inplace)
-    torch_function.__name__ = torch_function.__qualname__ = function.__name__ + ("_" if inplace else "")
+    torch_function.__name__ = torch_function.__qualname__ = name
     torch_function.__doc__ = function.__doc__
     return torch_function
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from ...autograd.grad_mode import no_grad
 from ...dispatch.ops import F
+from ...dispatch.schema.errors import ArgumentError
 
 __all__ = ["embedding", "embedding_bag"]
 
@@ -26,7 +27,7 @@ def embedding(input, weight, padding_idx: int | None = None, max_norm: float | N
 
     The ``padding_idx`` row receives no gradient; ``scale_grad_by_freq`` divides each row's gradient by
     how often it occurs in the batch; ``max_norm`` renormalises the looked-up rows of weight in place.
-    ``sparse=True`` trains the same: Ember has no sparse tensors, so weight gets a dense gradient holding
+    ``sparse=True`` trains the same: weight gets a dense gradient (not an ``ember.sparse`` tensor) holding
     PyTorch's sparse gradient's values (zero in the rows not looked up), which every optimizer, SparseAdam
     included, applies to the same effect.
     """
@@ -45,26 +46,26 @@ def embedding_bag(input, weight, offsets=None, max_norm: float | None = None, no
     at ``offsets``; ``per_sample_weights`` scales each row (mode 'sum' only); ``padding_idx`` entries are left
     out of their bag (an empty bag gives zeros). ``sparse=True`` gives a dense gradient (see ``embedding``)."""
     if mode not in _BAG_MODES:
-        raise ValueError(f"embedding_bag: mode has to be one of sum, mean or max, got {mode!r}")
+        raise ArgumentError(f"embedding_bag: mode has to be one of sum, mean or max, got {mode!r}")
     if weight.ndim != 2:
-        raise ValueError(f"embedding_bag: weight has to be a 2-D tensor, got {weight.ndim}-D")
+        raise ArgumentError(f"embedding_bag: weight has to be a 2-D tensor, got {weight.ndim}-D")
     if input.ndim == 2:
         if offsets is not None:
-            raise ValueError(f"embedding_bag: if input is 2-D, then offsets has to be None, as input is treated as "
-                             f"a mini-batch of fixed length sequences; got offsets of shape {tuple(offsets.shape)}")
+            raise ArgumentError(f"embedding_bag: if input is 2-D, then offsets has to be None, as input is treated as "
+                                f"a mini-batch of fixed length sequences; got offsets of shape {tuple(offsets.shape)}")
         offsets = F.mul(F.arange(input.shape[0], device=input.device), input.shape[1])
     elif input.ndim == 1:
         if offsets is None:
-            raise ValueError("embedding_bag: offsets has to be a 1-D tensor but got None")
+            raise ArgumentError("embedding_bag: offsets has to be a 1-D tensor but got None")
         if offsets.ndim != 1:
-            raise ValueError(f"embedding_bag: offsets has to be a 1-D tensor, got {offsets.ndim}-D")
+            raise ArgumentError(f"embedding_bag: offsets has to be a 1-D tensor, got {offsets.ndim}-D")
     else:
-        raise ValueError(f"embedding_bag: input has to be 1-D or 2-D, got {input.ndim}-D")
+        raise ArgumentError(f"embedding_bag: input has to be 1-D or 2-D, got {input.ndim}-D")
     if padding_idx is not None:
         rows = weight.shape[0]
         if not -rows <= padding_idx < rows:
-            raise ValueError(f"embedding_bag: padding_idx must be within the number of embeddings {rows}, got "
-                             f"{padding_idx}")
+            raise ArgumentError(f"embedding_bag: padding_idx must be within the number of embeddings {rows}, got "
+                                f"{padding_idx}")
         padding_idx %= rows
     if max_norm is not None:
         _renorm_(weight, input, max_norm, norm_type)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import warnings
 from typing import Callable
 
-from ...dispatch.schema.errors import ShapeError
+from ...dispatch.schema.errors import ArgumentError, ShapeError
 from ...dispatch.ops import F
 from ...dispatch.ops.nn.losses import check_reduction, reduced as _reduce
 
@@ -66,7 +66,7 @@ def _elementwise_weight(losses, weight, reduction: str, input, mean_by_weight: b
     and huber_loss (whose mean divides by the element count), applied to the unreduced loss op, as PyTorch
     does in Python."""
     if tuple(weight.shape) != tuple(input.shape):
-        raise ValueError(f"Weights and input must have the same size: weight {weight.size()}, input {input.size()}")
+        raise ArgumentError(f"Weights and input must have the same size: weight {weight.size()}, input {input.size()}")
     losses = F.mul(losses, weight)
     if reduction == "mean" and mean_by_weight:
         return F.div(F.sum(losses), F.sum(weight))
@@ -86,12 +86,12 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index: i
     """
     reduction = _reduction("cross_entropy", size_average, reduce, reduction)
     if not 0.0 <= label_smoothing <= 1.0:
-        raise ValueError(f"cross_entropy: label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+        raise ArgumentError(f"cross_entropy: label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
     if tuple(target.shape) != tuple(input.shape):
         return F.cross_entropy_indices(input, target, weight, ignore_index, label_smoothing, reduction)
     if ignore_index >= 0:
-        raise ValueError(f"cross_entropy: ignore_index is not supported for floating point target "
-                         f"(got ignore_index={ignore_index})")
+        raise ArgumentError(f"cross_entropy: ignore_index is not supported for floating point target "
+                            f"(got ignore_index={ignore_index})")
     return F.cross_entropy_probabilities(input, target, weight, label_smoothing, reduction)
 
 
@@ -238,7 +238,7 @@ def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_fu
     written here in ops rather than declared as one."""
     reduction = _reduction("triplet_margin_with_distance_loss", None, None, reduction)
     if margin <= 0:
-        raise ValueError(f"triplet_margin_with_distance_loss: margin must be greater than 0, got {margin}")
+        raise ArgumentError(f"triplet_margin_with_distance_loss: margin must be greater than 0, got {margin}")
     if not anchor.ndim == positive.ndim == negative.ndim:
         raise ShapeError(f"triplet_margin_with_distance_loss: The anchor, positive, and negative tensors are expected "
                          f"to have the same number of dimensions, but got: anchor {anchor.ndim}D, positive "
@@ -280,11 +280,11 @@ def gaussian_nll_loss(input, target, var, full: bool = False, eps: float = 1e-6,
     (a tensor, or one float for every element); var is clamped below at eps for stability."""
     if isinstance(var, (int, float)):
         if var < 0:
-            raise ValueError("gaussian_nll_loss: var has negative entry/entries")
+            raise ArgumentError("gaussian_nll_loss: var has negative entry/entries")
         var = F.full(tuple(input.shape), float(var), dtype=input.dtype, device=input.device)
     elif var.numel() and F.amin(var).item() < 0:
-        raise ValueError("gaussian_nll_loss: var has negative entry/entries")
+        raise ArgumentError("gaussian_nll_loss: var has negative entry/entries")
     var = _variance_like(input, var)
     if reduction not in _REDUCTIONS:
-        raise ValueError(f"{reduction} is not valid")
+        raise ArgumentError(f"{reduction} is not valid")
     return F.gaussian_nll_loss(input, target, var, full, eps, reduction)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 from ...dispatch.ops import F
+from ...dispatch.schema.errors import ArgumentError
 
 __all__ = [
     "max_pool1d", "max_pool2d", "max_pool3d",
@@ -118,11 +119,11 @@ def _unpool_size(name: str, input, n: int, kernel_size, stride, padding, output_
     elif len(requested) == n + 1:
         requested = requested[1:]
     if len(requested) != n:
-        raise ValueError(f"{name}: output_size should be a sequence of {n} or {n + 2} elements, got {output_size}")
+        raise ArgumentError(f"{name}: output_size should be a sequence of {n} or {n + 2} elements, got {output_size}")
     for d, (size, s) in enumerate(zip(default, stride)):
         if not size - s < requested[d] < size + s:
-            raise ValueError(f"{name}: invalid output_size {tuple(output_size)} (dim {d} must be between "
-                             f"{size - s + 1} and {size + s - 1})")
+            raise ArgumentError(f"{name}: invalid output_size {tuple(output_size)} (dim {d} must be between "
+                                f"{size - s + 1} and {size + s - 1})")
     return requested, stride, padding
 
 
@@ -154,7 +155,7 @@ def _fractional_max_pool(n: int):
     def with_indices(input, kernel_size, output_size=None, output_ratio=None, return_indices: bool = False,
                      _random_samples=None):
         if output_size is None and output_ratio is None:
-            raise ValueError(f"{name} requires specifying either an output_size or an output_ratio")
+            raise ArgumentError(f"{name} requires specifying either an output_size or an output_ratio")
         if output_size is None:
             ratio = _per_dim(output_ratio, n)
             output_size = tuple(int(size * r) for size, r in zip(input.shape[-n:], ratio))

@@ -12,7 +12,7 @@ import math
 import warnings
 
 from ...dispatch.schema.dtypes import float32, float64, int64
-from ...dispatch.schema.errors import ShapeError
+from ...dispatch.schema.errors import ArgumentError, ShapeError
 from ...dispatch.ops import F
 from ...dispatch.ops.nn.resampling import cubic_weights
 
@@ -35,7 +35,7 @@ def interpolate(input, size=None, scale_factor=None, mode: str = "nearest", alig
     as PyTorch does, unless ``recompute_scale_factor=True`` asks for ``in/out`` of the rounded size.
     """
     if mode not in _MODES:
-        raise ValueError(f"interpolate: mode must be one of {', '.join(_MODES)}; got '{mode}'")
+        raise ArgumentError(f"interpolate: mode must be one of {', '.join(_MODES)}; got '{mode}'")
     if antialias:
         raise NotImplementedError("interpolate: antialias=True is not supported")
     if input.ndim not in _MODES[mode]:
@@ -44,8 +44,8 @@ def interpolate(input, size=None, scale_factor=None, mode: str = "nearest", alig
                          f"{tuple(input.shape)}")
     interpolating = mode in ("linear", "bilinear", "bicubic", "trilinear")
     if align_corners is not None and not interpolating:
-        raise ValueError("interpolate: align_corners can only be set with the interpolating modes "
-                         "linear | bilinear | bicubic | trilinear")
+        raise ArgumentError("interpolate: align_corners can only be set with the interpolating modes "
+                            "linear | bilinear | bicubic | trilinear")
     align_corners = bool(align_corners)
     in_sizes = tuple(input.shape[2:])
     out_sizes, scales = _output_sizes(in_sizes, size, scale_factor, recompute_scale_factor)
@@ -91,23 +91,23 @@ def _output_sizes(in_sizes: tuple, size, scale_factor, recompute_scale_factor):
     """The output spatial sizes, and the scales (or None) the coordinate formulas receive."""
     n = len(in_sizes)
     if (size is None) == (scale_factor is None):
-        raise ValueError("interpolate: give exactly one of size or scale_factor")
+        raise ArgumentError("interpolate: give exactly one of size or scale_factor")
     if size is not None:
         sizes = _per_dim("size", size, n)
         if any(int(s) != s or s <= 0 for s in sizes):
-            raise ValueError(f"interpolate: output sizes must be positive integers, got {size}")
+            raise ArgumentError(f"interpolate: output sizes must be positive integers, got {size}")
         return tuple(int(s) for s in sizes), (None,) * n
     factors = tuple(float(f) for f in _per_dim("scale_factor", scale_factor, n))
     sizes = tuple(math.floor(s * f) for s, f in zip(in_sizes, factors))
     if any(s <= 0 for s in sizes):
-        raise ValueError(f"interpolate: scale_factor {scale_factor} gives an empty output for input size {in_sizes}")
+        raise ArgumentError(f"interpolate: scale_factor {scale_factor} gives an empty output for input size {in_sizes}")
     return sizes, ((None,) * n if recompute_scale_factor else factors)
 
 
 def _per_dim(name: str, value, n: int) -> tuple:
     if isinstance(value, (list, tuple)):
         if len(value) != n:
-            raise ValueError(f"interpolate: {name} must have {n} elements for {n} spatial dimensions, got {value}")
+            raise ArgumentError(f"interpolate: {name} must have {n} elements for {n} spatial dimensions, got {value}")
         return tuple(value)
     return (value,) * n
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import warnings
 
 from ...dispatch.ops import F
+from ...dispatch.schema.errors import ArgumentError
 
 __all__ = ["affine_grid", "grid_sample"]
 
@@ -30,8 +31,9 @@ def affine_grid(theta, size: list[int], align_corners: bool | None = None):
 def grid_sample(input, grid, mode: str = "bilinear", padding_mode: str = "zeros", align_corners: bool | None = None):
     """``input`` (N, C, H, W) or (N, C, D, H, W) sampled at ``grid``'s normalized coordinates in [-1, 1]."""
     if mode not in _MODES:
-        raise ValueError(f"grid_sample: mode must be 'bilinear', 'nearest' or 'bicubic', got {mode!r}")
+        raise ArgumentError(f"grid_sample: mode must be 'bilinear', 'nearest' or 'bicubic', got {mode!r}")
     if padding_mode not in _PADDING_MODES:
-        raise ValueError(f"grid_sample: padding_mode must be 'zeros', 'border' or 'reflection', got {padding_mode!r}")
+        raise ArgumentError(f"grid_sample: padding_mode must be 'zeros', 'border' or 'reflection', got "
+                            f"{padding_mode!r}")
     return F.grid_sampler(input, grid, _MODES[mode], _PADDING_MODES[padding_mode],
                           _align_corners("grid_sample", align_corners))

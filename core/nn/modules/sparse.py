@@ -1,7 +1,7 @@
 """Embedding and EmbeddingBag: lookup tables of learnable vectors indexed by integers.
 
-``sparse=True`` is accepted and trains exactly as PyTorch's does, with a dense gradient: Ember has no sparse
-tensors (see ``F.embedding``)."""
+``sparse=True`` is accepted and trains exactly as PyTorch's does, with a dense gradient (a parameter's
+gradient is never an ``ember.sparse`` tensor in Ember; see ``F.embedding``)."""
 from __future__ import annotations
 
 from ...autograd.grad_mode import no_grad

@@ -7,7 +7,7 @@ import numpy as np
 
 from ...schema import rules
 from ...schema.dtypes import float64, get_default_dtype, int64
-from ...schema.errors import ShapeError
+from ...schema.errors import ArgumentError, ShapeError
 from ...schema.overflow import check_fits
 from ...schema import Sample, defop
 from ..namespace import F
@@ -92,12 +92,12 @@ def _arange_normalize(op, args):
     if end is None:
         start, end = 0, start
     if step == 0:
-        raise ValueError("arange: step must be nonzero")
+        raise ArgumentError("arange: step must be nonzero")
     if not all(math.isfinite(v) for v in (start, end, step)):
-        raise ValueError(f"arange: unsupported range: {start} -> {end} (step {step}): bounds must be finite")
+        raise ArgumentError(f"arange: unsupported range: {start} -> {end} (step {step}): bounds must be finite")
     if (end - start) * step < 0:
-        raise ValueError(f"arange: upper bound and lower bound inconsistent with step sign "
-                         f"(start={start}, end={end}, step={step})")
+        raise ArgumentError(f"arange: upper bound and lower bound inconsistent with step sign "
+                            f"(start={start}, end={end}, step={step})")
     args["start"], args["end"] = start, end
 
 

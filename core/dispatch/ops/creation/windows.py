@@ -14,6 +14,7 @@ from ...schema import rules
 from ...schema.dtypes import get_default_dtype
 from ...schema import Sample, defop
 from ..namespace import F
+from ...schema.errors import ArgumentError
 
 _TAIL = "*, dtype? dtype=None, device? device=None"
 
@@ -27,7 +28,8 @@ def _float_promotion(rt, op, args):
 def _window_normalize(op, args):
     """(dtypes="float" has the dispatcher refuse integer dtypes.)"""
     if args["window_length"] < 0:
-        raise ValueError(f"{op.name}: requires non-negative window_length, got window_length={args['window_length']}")
+        raise ArgumentError(f"{op.name}: requires non-negative window_length, got "
+                            f"window_length={args['window_length']}")
 
 
 def _positions(window_length: int, periodic: bool, dtype, device):
@@ -143,17 +145,17 @@ defop(f"logspace(Scalar start, Scalar end, int steps, float base=10.0, {_TAIL})"
 
 def _nonnegative_steps(steps: int) -> None:
     if steps < 0:
-        raise ValueError(f"logspace: number of steps must be non-negative, got {steps}")
+        raise ArgumentError(f"logspace: number of steps must be non-negative, got {steps}")
 
 
 def _range_count(start, end, step) -> int:
     if step == 0:
-        raise ValueError("range: step must be nonzero")
+        raise ArgumentError("range: step must be nonzero")
     if not all(math.isfinite(v) for v in (start, end, step)):
-        raise ValueError(f"range: unsupported range: {start} -> {end} (step {step}): bounds must be finite")
+        raise ArgumentError(f"range: unsupported range: {start} -> {end} (step {step}): bounds must be finite")
     if (end - start) * step < 0:
-        raise ValueError(f"range: upper bound and larger bound inconsistent with step sign "
-                         f"(start={start}, end={end}, step={step})")
+        raise ArgumentError(f"range: upper bound and larger bound inconsistent with step sign "
+                            f"(start={start}, end={end}, step={step})")
     return int(math.floor((end - start) / step)) + 1
 
 

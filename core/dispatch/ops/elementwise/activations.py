@@ -18,6 +18,7 @@ from ...schema.overflow import check_fits
 from ...schema import FLOAT32_ON_CUDA, Sample, defop
 from ..namespace import F
 from .opmath import in_opmath
+from ...schema.errors import ArgumentError
 
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])
@@ -58,7 +59,7 @@ _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 
 def _gelu_check(op, args):
     if args["approximate"] not in ("none", "tanh"):
-        raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {args['approximate']!r}")
+        raise ArgumentError(f"gelu: approximate must be 'none' or 'tanh', got {args['approximate']!r}")
 
 
 def _gelu_reference(x, approximate="none"):
@@ -98,7 +99,8 @@ def _softplus_reference(x, beta=1.0, threshold=20.0):
 
 def _hardtanh_check(op, args):
     if args["min_val"] > args["max_val"]:
-        raise ValueError(f"hardtanh: min_val cannot be greater than max_val, got {args['min_val']} > {args['max_val']}")
+        raise ArgumentError(f"hardtanh: min_val cannot be greater than max_val, got {args['min_val']} > "
+                            f"{args['max_val']}")
 
 
 def _hardtanh(x, min_val=-1.0, max_val=1.0):
@@ -294,7 +296,7 @@ _SELU_SCALE = 1.0507009873554804934193349852946
 
 def _celu_check(op, args):
     if args["alpha"] == 0:
-        raise ValueError("celu: alpha must not be 0 (the negative part is alpha * (exp(x / alpha) - 1))")
+        raise ArgumentError("celu: alpha must not be 0 (the negative part is alpha * (exp(x / alpha) - 1))")
 
 
 def _celu(x, alpha=1.0):
@@ -303,7 +305,7 @@ def _celu(x, alpha=1.0):
 
 def _shrink_check(op, args):
     if args["lambd"] < 0:
-        raise ValueError(f"{op.name}: lambda must be greater or equal to 0, but found to be {args['lambd']}.")
+        raise ArgumentError(f"{op.name}: lambda must be greater or equal to 0, but found to be {args['lambd']}.")
 
 
 _activation("selu(Tensor input)", formula_composite("selu"),
@@ -365,8 +367,8 @@ _activation("threshold(Tensor input, float threshold, float value)", formula_com
 
 def _rrelu_check(op, args):
     if args["lower"] > args["upper"]:
-        raise ValueError(f"rrelu: lower bound must be less than or equal to upper bound, got lower={args['lower']} "
-                         f"and upper={args['upper']}")
+        raise ArgumentError(f"rrelu: lower bound must be less than or equal to upper bound, got lower={args['lower']} "
+                            f"and upper={args['upper']}")
 
 
 def _rrelu(x, lower=0.125, upper=1.0 / 3.0, training=False, generator=None):

@@ -11,7 +11,7 @@ import numpy as np
 
 from ...schema import rules
 from ...schema.dtypes import get_default_dtype
-from ...schema.errors import DtypeError, describe
+from ...schema.errors import ArgumentError, DtypeError, describe
 from ...schema.meta import elementwise as broadcast_meta
 from ...schema import Sample, defop
 from ..namespace import F
@@ -26,7 +26,7 @@ def _check(op, args):
         raise DtypeError(f"isclose: input and other must have one dtype, got {describe(x)} and {describe(other)}")
     for name, tolerance in (("rtol", rtol), ("atol", atol)):
         if tolerance < 0:
-            raise ValueError(f"isclose: {name} must be greater than or equal to zero, but got {tolerance}")
+            raise ArgumentError(f"isclose: {name} must be greater than or equal to zero, but got {tolerance}")
 
 
 def _isclose(x, other, rtol=1e-05, atol=1e-08, equal_nan=False):

@@ -7,7 +7,7 @@ import numpy as np
 
 from ...schema import rules
 from ...schema.dtypes import bool_, get_default_dtype
-from ...schema.errors import DtypeError, describe_all
+from ...schema.errors import ArgumentError, DtypeError, describe_all
 from ...formula_composite import formula_composite
 from ...schema.meta import elementwise as broadcast_meta, require, shape
 from ...schema import FLOAT32_ON_CUDA, Sample, defop
@@ -23,9 +23,14 @@ def _unary(name, reference, promotion=rules.same, dtypes="all", inplace=True, **
                  meta=broadcast_meta(name), reference=reference, inplace=inplace, **fields)
 
 
+#: The binary ops PyTorch lets take two numbers (``torch.add(1, 2)``), and no other
+_NUMBERS_ALONE = ("add", "sub", "mul", "div", "floor_divide")
+
+
 def _binary(name, reference, promotion=rules.same, dtypes="all", extra="", **fields):
     return defop(f"{name}(Tensor input, Tensor other{extra})", "elementwise", promotion=promotion,
-                 dtypes=dtypes, meta=broadcast_meta(name), reference=reference, **fields)
+                 dtypes=dtypes, meta=broadcast_meta(name), reference=reference,
+                 numbers_alone=name in _NUMBERS_ALONE, **fields)
 
 
 # -- conformance samples for attributes (the suite adds shape, layout and special-value samples) ---
@@ -310,7 +315,7 @@ def _div_reference(a, b, rounding_mode=None):
 def _check_rounding_mode(op, args):
     mode = args["rounding_mode"]
     if mode not in (None, "trunc", "floor"):
-        raise ValueError(f"div: rounding_mode must be None, 'trunc' or 'floor', got {mode!r}")
+        raise ArgumentError(f"div: rounding_mode must be None, 'trunc' or 'floor', got {mode!r}")
 
 
 def _div_input_derivative(grad, other, rounding_mode):
@@ -447,7 +452,8 @@ _binary("floor_divide", np.floor_divide, dtypes="numeric", inplace=True, differe
 _binary("remainder", np.remainder, dtypes="numeric", inplace=True, doc="Python's modulo: the sign of other",
         domain=_NONZERO_DIVISOR, onnx=_remainder_onnx, samples=_infinite_division_samples,
         derivative=lambda grad, input, other: (grad, F.neg(F.mul(grad, F.floor_divide(input, other)))))
-_binary("pow", np.power, dtypes="numeric", inplace=True, scalar="pow(input, other)", derivative=_pow_derivative, autocast=FLOAT32_ON_CUDA,
+_binary("pow", np.power, dtypes="numeric", inplace=True, scalar="pow(input, other)", derivative=_pow_derivative,
+        autocast=FLOAT32_ON_CUDA, torch_keywords={"exponent": "other"},
         onnx=_pow_onnx,
         domain={"other": {"low": 0, "high": 4}},  # integers to negative powers raise
         grad_domain=_POSITIVE)  # a negative base has no real non-integer power
@@ -510,7 +516,7 @@ def _clamp_check(op, args):
     """PyTorch's overloads: bounds are both numbers (a 0-d tensor counts as one) or both tensors; not both None."""
     x, low, high = args["input"], args["min"], args["max"]
     if low is None and high is None:
-        raise ValueError("clamp: at least one of 'min' or 'max' must not be None")
+        raise ArgumentError("clamp: at least one of 'min' or 'max' must not be None")
     tensors = [b for b in (low, high) if hasattr(b, "_data") and b._data.shape != ()]
     numbers = [b for b in (low, high) if b is not None and not hasattr(b, "_data")]
     if tensors and numbers:

@@ -129,6 +129,7 @@ def _nan_to_num(x, nan=0.0, posinf=None, neginf=None):
     if not x.dtype.is_floating_point:
         return F.clone(x)
     big = LARGEST[x.dtype.name]
+    nan = 0.0 if nan is None else nan  # None is the default, as in PyTorch
     posinf = big if posinf is None else posinf
     neginf = -big if neginf is None else neginf
     out = F.where(F.isnan(x), F.full((), nan, dtype=x.dtype, device=x.device), x)
@@ -137,7 +138,7 @@ def _nan_to_num(x, nan=0.0, posinf=None, neginf=None):
 
 
 def _nan_to_num_reference(x, nan=0.0, posinf=None, neginf=None):
-    return np.nan_to_num(x, nan=nan, posinf=posinf, neginf=neginf)
+    return np.nan_to_num(x, nan=0.0 if nan is None else nan, posinf=posinf, neginf=neginf)
 
 
 def _nan_to_num_samples(make, dtype):

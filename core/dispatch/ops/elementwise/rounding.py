@@ -148,7 +148,7 @@ _BITS = {float64: (52, -1074), float32: (23, -149)}  # stored mantissa bits, exp
 def _nextafter(x, y):
     """x moved one representable step toward y: the spacing at x is 2^(exponent - 1 - mantissa bits), halved
     going toward zero from a power of two, never below the smallest subnormal."""
-    dt = x.dtype if is_tensor(x) else y.dtype
+    dt = float_dtype_of(x, y)  # PyTorch's promotion: a 0-d uint8 x with a float32 y computes in float32
     x, y = as_tensors(dt, x, y)
     bits, smallest = _BITS.get(dt, (10, -24) if dt.name == "float16" else (7, -133))
     mantissa, e = _frexp(F.where(F.eq(x, 0), F.ones_like(x), x))

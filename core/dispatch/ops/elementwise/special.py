@@ -19,6 +19,7 @@ from ...schema import FLOAT32_ON_CUDA, Sample, defop
 from ..namespace import F
 from .special_erf import lower_ndtri
 from .special_support import floating, horner
+from ...schema.errors import ArgumentError
 
 #: Arguments are shifted up to at least this before the asymptotic series is used; with the terms
 #: below the series' error there is about 1e-16 relative (and 2e-14 for polygamma of order up to 8).
@@ -177,10 +178,10 @@ MAX_POLYGAMMA_ORDER = 170
 def _polygamma_check(op, args):
     n = args["n"]
     if n < 0:
-        raise ValueError(f"polygamma: the order n must be non-negative, got {n}")
+        raise ArgumentError(f"polygamma: the order n must be non-negative, got {n}")
     if n > MAX_POLYGAMMA_ORDER:  # PyTorch returns inf/nan there; refuse instead of hanging or guessing
-        raise ValueError(f"polygamma: orders above {MAX_POLYGAMMA_ORDER} are not supported (n! overflows float64), "
-                         f"got n={n}")
+        raise ArgumentError(f"polygamma: orders above {MAX_POLYGAMMA_ORDER} are not supported (n! overflows float64), "
+                            f"got n={n}")
 
 
 #: float32 rounds the shifted sums and the reflection; half precision computes in float32

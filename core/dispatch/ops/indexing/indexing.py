@@ -12,7 +12,7 @@ import numpy as np
 from ...schema import rules
 from ...execution.dispatcher import note_value_read
 from ...schema.dtypes import bool_, int32, int64
-from ...schema.errors import DtypeError, OutOfRangeError, ShapeError, describe
+from ...schema.errors import ArgumentError, DtypeError, OutOfRangeError, ShapeError, describe, describe_all
 from ...schema.meta import broadcast_shapes, numel, require, shape
 from ...schema.overflow import check_fits
 from ...schema import Sample, defop
@@ -201,6 +201,7 @@ defop("index(Tensor input, Index?[] indices)", "indexing", promotion=rules.passt
 
 
 defop("index_put_(Tensor self, Index?[] indices, Tensor values, bool accumulate=False)", "indexing",
+      torch_keywords={"input": "self"},
       promotion=_in_input_dtype, meta=_index_put_meta, normalize=_normalize_indices, mutates=True,
       derivative={"self": _index_put_self_derivative, "values": lambda grad, indices: F.index(grad, indices)},
       reference=_index_put_reference, samples=_index_put_samples,
@@ -337,7 +338,7 @@ def _declare_scatter(name, accumulate, doc, autocast=None):
           derivative={"input": (lambda grad: grad) if accumulate else
                       (lambda grad, dim, index: F.scatter(grad, dim, index, 0)), "src": _src_derivative},
           reference=_scatter_reference(accumulate), samples=_scatter_samples(distinct=not accumulate),
-          inplace=True, doc=doc, autocast=autocast)
+          inplace=True, doc=doc, autocast=autocast, torch_keywords={} if accumulate else {"value": "src"})
 
 
 _declare_scatter("scatter", False, "a copy of input with out[index[i][j]][j] = src[i][j] for dim 0; src may be "
@@ -360,13 +361,15 @@ def check_index_vector(op_name: str, x, dim: int, index, source=None) -> None:
         if not _is_tensor(source) or source._dtype is not x._dtype:
             raise DtypeError(f"{op_name}: source must be a tensor of input's dtype {x._dtype.name}, "
                              f"got {describe(source)}")
-        source_shape = shape(source)
-        require(len(source_shape) == len(in_shape) and all(
-            a == b for d, (a, b) in enumerate(zip(source_shape, in_shape)) if d != dim), op_name,
-            f"source must have input's shape except along dim {dim}", x, source)
-        require(numel(shape(index)) == _size(source_shape, dim), op_name,
-                f"the number of indices ({numel(shape(index))}) must equal source's size along dim {dim} "
-                f"({_size(source_shape, dim)})", index, source)
+        source_shape = shape(source)  # mismatches are IndexErrors (and RuntimeErrors), as PyTorch's
+        if len(source_shape) != len(in_shape) or any(
+                a != b for d, (a, b) in enumerate(zip(source_shape, in_shape)) if d != dim):
+            raise OutOfRangeError(f"{op_name}: source must have input's shape except along dim {dim} "
+                                  f"({describe_all((x, source))})")
+        if numel(shape(index)) != _size(source_shape, dim):
+            raise OutOfRangeError(f"{op_name}: the number of indices ({numel(shape(index))}) must equal source's "
+                                  f"size along dim {dim} ({_size(source_shape, dim)}); "
+                                  f"{describe_all((index, source))}")
     _check_range(op_name, index, dim, _size(in_shape, dim), negative_ok=False)
 
 
@@ -543,18 +546,18 @@ def _one_hot_normalize(op, args):
     note_value_read()
     x, num_classes = args["tensor"], args["num_classes"]
     if num_classes < -1:
-        raise ValueError(f"one_hot: num_classes must be -1 or non-negative, got {num_classes}")
+        raise ArgumentError(f"one_hot: num_classes must be -1 or non-negative, got {num_classes}")
     if x.numel() == 0:
         if num_classes == -1:
-            raise ValueError("one_hot: cannot infer the number of classes from an empty tensor; pass num_classes")
+            raise ArgumentError("one_hot: cannot infer the number of classes from an empty tensor; pass num_classes")
         return
     low, high = F.amin(x).item(), F.amax(x).item()
     if low < 0:
-        raise ValueError(f"one_hot: class values must be non-negative, got {low}")
+        raise ArgumentError(f"one_hot: class values must be non-negative, got {low}")
     if num_classes == -1:
         args["num_classes"] = high + 1
     elif high >= num_classes:
-        raise ValueError(f"one_hot: class values must be smaller than num_classes={num_classes}, got {high}")
+        raise ArgumentError(f"one_hot: class values must be smaller than num_classes={num_classes}, got {high}")
 
 
 def _one_hot(x, num_classes=-1):

@@ -13,7 +13,7 @@ import numpy as np
 
 from ...schema import rules
 from ...schema.dtypes import bool_, int64
-from ...schema.errors import DtypeError, OutOfRangeError, ShapeError, describe
+from ...schema.errors import ArgumentError, DtypeError, OutOfRangeError, ShapeError, describe, describe_all
 from ...schema.meta import broadcast_shapes, check_index, numel, require, require_dims, shape
 from ...schema.overflow import check_fits
 from ...schema import Sample, defop
@@ -152,9 +152,9 @@ def _put_normalize(op, args):
     x, index, source = args["input"], args["index"], args["source"]
     if source._dtype is not x._dtype:
         raise DtypeError(f"put: source must have input's dtype {x._dtype.name}, got {describe(source)}")
-    require(numel(shape(index)) == numel(shape(source)), "put",
-            f"index and source need the same number of elements, got {numel(shape(index))} and "
-            f"{numel(shape(source))}", index, source)
+    if numel(shape(index)) != numel(shape(source)):  # an IndexError (and RuntimeError), as PyTorch's
+        raise OutOfRangeError(f"put: index and source need the same number of elements, got "
+                              f"{numel(shape(index))} and {numel(shape(source))}; {describe_all((index, source))}")
 
 
 def _put(x, index, source, accumulate=False):
@@ -362,7 +362,7 @@ def _scatter_reduce(x, dim, index, src, reduce, include_self=True):
 
 def _check_reduce(op_name: str, reduce, allowed=REDUCTIONS) -> None:
     if reduce not in allowed:
-        raise ValueError(f"{op_name}: reduce must be one of {', '.join(map(repr, allowed))}, got {reduce!r}")
+        raise ArgumentError(f"{op_name}: reduce must be one of {', '.join(map(repr, allowed))}, got {reduce!r}")
 
 
 def _scatter_reduce_normalize(op, args):
@@ -503,7 +503,7 @@ def _diagonal_scatter_normalize(op, args):
     if len(shape(x)) < 2:
         raise ShapeError(f"diagonal_scatter: input must have at least 2 dimensions, got {describe(x)}")
     if dim1 == dim2:
-        raise ValueError(f"diagonal_scatter: diagonal dimensions cannot be identical {dim1}, {dim2}")
+        raise ArgumentError(f"diagonal_scatter: diagonal dimensions cannot be identical {dim1}, {dim2}")
     _require_view_shape("diagonal_scatter", _diagonal_shape(shape(x), args["offset"], dim1, dim2), x, src)
 
 
@@ -576,7 +576,7 @@ def _slice_scatter_normalize(op, args):
     x, src, dim, step = args["input"], args["src"], args["dim"], args["step"]
     require_dims("slice_scatter", x)
     if step <= 0:
-        raise ValueError(f"slice_scatter: step must be positive, got {step}")
+        raise ArgumentError(f"slice_scatter: step must be positive, got {step}")
     positions = _slice_bounds(shape(x)[dim], args["start"], args["end"], step)
     _require_view_shape("slice_scatter", shape(x)[:dim] + (len(positions),) + shape(x)[dim + 1:], x, src)
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...schema.dtypes import float32
-from ...schema.errors import EmberError, ShapeError
+from ...schema.errors import ArgumentError, EmberError, ShapeError
 from ...schema import rules
 from ...schema.meta import shape
 from ...schema import Gauge, Sample, defop
@@ -91,8 +91,8 @@ _QR_MODES = ("reduced", "complete", "r")
 
 def _qr_normalize(op, args):
     if args["mode"] not in _QR_MODES:
-        raise ValueError(f"linalg.qr: qr received unrecognized mode '{args['mode']}' but expected one of "
-                         f"'reduced' (default), 'r', or 'complete'")
+        raise ArgumentError(f"linalg.qr: qr received unrecognized mode '{args['mode']}' but expected one of "
+                            f"'reduced' (default), 'r', or 'complete'")
 
 
 def _qr_meta(a, mode="reduced"):
@@ -237,7 +237,7 @@ defop("linalg_svd(Tensor A, bool full_matrices=True)", "linalg", promotion=float
 
 def _eigh_normalize(op, args):
     if args["UPLO"] not in ("L", "U"):
-        raise ValueError(f"linalg.eigh: Expected UPLO argument to be 'L' or 'U', but got {args['UPLO']}")
+        raise ArgumentError(f"linalg.eigh: Expected UPLO argument to be 'L' or 'U', but got {args['UPLO']}")
 
 
 def _eigh_meta(a, UPLO="L"):
@@ -272,6 +272,7 @@ def _eigh_samples(make, dtype):
 
 
 defop("linalg_eigh(Tensor A, str UPLO='L')", "linalg", promotion=floating_outputs("f", "f"), dtypes="float",
+      torch_keywords={"input": "A"},
       meta=_eigh_meta, normalize=_eigh_normalize, outputs=("eigenvalues", "eigenvectors"),
       derivative=_eigh_derivative, reference=_eigh_reference, samples=_eigh_samples, method=False,
       optional_kernel=True, gauge=Gauge("eigenvalues", (("eigenvectors", -1),)),
@@ -416,7 +417,7 @@ def _solve_triangular_samples(make, dtype):
 
 
 defop("linalg_solve_triangular(Tensor A, Tensor B, *, bool upper, bool left=True, bool unitriangular=False)",
-      "linalg", promotion=floating, dtypes="float", meta=_solve_triangular_meta,
+      "linalg", torch_keywords={"input": "A"}, promotion=floating, dtypes="float", meta=_solve_triangular_meta,
       derivative={"A": _solve_triangular_a_derivative, "B": _solve_triangular_b_derivative},
       reference=solve_triangular_reference, samples=_solve_triangular_samples, method=False, optional_kernel=True,
       doc="X with AX = B (left) or XA = B for triangular A, reading only A's upper or lower triangle")
@@ -449,6 +450,7 @@ def ldl_factor_reference(A, hermitian=False):
 
 
 defop("linalg_ldl_factor_ex(Tensor A, *, bool hermitian=False)", "linalg", promotion=floating_outputs("f", "i", "i"),
+      torch_keywords={"input": "A"},
       dtypes="float", meta=_ldl_factor_meta, outputs=("LD", "pivots", "info"), reference=ldl_factor_reference,
       samples=lambda make, dtype: (Sample((symmetric(make, 4),)), Sample((symmetric(make, 3, (2,)),))),
       differentiable=False, method=False, optional_kernel=True,

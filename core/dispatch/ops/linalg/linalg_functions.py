@@ -13,7 +13,7 @@ import numpy as np
 from ...execution import links
 from ...execution.dispatcher import checking_results
 from ...schema.dtypes import float32, float64, int64
-from ...schema.errors import DtypeError, ShapeError
+from ...schema.errors import ArgumentError, DtypeError, ShapeError
 from ...schema.meta import broadcast_shapes, shape
 from ...schema import Gauge, Sample, defop
 from ..namespace import F
@@ -29,6 +29,7 @@ def _eigvalsh_reference(A, UPLO="L"):
 
 
 defop("linalg_eigvalsh(Tensor A, str UPLO='L')", "linalg", kind="composite", promotion=floating, dtypes="float",
+      torch_keywords={"input": "A"},
       meta=lambda A, UPLO="L": matrix_shape("linalg_eigvalsh", A, square=True)[:-1],
       composite=lambda A, UPLO="L": F.linalg_eigh(A, UPLO)[0], reference=_eigvalsh_reference,
       samples=lambda make, dtype: (Sample((spd(make, 3),), gradcheck=False), Sample((spd(make, 2, (2,)), "U"),
@@ -94,6 +95,7 @@ def _pinv_samples(make, dtype):
 
 
 defop("linalg_pinv(Tensor A, *, float? atol=None, float? rtol=None, bool hermitian=False)", "linalg",
+      torch_keywords={"input": "A"},
       kind="composite", promotion=floating, dtypes="float", meta=_pinv_meta, composite=_pinv,
       reference=_pinv_reference, samples=_pinv_samples, method=False,
       doc="the Moore-Penrose pseudo-inverse; singular values at or below max(atol, rtol * largest) count as zero")
@@ -126,6 +128,7 @@ def _low_rank(make, m, n, rank):
 
 
 defop("linalg_matrix_rank(Tensor A, *, float? atol=None, float? rtol=None, bool hermitian=False)", "linalg",
+      torch_keywords={"input": "A"},
       kind="composite", promotion=lambda rt, op, args: (floating(rt, op, args)[0], int64), dtypes="float",
       meta=lambda A, atol=None, rtol=None, hermitian=False: matrix_shape("linalg_matrix_rank", A)[:-2],
       composite=_matrix_rank, reference=_matrix_rank_reference, differentiable=False, method=False,
@@ -137,8 +140,8 @@ defop("linalg_matrix_rank(Tensor A, *, float? atol=None, float? rtol=None, bool 
 def _lstsq_driver(driver):
     driver = "gelsy" if driver is None else driver
     if driver not in ("gels", "gelsy", "gelsd", "gelss"):
-        raise ValueError(f"linalg.lstsq: parameter `driver` should be one of (gels, gelsy, gelsd, gelss), got "
-                         f"{driver!r}")
+        raise ArgumentError(f"linalg.lstsq: parameter `driver` should be one of (gels, gelsy, gelsd, gelss), got "
+                            f"{driver!r}")
     return driver
 
 
@@ -197,6 +200,7 @@ def _lstsq_samples(make, dtype):
 
 
 defop("linalg_lstsq(Tensor A, Tensor B, float? rcond=None, *, str? driver=None)", "linalg", kind="composite",
+      torch_keywords={"input": "A", "b": "B"},
       normalize=reads_results,
       promotion=_lstsq_promotion, dtypes="float", meta=_lstsq_meta, composite=_lstsq,
       outputs=("solution", "residuals", "rank", "singular_values"), reference=_lstsq_reference,
@@ -239,6 +243,7 @@ def _numeric(rt, op, args):
 
 
 defop("linalg_matrix_power(Tensor A, int n)", "linalg", kind="composite", promotion=_numeric, dtypes="numeric",
+      torch_keywords={"input": "A"},
       normalize=reads_results,
       meta=lambda A, n: matrix_shape("linalg_matrix_power", A, square=True), composite=_matrix_power,
       reference=_matrix_power_reference, samples=_matrix_power_samples, method=False,
@@ -288,10 +293,12 @@ def _matrix_exp_samples(make, dtype):
 
 
 defop("linalg_matrix_exp(Tensor A)", "linalg", kind="composite", promotion=floating, dtypes="float",
+      torch_keywords={"input": "A"},
       meta=lambda A: matrix_shape("linalg_matrix_exp", A, square=True), composite=_matrix_exp,
       reference=_matrix_exp_reference, samples=_matrix_exp_samples, method=False, tolerances=_SQUARING_TOLERANCES,
       doc="the matrix exponential, by scaling and squaring")
 defop("matrix_exp(Tensor A)", "linalg", kind="composite", promotion=floating, dtypes="float",
+      torch_keywords={"input": "A"},
       meta=lambda A: matrix_shape("matrix_exp", A, square=True), composite=_matrix_exp,
       reference=_matrix_exp_reference, samples=_matrix_exp_samples, tolerances=_SQUARING_TOLERANCES,
       doc="torch.matrix_exp: linalg.matrix_exp")
@@ -314,6 +321,9 @@ def _cross(input, other, dim=-1):
 
 
 def _cross_meta(input, other, dim=-1, name="linalg.cross"):
+    if len(shape(input)) != len(shape(other)):
+        raise ShapeError(f"{name}: inputs must have the same number of dimensions, got shapes {shape(input)} and "
+                         f"{shape(other)}")
     out = broadcast_shapes(name, shape(input), shape(other))
     if dim is None:
         dim = next((i for i, n in enumerate(out) if n == 3), None)
@@ -432,7 +442,7 @@ def _prod(sizes) -> int:
 
 def _tensorinv_shapes(s, ind):
     if ind <= 0:
-        raise ValueError(f"linalg.tensorinv: Expected a strictly positive integer for 'ind', but got {ind}")
+        raise ArgumentError(f"linalg.tensorinv: Expected a strictly positive integer for 'ind', but got {ind}")
     rows, cols = _prod(s[:ind]), _prod(s[ind:])
     if rows != cols:
         raise ShapeError(f"linalg.tensorinv: Expected self to satisfy the requirement prod(self.shape[ind:]) == "
@@ -446,6 +456,7 @@ def _tensorinv(A, ind=2):
 
 
 defop("linalg_tensorinv(Tensor A, int ind=2)", "linalg", kind="composite", promotion=floating, dtypes="float",
+      torch_keywords={"input": "A"},
       normalize=reads_results,
       meta=lambda A, ind=2: _tensorinv_shapes(shape(A), ind)[1], composite=_tensorinv,
       reference=lambda A, ind=2: np.linalg.tensorinv(A, ind),
@@ -477,6 +488,7 @@ def _tensorsolve_meta(A, B, dims=None):
 
 
 defop("linalg_tensorsolve(Tensor A, Tensor B, int[]? dims=None)", "linalg", kind="composite", promotion=floating,
+      torch_keywords={"input": "A", "other": "B"},
       normalize=reads_results,
       dtypes="float", meta=_tensorsolve_meta, composite=_tensorsolve,
       reference=lambda A, B, dims=None: np.linalg.tensorsolve(A, B, dims),
@@ -500,8 +512,8 @@ def _vander_meta(x, N=None):
     s = shape(x)
     if not s:
         raise ShapeError("linalg.vander: x must have at least one dimension")
-    if N is not None and N < 0:
-        raise ValueError(f"linalg.vander: N must be non-negative, got {N}")
+    if N is not None and N <= 1:
+        raise ArgumentError(f"linalg.vander: N must be greater than 1, got {N}")
     return s + (s[-1] if N is None else N,)
 
 

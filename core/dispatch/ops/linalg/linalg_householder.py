@@ -58,10 +58,12 @@ def _householder_samples(make, dtype):
 
 
 defop("linalg_householder_product(Tensor A, Tensor tau)", "linalg", kind="composite", promotion=floating,
+      torch_keywords={"input": "A"},
       dtypes="float", meta=_householder_meta, composite=_householder_product, reference=_householder_reference,
       samples=_householder_samples, method=False,
       doc="the first n columns of the product of Householder reflectors stored as LAPACK's geqrf leaves them")
 defop("orgqr(Tensor input, Tensor tau)", "linalg", kind="composite", promotion=floating, dtypes="float",
+      torch_keywords={"input2": "tau"},
       meta=lambda input, tau: _householder_meta(input, tau, "orgqr"), composite=_householder_product,
       reference=_householder_reference, samples=_householder_samples, doc="torch.orgqr: linalg.householder_product")
 
@@ -147,6 +149,7 @@ def _ormqr_reference(input, tau, other, left=True, transpose=False):
 
 
 defop("ormqr(Tensor input, Tensor tau, Tensor other, bool left=True, bool transpose=False)", "linalg",
+      torch_keywords={"input2": "tau", "input3": "other"},
       kind="composite", promotion=floating, dtypes="float", meta=_ormqr_meta, composite=_ormqr,
       reference=_ormqr_reference,
       samples=lambda make, dtype: (Sample((make((4, 3)), make((3,)), make((4, 2)))),

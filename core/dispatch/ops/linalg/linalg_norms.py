@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from ...schema.errors import ShapeError
+from ...schema.errors import ArgumentError, ShapeError
 from ...schema.meta import shape
 from ...schema import OPS, Sample, defop
 from ..namespace import F
@@ -34,7 +34,7 @@ def _requested(rt, op, args):
 
 def _vector_norm(x, ord=2, dim=None, keepdim=False, dtype=None):
     if isinstance(ord, str):
-        raise ValueError(f"linalg.vector_norm: ord must be a number, got {ord!r}")
+        raise ArgumentError(f"linalg.vector_norm: ord must be a number, got {ord!r}")
     return F.norm(x, float(ord), dim, keepdim, dtype=dtype)
 
 
@@ -63,6 +63,7 @@ def _vector_norm_samples(make, dtype):
 
 defop("linalg_vector_norm(Tensor x, Scalar ord=2, dim[]? dim=None, bool keepdim=False, *, dtype? dtype=None)",
       "linalg", kind="composite", promotion=_requested, dtypes="float", meta=_vector_norm_meta,
+      torch_keywords={"input": "x"},
       composite=_vector_norm, reference=_vector_norm_reference, samples=_vector_norm_samples, method=False,
       doc="the ord-norm of vectors along dim (of the flattened tensor without dim): sum(|x|^ord)^(1/ord), max, "
           "min or the count of non-zeros for ord inf, -inf, 0")
@@ -88,7 +89,7 @@ def _singular_values_at(A, d0, d1):
 
 def _matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, dtype=None):
     if ord not in _MATRIX_ORDS:
-        raise ValueError(f"linalg.matrix_norm: Order {ord} not supported.")
+        raise ArgumentError(f"linalg.matrix_norm: Order {ord} not supported.")
     d0, d1 = _matrix_norm_dims(A, dim, "linalg.matrix_norm")
     if dtype is not None:
         A = F.to_dtype(A, dtype)
@@ -129,6 +130,7 @@ def _matrix_norm_samples(make, dtype):
 
 defop("linalg_matrix_norm(Tensor A, Any ord='fro', int[] dim=[-2, -1], bool keepdim=False, *, dtype? dtype=None)",
       "linalg", kind="composite", promotion=_requested, dtypes="float", meta=_matrix_norm_meta,
+      torch_keywords={"input": "A"},
       composite=_matrix_norm, reference=_matrix_norm_reference, samples=_matrix_norm_samples, method=False,
       doc="'fro', 'nuc', inf/-inf (max/min row sum), 1/-1 (column sum), 2/-2 (largest/smallest singular value)")
 
@@ -188,7 +190,7 @@ def _cond(A, p=None):
         largest, smallest = F.amax(values, -1), F.amin(values, -1)
         return F.div(smallest, largest) if p == -2 else F.div(largest, smallest)
     if p not in _MATRIX_ORDS:
-        raise ValueError(f"linalg.cond: Order {p} not supported.")
+        raise ArgumentError(f"linalg.cond: Order {p} not supported.")
     matrix_shape("linalg_cond", A, square=True)
     return F.mul(_matrix_norm(A, p), _matrix_norm(_inv(A), p))
 
@@ -204,6 +206,7 @@ def _cond_samples(make, dtype):
 
 
 defop("linalg_cond(Tensor A, Any p=None)", "linalg", kind="composite", promotion=floating, dtypes="float",
+      torch_keywords={"input": "A"},
       normalize=reads_results,
       meta=_cond_meta, composite=_cond, reference=lambda A, p=None: np.linalg.cond(A, p), samples=_cond_samples,
       method=False, doc="the condition number ||A||_p ||A^-1||_p (a ratio of singular values for p None, 2, -2)")
@@ -269,9 +272,9 @@ def _renorm_reference(input, p, dim, maxnorm):
 
 def _renorm_check(op, args):
     if args["p"] <= 0:
-        raise ValueError(f"renorm: non-positive norm not supported, got p={args['p']}")
+        raise ArgumentError(f"renorm: non-positive norm not supported, got p={args['p']}")
     if args["maxnorm"] < 0:
-        raise ValueError(f"renorm: expected maxnorm to be >= 0 but got {args['maxnorm']}")
+        raise ArgumentError(f"renorm: expected maxnorm to be >= 0 but got {args['maxnorm']}")
 
 
 defop("renorm(Tensor input, Scalar p, int dim, Scalar maxnorm)", "linalg", kind="composite", promotion=floating,

@@ -51,6 +51,7 @@ def _square_meta(name):
 
 
 defop("linalg_cholesky(Tensor A, *, bool upper=False)", "linalg", kind="composite", promotion=floating,
+      torch_keywords={"input": "A"},
       normalize=reads_results,
       dtypes="float", meta=_square_meta("linalg_cholesky"), composite=_linalg_cholesky,
       reference=_cholesky_reference,
@@ -100,6 +101,7 @@ def _cholesky_solve_samples(make, dtype):
 
 
 defop("cholesky_solve(Tensor B, Tensor L, bool upper=False)", "linalg", kind="composite",
+      torch_keywords={"input": "B", "input2": "L"},
       promotion=floating, dtypes="float", meta=_cholesky_solve_meta, composite=_cholesky_solve,
       reference=_cholesky_solve_reference, samples=_cholesky_solve_samples,
       doc="solves A X = B given B and the Cholesky factor L of A (lower, or upper: A = U^T U)")
@@ -114,6 +116,7 @@ def _cholesky_inverse_reference(L, upper=False):
 
 
 defop("cholesky_inverse(Tensor L, bool upper=False)", "linalg", kind="composite", promotion=floating,
+      torch_keywords={"input": "L"},
       dtypes="float", meta=_square_meta("cholesky_inverse"), composite=_cholesky_inverse,
       reference=_cholesky_inverse_reference,
       samples=lambda make, dtype: (Sample((_factor(make, 3),)), Sample((_factor(make, 2, (2,), True), True))),
@@ -256,6 +259,7 @@ def _legacy_lu_solve_meta(b, LU_data, LU_pivots):
 
 
 defop("lu_solve(Tensor b, Tensor LU_data, Index LU_pivots)", "linalg", kind="composite", promotion=floating,
+      torch_keywords={"input": "b"},
       dtypes="float", meta=_legacy_lu_solve_meta,
       composite=lambda b, LU_data, LU_pivots: _lu_solve(LU_data, LU_pivots, b),
       reference=lambda b, LU_data, LU_pivots: _lu_solve_reference(LU_data, LU_pivots, b),
@@ -453,6 +457,7 @@ def _triangular_solve_samples(make, dtype):
 
 defop("triangular_solve(Tensor b, Tensor A, bool upper=True, bool transpose=False, bool unitriangular=False)",
       "linalg", kind="composite", promotion=floating_outputs("f", "f"), dtypes="float", meta=_triangular_solve_meta,
+      torch_keywords={"input": "b"},
       composite=_triangular_solve, outputs=("solution", "cloned_coefficient"),
       reference=_triangular_solve_reference, samples=_triangular_solve_samples,
       doc="torch.triangular_solve(b, A): the solution of A x = b (or A^T x = b) and a copy of A (deprecated in "
@@ -469,7 +474,7 @@ def _ldl_factor(A, hermitian=False):
     return factor, pivots
 
 
-defop("linalg_ldl_factor(Tensor A, *, bool hermitian=False)", "linalg", kind="composite",
+defop("linalg_ldl_factor(Tensor A, *, bool hermitian=False)", "linalg", torch_keywords={"input": "A"}, kind="composite",
       promotion=floating_outputs("f", "i"), dtypes="float", normalize=reads_results,
       meta=lambda A, hermitian=False: (matrix_shape("linalg_ldl_factor", A, square=True), shape(A)[:-1]),
       composite=_ldl_factor, outputs=("LD", "pivots"),

@@ -10,7 +10,7 @@ import numpy as np
 
 from ...schema import rules
 from ...schema.binding import tensor_argument
-from ...schema.errors import DtypeError, ShapeError, describe
+from ...schema.errors import ArgumentError, DtypeError, ShapeError, describe
 from ...schema.meta import broadcast_shapes, elementwise, shape
 from ...schema import Sample, defop
 from ..namespace import F
@@ -146,7 +146,7 @@ def _tensordot_dims(a_shape: tuple, b_shape: tuple, dims) -> tuple[list, list]:
         dims = dims.tolist()
     if isinstance(dims, int):
         if dims < 0:
-            raise ValueError(f"tensordot: dims must be non-negative, got {dims}")
+            raise ArgumentError(f"tensordot: dims must be non-negative, got {dims}")
         if dims > len(a_shape) or dims > len(b_shape):
             raise ShapeError(f"tensordot: cannot contract {dims} dims of tensors of shapes {a_shape} and {b_shape}")
         return list(range(len(a_shape) - dims, len(a_shape))), list(range(dims))
@@ -377,9 +377,9 @@ defop("addcdiv(Tensor input, Tensor tensor1, Tensor tensor2, *, Scalar value=1)"
       domain={"tensor2": {"nonzero": True}}, doc="input + value * tensor1 / tensor2 (floating tensors only)")
 
 
-def _dot_method(self, other):
-    """Tensor.dot(other): PyTorch names the method's argument other, the function's tensor."""
-    return F.dot(self, other)
+def _dot_method(self, tensor):
+    """Tensor.dot(tensor), as the function names it too."""
+    return F.dot(self, tensor)
 
 
 METHODS = {"dot": _dot_method}

@@ -8,7 +8,7 @@ import math
 import numpy as np
 
 from ...execution import links
-from ...schema.errors import EmberError, describe
+from ...schema.errors import ArgumentError, EmberError, describe
 from ...schema.meta import shape
 from .spatial import int_tuple
 
@@ -52,7 +52,7 @@ def _adaptive_normalize(n: int):
         if len(sizes) == 1:
             sizes = tuple(sizes) * n
         if len(sizes) != n:
-            raise ValueError(f"{op.name}: output_size must be an int or {n} values, got {output_size!r}")
+            raise ArgumentError(f"{op.name}: output_size must be an int or {n} values, got {output_size!r}")
         spatial = shape(x)[-n:]
         resolved = []
         for i, s in enumerate(sizes):
@@ -60,7 +60,7 @@ def _adaptive_normalize(n: int):
                 s = spatial[i] if len(spatial) == n else 0
             s = int_tuple(op.name, "output_size", s, 1)[0]
             if s < 0:
-                raise ValueError(f"{op.name}: output_size must be non-negative, got {output_size!r}")
+                raise ArgumentError(f"{op.name}: output_size must be non-negative, got {output_size!r}")
             resolved.append(s)
         args["output_size"] = tuple(resolved)
     return normalize

@@ -14,7 +14,7 @@ import math
 import numpy as np
 
 from ...schema.dtypes import bool_
-from ...schema.errors import DtypeError
+from ...schema.errors import ArgumentError, DtypeError
 from ...schema.meta import broadcast_shapes, require, shape
 from ...schema import Sample, defop
 from ..namespace import F
@@ -120,9 +120,9 @@ def _normalize(op, args) -> None:
         raise DtypeError(f"{_NAME}: expected attn_mask to be bool or of the query's dtype {_named(dtypes[0])}, "
                          f"got attn_mask.dtype {attn_mask.dtype.name}")
     if is_causal and attn_mask is not None:
-        raise ValueError(f"{_NAME}: give either attn_mask or is_causal=True, not both")
+        raise ArgumentError(f"{_NAME}: give either attn_mask or is_causal=True, not both")
     if not 0.0 <= dropout_p <= 1.0:
-        raise ValueError(f"{_NAME}: dropout_p has to be between 0 and 1, but got {dropout_p}")
+        raise ArgumentError(f"{_NAME}: dropout_p has to be between 0 and 1, but got {dropout_p}")
 
 
 def _named(dt) -> str:

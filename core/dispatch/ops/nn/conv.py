@@ -20,6 +20,7 @@ from ..namespace import F
 from .samples import unit_weights
 from .spatial import (at_least, expand_attr, flat_padding, int_tuple, onnx_batched, sliding_windows, with_batch,
                       without_batch)
+from ...schema.errors import ArgumentError
 
 
 # -- convolution --------------------------------------------------------------------------------------
@@ -31,10 +32,10 @@ def _conv_padding(op_name: str, padding, kernel: tuple, stride: tuple, dilation:
         if padding == "valid":
             return ((0, 0),) * n
         if padding != "same":
-            raise ValueError(f"{op_name}: invalid padding string {padding!r}; expected 'valid', 'same' or ints")
+            raise ArgumentError(f"{op_name}: invalid padding string {padding!r}; expected 'valid', 'same' or ints")
         if any(s != 1 for s in stride):
-            raise ValueError(f"{op_name}: padding='same' is not supported for strided convolutions "
-                             f"(stride={stride})")
+            raise ArgumentError(f"{op_name}: padding='same' is not supported for strided convolutions "
+                                f"(stride={stride})")
         totals = [d * (k - 1) for k, d in zip(kernel, dilation)]
         return tuple((t // 2, t - t // 2) for t in totals)
     if isinstance(padding, (list, tuple)) and len(padding) == n and all(isinstance(p, tuple) for p in padding):
@@ -54,7 +55,7 @@ def _conv_normalize(n: int):
         args["dilation"] = at_least(op.name, "dilation", int_tuple(op.name, "dilation", args["dilation"], n), 1)
         args["padding"] = _conv_padding(op.name, args["padding"], shape(weight)[2:], args["stride"], args["dilation"])
         if args["groups"] <= 0:
-            raise ValueError(f"{op.name}: groups must be positive, got groups={args['groups']}")
+            raise ArgumentError(f"{op.name}: groups must be positive, got groups={args['groups']}")
     return normalize
 
 
@@ -237,7 +238,7 @@ def _backward_weight_normalize(op, args):
     args["dilation"] = at_least(op.name, "dilation", int_tuple(op.name, "dilation", args["dilation"], n), 1)
     args["padding"] = _conv_padding(op.name, args["padding"], args["kernel_size"], args["stride"], args["dilation"])
     if args["groups"] <= 0:
-        raise ValueError(f"{op.name}: groups must be positive, got groups={args['groups']}")
+        raise ArgumentError(f"{op.name}: groups must be positive, got groups={args['groups']}")
 
 
 def _backward_weight_meta(grad, x, kernel_size, stride, padding, dilation, groups):
@@ -356,12 +357,12 @@ def _conv_transpose_normalize(n: int):
         for name, low in (("stride", 1), ("padding", 0), ("output_padding", 0), ("dilation", 1)):
             args[name] = at_least(op.name, name, int_tuple(op.name, name, args[name], n), low)
         if args["groups"] <= 0:
-            raise ValueError(f"{op.name}: groups must be positive, got groups={args['groups']}")
+            raise ArgumentError(f"{op.name}: groups must be positive, got groups={args['groups']}")
         for extra, s, d in zip(args["output_padding"], args["stride"], args["dilation"]):
             if extra >= max(s, d):
-                raise ValueError(f"{op.name}: output_padding must be smaller than either stride or dilation, "
-                                 f"got output_padding={args['output_padding']}, stride={args['stride']}, "
-                                 f"dilation={args['dilation']}")
+                raise ArgumentError(f"{op.name}: output_padding must be smaller than either stride or dilation, "
+                                    f"got output_padding={args['output_padding']}, stride={args['stride']}, "
+                                    f"dilation={args['dilation']}")
     return normalize
 
 

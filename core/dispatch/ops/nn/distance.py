@@ -11,6 +11,7 @@ from ...schema.meta import broadcast_shapes, require, shape
 from ...schema import FLOAT32_ON_CUDA, Sample, defop
 from ..namespace import F
 from ..elementwise.opmath import in_opmath
+from ...schema.errors import ArgumentError
 
 
 def distance_reference(x1, x2, p=2.0, eps=1e-6):
@@ -115,7 +116,7 @@ def _pdist_meta(input, p=2.0):
 
 def _pdist_normalize(op, args) -> None:
     if args["p"] < 0:
-        raise ValueError(f"pdist: pdist only supports non-negative p values, got p={args['p']}")
+        raise ArgumentError(f"pdist: pdist only supports non-negative p values, got p={args['p']}")
 
 
 def _pdist(input, p=2.0):

@@ -18,6 +18,7 @@ from ...schema.dtypes import int64
 from ...schema.meta import require, shape
 from ...schema import Sample, defop
 from ..namespace import F
+from ...schema.errors import ArgumentError
 
 _MODES = ("sum", "mean", "max")
 
@@ -26,10 +27,10 @@ def _normalize(op, args):
     """Checks the offsets and the indices against the table: this reads the data, as PyTorch does."""
     indices, offsets, weight = args["indices"], args["offsets"], args["weight"]
     if args["mode"] not in (0, 1, 2):
-        raise ValueError(f"embedding_bag: mode must be 0 (sum), 1 (mean) or 2 (max), got {args['mode']}")
+        raise ArgumentError(f"embedding_bag: mode must be 0 (sum), 1 (mean) or 2 (max), got {args['mode']}")
     if args["per_sample_weights"] is not None and args["mode"] != 0:
-        raise ValueError(f"embedding_bag: per_sample_weights is only supported for mode='sum' (got mode="
-                         f"'{_MODES[args['mode']]}')")
+        raise ArgumentError(f"embedding_bag: per_sample_weights is only supported for mode='sum' (got mode="
+                            f"'{_MODES[args['mode']]}')")
     note_value_read()
     rows = shape(weight)[0] if len(shape(weight)) == 2 else 0
     if indices.numel():
@@ -40,16 +41,16 @@ def _normalize(op, args):
     if len(shape(indices)) == 1 and offsets.numel():
         first, last = F.select(offsets, 0, 0).item(), F.amax(offsets).item()
         if first != 0:
-            raise ValueError(f"embedding_bag: offsets[0] has to be 0, i.e., the first sequence in the mini-batch "
-                             f"has to start from position 0; got {first}")
+            raise ArgumentError(f"embedding_bag: offsets[0] has to be 0, i.e., the first sequence in the mini-batch "
+                                f"has to start from position 0; got {first}")
         if last > indices.numel():
-            raise ValueError(f"embedding_bag: offsets[-1] can not be greater than input's length "
-                             f"{indices.numel()} but got {last}")
+            raise ArgumentError(f"embedding_bag: offsets[-1] can not be greater than input's length "
+                                f"{indices.numel()} but got {last}")
         if F.any(F.lt(F.diff(offsets), 0)).item():
-            raise ValueError("embedding_bag: offsets must be non-decreasing")
+            raise ArgumentError("embedding_bag: offsets must be non-decreasing")
         if args["include_last_offset"] and F.select(offsets, 0, -1).item() != indices.numel():
-            raise ValueError(f"embedding_bag: with include_last_offset=True the last offset must be the input's "
-                             f"length {indices.numel()}, got {F.select(offsets, 0, -1).item()}")
+            raise ArgumentError(f"embedding_bag: with include_last_offset=True the last offset must be the input's "
+                                f"length {indices.numel()}, got {F.select(offsets, 0, -1).item()}")
 
 
 def _bag_count(indices, offsets, include_last_offset: bool) -> int:

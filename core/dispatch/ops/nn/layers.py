@@ -21,6 +21,7 @@ from ...schema import Sample, defop
 from ..namespace import F
 from .samples import unit_weights
 from ..indexing.value_checks import MISSING, CheckedValues
+from ...schema.errors import ArgumentError
 
 _HALF_TOLERANCES = {"float16": (2e-2, 2e-2), "bfloat16": (5e-2, 5e-2)}
 
@@ -146,7 +147,7 @@ def _embedding_normalize(op, args):
     num = shape(weight)[0]
     if padding_idx is not None:
         if not -num <= padding_idx < num:
-            raise ValueError(f"embedding: padding_idx must be within num_embeddings ({num}), got {padding_idx}")
+            raise ArgumentError(f"embedding: padding_idx must be within num_embeddings ({num}), got {padding_idx}")
         args["padding_idx"] = padding_idx % num
     if x.numel() and _checked_indices.recall(x, num) is MISSING:
         low, high = F.amin(x).item(), F.amax(x).item()
@@ -205,7 +206,7 @@ defop("embedding(Index input, Tensor weight, int? padding_idx=None, bool scale_g
 
 def _dropout_normalize(op, args):
     if not 0.0 <= args["p"] <= 1.0:
-        raise ValueError(f"dropout: probability has to be between 0 and 1, but got {args['p']}")
+        raise ArgumentError(f"dropout: probability has to be between 0 and 1, but got {args['p']}")
 
 
 def _dropout(x, p=0.5, training=True, generator=None):
@@ -239,6 +240,7 @@ def _dropout_onnx(g, input, p, training, generator):
 
 
 defop("dropout(Tensor input, float p=0.5, bool training=True, *, Generator? generator=None)", "random",
+      torch_keywords={"train": "training"},
       kind="composite", promotion=rules.same, dtypes="float", meta=lambda x, *rest: shape(x),
       normalize=_dropout_normalize, composite=_dropout, samples=_dropout_samples, method=False, onnx=_dropout_onnx,
       doc="zeroes each element with probability p and scales the rest by 1 / (1 - p); the identity when not "

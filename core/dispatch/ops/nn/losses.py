@@ -26,7 +26,7 @@ import numpy as np
 from ...schema import rules
 from ...execution.dispatcher import note_value_read
 from ...schema.dtypes import int64
-from ...schema.errors import DtypeError, EmberError, OutOfRangeError, describe
+from ...schema.errors import ArgumentError, DtypeError, EmberError, OutOfRangeError, describe
 from ...schema.meta import broadcast_shapes, require, shape
 from ...schema import Sample, defop
 from ..namespace import F
@@ -57,13 +57,13 @@ def reference_reduced(losses, reduction: str):
 def check_reduction(op_name: str, reduction, accepted: tuple = REDUCTIONS) -> None:
     """PyTorch's ValueError for an unknown reduction, naming the function and what it accepts."""
     if reduction not in accepted:
-        raise ValueError(f"{op_name}: {reduction} is not a valid value for reduction "
-                         f"(expected one of {', '.join(repr(r) for r in accepted)})")
+        raise ArgumentError(f"{op_name}: {reduction} is not a valid value for reduction "
+                            f"(expected one of {', '.join(repr(r) for r in accepted)})")
 
 
 def _check_smoothing(op_name: str, label_smoothing: float) -> None:
     if not 0.0 <= label_smoothing <= 1.0:
-        raise ValueError(f"{op_name}: label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+        raise ArgumentError(f"{op_name}: label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
 
 
 def _class_dim(x) -> int:

@@ -13,7 +13,7 @@ import numpy as np
 from ...schema import rules
 from ...execution.dispatcher import note_value_read
 from ...schema.dtypes import int64
-from ...schema.errors import DtypeError, OutOfRangeError, describe
+from ...schema.errors import ArgumentError, DtypeError, OutOfRangeError, describe
 from ...schema.meta import broadcast_shapes, require, shape
 from ...schema import Sample, defop
 from ..namespace import F
@@ -252,7 +252,7 @@ def _multi_margin_meta(input, target, p=1, margin=1.0, weight=None, reduction="m
 def _multi_margin_normalize(op, args) -> None:
     check_reduction(op.name, args["reduction"])
     if args["p"] not in (1, 2):
-        raise ValueError(f"multi_margin_loss: only p == 1 and p == 2 supported, got p={args['p']}")
+        raise ArgumentError(f"multi_margin_loss: only p == 1 and p == 2 supported, got p={args['p']}")
     _require_index_target(op.name, args["target"])
     _refuse_weight_grad(op.name, args["weight"])
     _multi_margin_meta(**dict(args.items()))  # shapes before the values that they hold
@@ -369,7 +369,7 @@ def _triplet_margin_meta(anchor, positive, negative, margin=1.0, p=2.0, eps=1e-6
 def _triplet_margin_normalize(op, args) -> None:
     check_reduction(op.name, args["reduction"])
     if args["margin"] <= 0:
-        raise ValueError(f"triplet_margin_loss: margin must be greater than 0, got {args['margin']}")
+        raise ArgumentError(f"triplet_margin_loss: margin must be greater than 0, got {args['margin']}")
 
 
 def _triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2.0, eps=1e-6, swap=False, reduction="mean"):

@@ -24,6 +24,7 @@ from ...schema import FLOAT32_ON_CUDA, Sample, defop
 from ..namespace import F
 from ..elementwise.opmath import large_magnitudes, opmath_dtype, rounded, widened
 from .samples import unit_weights
+from ...schema.errors import ArgumentError
 
 
 # -- shared by the normalizations ----------------------------------------------------------------------
@@ -321,11 +322,11 @@ def _batch_norm_check(op_name: str, x, running_mean, running_var, weight, bias, 
                     ("bias", bias)):
         _check_affine(op_name, name, t, (channels,), f"to match the input's {channels} channels (dim 1)")
     if not training and (running_mean is None or running_var is None):
-        raise ValueError(f"{op_name}: running_mean and running_var must be given in evaluation mode "
-                         f"(training=False)")
+        raise ArgumentError(f"{op_name}: running_mean and running_var must be given in evaluation mode "
+                            f"(training=False)")
     if training and math.prod(shape(x)) // max(channels, 1) == 1:
-        raise ValueError(f"{op_name}: expected more than 1 value per channel when training, got input of "
-                         f"shape {shape(x)}")
+        raise ArgumentError(f"{op_name}: expected more than 1 value per channel when training, got input of "
+                            f"shape {shape(x)}")
 
 
 def _native_batch_norm_meta(x, weight, bias, running_mean, running_var, training, momentum, eps):
@@ -504,11 +505,11 @@ def _instance_norm_meta(x, weight, bias, running_mean, running_var, use_input_st
                     ("bias", bias)):
         _check_affine("instance_norm", name, t, (channels,), f"to match the input's {channels} channels (dim 1)")
     if use_input_stats and math.prod(shape(x)[2:]) == 1:
-        raise ValueError(f"instance_norm: Expected more than 1 spatial element when training, got input size "
-                         f"{list(shape(x))}")
+        raise ArgumentError(f"instance_norm: Expected more than 1 spatial element when training, got input size "
+                            f"{list(shape(x))}")
     if not use_input_stats and (running_mean is None or running_var is None):
-        raise ValueError("instance_norm: Expected running_mean and running_var to be defined when use_input_stats "
-                         "is false")
+        raise ArgumentError("instance_norm: Expected running_mean and running_var to be defined when use_input_stats "
+                            "is false")
     return shape(x)
 
 
@@ -622,8 +623,8 @@ defop("rms_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, float
 
 def _local_response_norm_meta(x, size, alpha=1e-4, beta=0.75, k=1.0):
     if len(shape(x)) < 3:
-        raise ValueError(f"local_response_norm: Expected 3D or higher dimensionality input (got {len(shape(x))} "
-                         f"dimensions)")
+        raise ArgumentError(f"local_response_norm: Expected 3D or higher dimensionality input (got {len(shape(x))} "
+                            f"dimensions)")
     return shape(x)
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...schema import rules
-from ...schema.errors import ShapeError
+from ...schema.errors import ArgumentError, ShapeError
 from ...schema.meta import require, shape
 from ...schema import Sample, defop
 from ..namespace import F
@@ -29,15 +29,15 @@ def _pad_normalize(op, args):
     x, pad, mode, value = args["input"], args["pad"], args["mode"], args["value"]
     ndim = len(shape(x))
     if len(pad) % 2:
-        raise ValueError(f"pad: the padding length must be divisible by 2, got pad={pad}")
+        raise ArgumentError(f"pad: the padding length must be divisible by 2, got pad={pad}")
     if len(pad) // 2 > ndim:
-        raise ValueError(f"pad: pad={pad} pads {len(pad) // 2} dimension(s) but the input of shape "
-                         f"{shape(x)} has only {ndim}")
+        raise ArgumentError(f"pad: pad={pad} pads {len(pad) // 2} dimension(s) but the input of shape "
+                            f"{shape(x)} has only {ndim}")
     if mode not in _PAD_MODES:
-        raise ValueError(f"pad: unknown mode {mode!r}; expected one of {', '.join(_PAD_MODES)}")
+        raise ArgumentError(f"pad: unknown mode {mode!r}; expected one of {', '.join(_PAD_MODES)}")
     if mode != "constant":
         if value is not None and value != 0:
-            raise ValueError(f"pad: mode {mode!r} doesn't take a value argument, got value={value}")
+            raise ArgumentError(f"pad: mode {mode!r} doesn't take a value argument, got value={value}")
         k = len(pad) // 2
         if not 1 <= k <= 3 or ndim not in (k + 1, k + 2):
             raise ShapeError(f"pad: mode {mode!r} with {len(pad)} padding values pads the last {k} dim(s) of a "

@@ -15,7 +15,7 @@ import numpy as np
 
 from ...schema import rules
 from ...schema.dtypes import int64
-from ...schema.errors import DtypeError, describe, describe_all
+from ...schema.errors import ArgumentError, DtypeError, describe, describe_all
 from ...schema.meta import broadcast_shapes, shape
 from ...schema import Sample, defop
 from ..namespace import F
@@ -123,8 +123,8 @@ def _threshold_normalize(threshold: str, allowed, wording: str):
     def normalize(op, args) -> None:
         check_reduction(op.name, args["reduction"])
         if not allowed(args[threshold]):
-            raise ValueError(f"{op.name} does not support {wording} values for {threshold} (got {threshold}="
-                             f"{args[threshold]}).")
+            raise ArgumentError(f"{op.name} does not support {wording} values for {threshold} (got {threshold}="
+                                f"{args[threshold]}).")
     return normalize
 
 

@@ -17,6 +17,7 @@ from ..namespace import F
 from .spatial import (at_least, expand_attr, flat_padding, int_tuple, onnx_batched, sliding_windows, with_batch,
                       without_batch)
 from ._shared import _adaptive_normalize, _lowest, _pool_output_size
+from ...schema.errors import ArgumentError
 
 
 # -- pooling ------------------------------------------------------------------------------------------------
@@ -35,10 +36,10 @@ def pool_normalize(n: int):
         if "dilation" in args:
             args["dilation"] = at_least(op.name, "dilation", int_tuple(op.name, "dilation", args["dilation"], n), 1)
         if any(p > k // 2 for p, k in zip(args["padding"], kernel)):
-            raise ValueError(f"{op.name}: padding should be at most half of the kernel size, got "
-                             f"padding={args['padding']} and kernel_size={kernel}")
+            raise ArgumentError(f"{op.name}: padding should be at most half of the kernel size, got "
+                                f"padding={args['padding']} and kernel_size={kernel}")
         if args.get("divisor_override") == 0:
-            raise ValueError(f"{op.name}: divisor_override must not be zero")
+            raise ArgumentError(f"{op.name}: divisor_override must not be zero")
     return normalize
 
 

@@ -21,6 +21,7 @@ from ...schema import Sample, defop
 from ..namespace import F
 from ..elementwise.opmath import in_opmath
 from .spatial import at_least, expand_attr, int_tuple, sliding_windows, with_batch, without_batch
+from ...schema.errors import ArgumentError
 
 
 # -- pixel_shuffle / pixel_unshuffle ---------------------------------------------------------------------------
@@ -28,7 +29,7 @@ from .spatial import at_least, expand_attr, int_tuple, sliding_windows, with_bat
 def _shuffle_check(op_name: str, x, factor: int) -> None:
     require(len(shape(x)) >= 3, op_name, f"expects input to have at least 3 dimensions, got {len(shape(x))}", x)
     if factor <= 0:
-        raise ValueError(f"{op_name}: the factor must be positive, got {factor}")
+        raise ArgumentError(f"{op_name}: the factor must be positive, got {factor}")
 
 
 def _pixel_shuffle_meta(x, upscale_factor):
@@ -115,7 +116,7 @@ def _channel_shuffle_meta(op_name: str):
     def meta(x, groups):
         require(len(shape(x)) > 2, op_name, f"expects input with > 2 dims, got {len(shape(x))}", x)
         if groups <= 0:
-            raise ValueError(f"{op_name}: groups must be positive, got groups={groups}")
+            raise ArgumentError(f"{op_name}: groups must be positive, got groups={groups}")
         require(shape(x)[1] % groups == 0, op_name, f"the number of channels ({shape(x)[1]}) must be divisible "
                 f"by groups={groups}", x)
         return shape(x)
@@ -290,7 +291,7 @@ defop("col2im(Tensor input, int[] output_size, int[] kernel_size, int[] dilation
 def _affine_grid_meta(theta, size, align_corners):
     n = len(size) - 2
     if n not in (2, 3):
-        raise ValueError(f"affine_grid: size must be (N, C, H, W) or (N, C, D, H, W), got size={list(size)}")
+        raise ArgumentError(f"affine_grid: size must be (N, C, H, W) or (N, C, D, H, W), got size={list(size)}")
     require(shape(theta) == (size[0], n, n + 1), "affine_grid", f"expected theta of shape ({size[0]}, {n}, "
             f"{n + 1}) for size={list(size)}", theta)
     require(all(s > 0 for s in size), "affine_grid", f"size must be positive, got size={list(size)}", theta)
@@ -376,11 +377,11 @@ def cubic_weights(t) -> list:
 
 def _grid_sampler_normalize(op, args):
     if args["interpolation_mode"] not in (0, 1, 2):
-        raise ValueError(f"grid_sampler: interpolation_mode must be 0 (bilinear), 1 (nearest) or 2 (bicubic), got "
-                         f"{args['interpolation_mode']}")
+        raise ArgumentError(f"grid_sampler: interpolation_mode must be 0 (bilinear), 1 (nearest) or 2 (bicubic), got "
+                            f"{args['interpolation_mode']}")
     if args["padding_mode"] not in (0, 1, 2):
-        raise ValueError(f"grid_sampler: padding_mode must be 0 (zeros), 1 (border) or 2 (reflection), got "
-                         f"{args['padding_mode']}")
+        raise ArgumentError(f"grid_sampler: padding_mode must be 0 (zeros), 1 (border) or 2 (reflection), got "
+                            f"{args['padding_mode']}")
 
 
 def _grid_sampler_meta(input, grid, interpolation_mode, padding_mode, align_corners):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..namespace import F
+from ...schema.errors import ArgumentError
 
 
 # -- attribute helpers ------------------------------------------------------------------------------
@@ -22,15 +23,15 @@ def int_tuple(op_name: str, name: str, value, n: int) -> tuple:
     if len(value) == 1:
         value *= n
     if len(value) != n:
-        raise ValueError(f"{op_name}: expected {name} to be a single integer or a list of {n} integers, "
-                         f"got {name}={list(value)}")
+        raise ArgumentError(f"{op_name}: expected {name} to be a single integer or a list of {n} integers, "
+                            f"got {name}={list(value)}")
     return value
 
 
 def at_least(op_name: str, name: str, values: tuple, low: int) -> tuple:
     if any(v < low for v in values):
         kind = "positive" if low == 1 else "non-negative"
-        raise ValueError(f"{op_name}: {name} must be {kind}, got {name}={values}")
+        raise ArgumentError(f"{op_name}: {name} must be {kind}, got {name}={values}")
     return values
 
 

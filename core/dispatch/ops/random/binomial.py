@@ -7,7 +7,7 @@ Hoermann's transformed rejection with squeeze (BTRS, 1993), whose acceptance tes
 """
 from __future__ import annotations
 
-from ...schema.errors import DtypeError, describe
+from ...schema.errors import ArgumentError, DtypeError, describe
 from ...schema.meta import broadcast_shapes, shape
 from ...schema import Sample, defop
 from ..namespace import F
@@ -37,9 +37,9 @@ def _check(op, args) -> None:
                                                                  F.eq(count, F.floor(count)))),
                                  F.logical_not(F.logical_and(F.ge(prob, 0), F.le(prob, 1))))
     if bad_count:
-        raise ValueError(f"binomial: count must hold finite non-negative whole numbers, got {describe(count)}")
+        raise ArgumentError(f"binomial: count must hold finite non-negative whole numbers, got {describe(count)}")
     if bad_prob:
-        raise ValueError(f"binomial: expects all probabilities in [0, 1], got some outside in {describe(prob)}")
+        raise ArgumentError(f"binomial: expects all probabilities in [0, 1], got some outside in {describe(prob)}")
 
 
 def _binomial(count, prob, generator=None):

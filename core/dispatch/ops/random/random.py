@@ -9,7 +9,7 @@ import math
 
 from ...schema import rules
 from ...schema.dtypes import float32, float64, int64
-from ...schema.errors import DtypeError, ShapeError
+from ...schema.errors import ArgumentError, DtypeError, ShapeError
 from ...schema import Sample, defop
 from ..namespace import F
 
@@ -71,9 +71,9 @@ def _float_only(rt, op, args):
 
 def _check_range(op, args):
     if op.name == "rand_int" and args["low"] >= args["high"]:
-        raise ValueError(f"randint: low ({args['low']}) must be less than high ({args['high']})")
+        raise ArgumentError(f"randint: low ({args['low']}) must be less than high ({args['high']})")
     if op.name == "rand_normal" and args["std"] < 0:
-        raise ValueError(f"normal: std must be non-negative, got {args['std']}")
+        raise ArgumentError(f"normal: std must be non-negative, got {args['std']}")
 
 
 defop(f"rand_uniform(int[] size, float low=0.0, float high=1.0, {_TAIL})", "random", promotion=_float_only,
@@ -162,13 +162,13 @@ def integer_bounds(dtype) -> tuple[int, int]:
 def check_integer_range(name: str, dtype, low: int, high: int) -> None:
     """[low, high) must be non-empty and inside what ``dtype`` holds, as PyTorch checks it."""
     if low >= high:
-        raise ValueError(f"{name}: expects 'from' to be less than 'to', but got from={low} >= to={high}")
+        raise ArgumentError(f"{name}: expects 'from' to be less than 'to', but got from={low} >= to={high}")
     lowest, highest = integer_bounds(dtype)
     if not lowest <= low <= highest:
-        raise ValueError(f"{name}: from={low} is out of bounds for {dtype.name} (which holds {lowest}..{highest})")
+        raise ArgumentError(f"{name}: from={low} is out of bounds for {dtype.name} (which holds {lowest}..{highest})")
     if not lowest <= high - 1 <= highest:
-        raise ValueError(f"{name}: to - 1 = {high - 1} is out of bounds for {dtype.name} "
-                         f"(which holds {lowest}..{highest})")
+        raise ArgumentError(f"{name}: to - 1 = {high - 1} is out of bounds for {dtype.name} "
+                            f"(which holds {lowest}..{highest})")
 
 
 defop(f"randperm(int n, {_TAIL})", "random", kind="composite", promotion=_randperm_promotion,
@@ -246,23 +246,23 @@ def _positive(name: str, param: str, what: str):
     """A check that the attribute ``param`` (PyTorch's messages call it ``what``) is positive."""
     def normalize(op, args):
         if not args[param] > 0:
-            raise ValueError(f"{name}: expects {what} > 0.0, but found {what}={args[param]}")
+            raise ArgumentError(f"{name}: expects {what} > 0.0, but found {what}={args[param]}")
     return normalize
 
 
 def _check_std(op, args):
     if args["std"] < 0:
-        raise ValueError(f"normal_: expects std >= 0.0, but found std={args['std']}")
+        raise ArgumentError(f"normal_: expects std >= 0.0, but found std={args['std']}")
 
 
 def _check_uniform(op, args):
     if args["from"] > args["to"]:
-        raise ValueError(f"uniform_: expects a [from, to) range, but found from={args['from']} > to={args['to']}")
+        raise ArgumentError(f"uniform_: expects a [from, to) range, but found from={args['from']} > to={args['to']}")
 
 
 def _check_geometric(op, args):
     if not 0 < args["p"] < 1:
-        raise ValueError(f"geometric_: expects p to be in (0, 1), but got p={args['p']}")
+        raise ArgumentError(f"geometric_: expects p to be in (0, 1), but got p={args['p']}")
 
 
 def _fill(draw):
@@ -301,7 +301,8 @@ def _fill_samples(*params, required: int = 0):
 def _defill(signature: str, draw, doc: str, dtypes: str = "float", normalize=None, samples=None) -> None:
     defop(f"{signature}, *, Generator? generator=None)", "random", kind="composite", dtypes=dtypes,
           promotion=rules.same, meta=lambda x, *rest: tuple(x.shape),
-          normalize=normalize, composite=_fill(draw), samples=samples, differentiable=False, doc=doc)
+          normalize=normalize, composite=_fill(draw), samples=samples, differentiable=False, doc=doc,
+          torch_keywords={"input": "self"})
 
 
 _defill("normal_(Tensor self, float mean=0.0, float std=1.0", lambda *a, **k: F.rand_normal(*a, **k),
@@ -348,6 +349,7 @@ def _random_samples(make, dtype):
 
 
 defop("random_(Tensor self, int from=0, int? to=None, *, Generator? generator=None)", "random", kind="composite",
+      torch_keywords={"input": "self"},
       promotion=rules.passthrough, normalize=_random_bounds, meta=lambda x, *rest: tuple(x.shape),
       composite=_random_fill, samples=_random_samples, method=False, differentiable=False,
       doc="fills self with integers uniform on [from, to); to defaults to one past the dtype's largest")

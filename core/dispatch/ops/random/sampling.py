@@ -11,7 +11,7 @@ import math
 from ...schema import rules
 from ...schema.binding import float_argument
 from ...schema.dtypes import float32
-from ...schema.errors import DeviceError, DtypeError, ShapeError, describe
+from ...schema.errors import ArgumentError, DeviceError, DtypeError, ShapeError, UnsupportedDtypeError, describe
 from ...schema.meta import broadcast_shapes, shape
 from ...schema.promotion import result_type_of
 from ...schema import Sample, defop
@@ -29,22 +29,22 @@ def _check_multinomial(op, args):
     if weights.ndim not in (1, 2):
         raise ShapeError(f"{where}: prob_dist must be 1 or 2 dim")
     if num_samples <= 0:
-        raise ValueError(f"{where}: cannot sample n_sample <= 0 samples (num_samples={num_samples})")
+        raise ArgumentError(f"{where}: cannot sample n_sample <= 0 samples (num_samples={num_samples})")
     categories = weights.shape[-1]
     if not replacement and num_samples > categories:
-        raise ValueError(f"{where}: cannot sample n_sample > prob_dist.size(-1) samples without replacement "
-                         f"(num_samples={num_samples}, {categories} categories)")
+        raise ArgumentError(f"{where}: cannot sample n_sample > prob_dist.size(-1) samples without replacement "
+                            f"(num_samples={num_samples}, {categories} categories)")
     nonzero = F.sum(F.ne(weights, 0), -1)
     bad, zero_row, too_few = _flags(F.logical_or(F.logical_not(F.isfinite(weights)), F.lt(weights, 0)),
                                     F.eq(F.sum(weights, -1), 0),
                                     F.lt(nonzero, 1 if replacement else num_samples))
     if bad:
-        raise ValueError(f"{where}: probability tensor contains either `inf`, `nan` or element < 0")
+        raise ArgumentError(f"{where}: probability tensor contains either `inf`, `nan` or element < 0")
     if zero_row:
-        raise ValueError(f"{where}: invalid multinomial distribution (sum of probabilities <= 0)")
+        raise ArgumentError(f"{where}: invalid multinomial distribution (sum of probabilities <= 0)")
     if too_few:
-        raise ValueError(f"{where}: invalid multinomial distribution (with replacement=False, not enough "
-                         f"non-zero categories to sample {num_samples})")
+        raise ArgumentError(f"{where}: invalid multinomial distribution (with replacement=False, not enough "
+                            f"non-zero categories to sample {num_samples})")
 
 
 def _multinomial(weights, num_samples, replacement=False, generator=None):
@@ -101,14 +101,14 @@ defop("multinomial(Tensor input, int num_samples, bool replacement=False, *, Gen
 
 def _check_probability(name, p):
     if p is not None and not 0.0 <= p <= 1.0:
-        raise ValueError(f"{name}: expects p to be in [0, 1], but got p={p}")
+        raise ArgumentError(f"{name}: expects p to be in [0, 1], but got p={p}")
 
 
 def _check_probabilities(name, p) -> None:
     """Probabilities given as a tensor: every one in [0, 1] (NaN included in the refusal)."""
     outside, = _flags(F.logical_not(F.logical_and(F.ge(p, 0), F.le(p, 1))))
     if outside:
-        raise ValueError(f"{name}: expects all probabilities in [0, 1], got some outside in {describe(p)}")
+        raise ArgumentError(f"{name}: expects all probabilities in [0, 1], got some outside in {describe(p)}")
 
 
 def _hits(probability, size, generator, device):
@@ -124,14 +124,23 @@ def _bernoulli(x, p=None, generator=None):
 
 
 def _bernoulli_samples(make, dtype):
-    yield Sample((make((3, 4), low=0, high=1),), note="probabilities from the input")
+    if dtype.is_floating_point:
+        yield Sample((make((3, 4), low=0, high=1),), note="probabilities from the input")
     yield Sample((make((4000,)), 0.3), note="many draws with p=0.3")
     yield Sample((make(()), 1.0), note="0-d, p=1")
 
 
+def _bernoulli_normalize(op, args) -> None:
+    """With p, any dtype holds the draws (PyTorch's too); without, input holds the probabilities: floats."""
+    if args["p"] is None and not args["input"].dtype.is_floating_point:
+        raise UnsupportedDtypeError(f"bernoulli: probabilities in input must be floating, got "
+                                    f"{describe(args['input'])}; pass p= to draw into this dtype")
+    _check_probability("bernoulli", args["p"])
+
+
 defop("bernoulli(Tensor input, float? p=None, *, Generator? generator=None)", "random", kind="composite",
-      samples=_bernoulli_samples, normalize=lambda op, args: _check_probability("bernoulli", args["p"]),
-      promotion=rules.same, dtypes="float", meta=lambda x, *rest: tuple(x.shape), composite=_bernoulli,
+      samples=_bernoulli_samples, normalize=_bernoulli_normalize, promotion=rules.same, dtypes="all",
+      meta=lambda x, *rest: tuple(x.shape), composite=_bernoulli,
       differentiable=False, doc="1 with probability input (or p), else 0")
 
 
@@ -160,6 +169,7 @@ def _bernoulli_fill_samples(make, dtype):
 
 
 defop("bernoulli_(Index self, Any p=0.5, *, Generator? generator=None)", "random", kind="composite",
+      torch_keywords={"input": "self"},
       promotion=lambda rt, op, args: (None, args["self"].dtype), normalize=_check_bernoulli_fill,
       meta=lambda x, *rest: tuple(x.shape),
       composite=_bernoulli_fill, samples=_bernoulli_fill_samples, differentiable=False,
@@ -178,7 +188,7 @@ def _check_std(op, args):
     else:
         negative = std < 0
     if negative:
-        raise ValueError(f"normal: expects all elements of std >= 0.0, got std {describe(std)}")
+        raise ArgumentError(f"normal: expects all elements of std >= 0.0, got std {describe(std)}")
 
 
 def _float_parameters(rt, op, args):
@@ -224,8 +234,8 @@ def _check_rates(op, args):
     rates = args["input"]
     invalid, = _flags(F.logical_not(F.logical_and(F.ge(rates, 0), F.isfinite(rates))))
     if invalid:
-        raise ValueError(f"poisson: invalid Poisson rate in {describe(rates)}: expected every rate to be "
-                         f"finite and non-negative")
+        raise ArgumentError(f"poisson: invalid Poisson rate in {describe(rates)}: expected every rate to be "
+                            f"finite and non-negative")
 
 
 def _poisson(rates, generator=None):

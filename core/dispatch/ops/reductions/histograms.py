@@ -13,8 +13,8 @@ import numpy as np
 
 from ...schema import rules
 from ...schema.dtypes import float32, float64, int32, int64
-from ...schema.binding import tensor_argument
-from ...schema.errors import DtypeError, ShapeError, describe
+from ...schema.binding import int_argument, tensor_argument
+from ...schema.errors import ArgumentError, DtypeError, ShapeError, describe
 from ...schema.meta import shape
 from ...schema.promotion import result_type_of
 from ...schema import Sample, defop
@@ -32,9 +32,10 @@ def _side_is_right(op_name: str, right: bool, side) -> bool:
     if side is None:
         return right
     if side not in ("left", "right"):
-        raise ValueError(f"{op_name}: side can only be 'left' or 'right', got {side!r}")
+        raise ArgumentError(f"{op_name}: side can only be 'left' or 'right', got {side!r}")
     if right and side == "left":
-        raise ValueError(f"{op_name}: side and right can't be set to opposites, got side of left while right was True")
+        raise ArgumentError(f"{op_name}: side and right can't be set to opposites, got side of left while right "
+                            f"was True")
     return side == "right"
 
 
@@ -129,6 +130,7 @@ def _searchsorted_samples(make, dtype):
 
 defop("searchsorted(Tensor sorted_sequence, Tensor values, *, bool out_int32=False, bool right=False, str? side=None, "
       "Index? sorter=None)", "indexing", kind="composite", promotion=_indices_promotion, dtypes="numeric",
+      torch_keywords={"input": "values"},
       meta=lambda b, v, *rest: shape(v), normalize=_searchsorted_normalize, composite=_searchsorted,
       reference=_searchsorted_reference, samples=_searchsorted_samples, differentiable=False, method=False,
       doc="where each value would go in the sorted innermost dim of sorted_sequence to keep it sorted")
@@ -177,10 +179,10 @@ def _bincount_normalize(op, args) -> None:
         raise ShapeError(f"bincount: weights should be 1-d and have the same length as input, got {describe(x)} "
                          f"and {describe(weights)}")
     if args["minlength"] < 0:
-        raise ValueError(f"bincount: minlength should be >= 0, got {args['minlength']}")
+        raise ArgumentError(f"bincount: minlength should be >= 0, got {args['minlength']}")
     if x.numel() and F.amin(x).item() < 0:
-        raise ValueError(f"bincount: only supports 1-d non-negative integral inputs, got negative values in "
-                         f"{describe(x)}")
+        raise ArgumentError(f"bincount: only supports 1-d non-negative integral inputs, got negative values in "
+                            f"{describe(x)}")
 
 
 def _bincount(input, weights=None, minlength=0):
@@ -223,9 +225,9 @@ def _outer_edges(op_name: str, x, low, high) -> tuple[float, float]:
         else:
             low, high = 0.0, 0.0
     if not (math.isfinite(low) and math.isfinite(high)):
-        raise ValueError(f"{op_name}: range of [{low}, {high}] is not finite ({describe(x)})")
+        raise ArgumentError(f"{op_name}: range of [{low}, {high}] is not finite ({describe(x)})")
     if low > high:
-        raise ValueError(f"{op_name}: max must be larger than min, got range [{low}, {high}] ({describe(x)})")
+        raise ArgumentError(f"{op_name}: max must be larger than min, got range [{low}, {high}] ({describe(x)})")
     return low, high
 
 
@@ -264,7 +266,7 @@ def _as_density(hist, edges: list):
 
 def _histc_normalize(op, args) -> None:
     if args["bins"] <= 0:
-        raise ValueError(f"histc: bins must be > 0, got {args['bins']}")
+        raise ArgumentError(f"histc: bins must be > 0, got {args['bins']}")
 
 
 def _histc(input, bins=100, min=0, max=0):
@@ -310,7 +312,7 @@ def _bin_edges(op_name: str, x, bins, low_high, dtype):
                              f"{describe(bins)}")
         return bins if bins.dtype is dtype else F.to_dtype(bins, dtype)
     if not isinstance(bins, int) or isinstance(bins, bool) or bins <= 0:
-        raise ValueError(f"{op_name}: bins must be a positive int or a 1-D tensor of edges, got {bins!r}")
+        raise ArgumentError(f"{op_name}: bins must be a positive int or a 1-D tensor of edges, got {bins!r}")
     if low_high is None and not x.numel():
         low, high = 0.0, 1.0
     else:
@@ -324,7 +326,7 @@ def _range_pair(op_name: str, range_):
     if range_ is None:
         return None
     if not isinstance(range_, (list, tuple)) or len(range_) != 2:
-        raise ValueError(f"{op_name}: range must be a pair (min, max), got {range_!r}")
+        raise ArgumentError(f"{op_name}: range must be a pair (min, max), got {range_!r}")
     return float(range_[0]), float(range_[1])
 
 
@@ -339,18 +341,18 @@ def _histogram_normalize(op, args) -> None:
                          f"{describe(bins)}")
 
 
-def _histogram_meta(x, bins, range_=None, weight=None, density=False):
+def _histogram_meta(x, bins=100, range_=None, weight=None, density=False):
     count = shape(bins)[0] - 1 if _is_tensor(bins) and shape(bins) else bins
     return (count,), (count + 1,)
 
 
-def _histogram(input, bins, range_=None, weight=None, density=False):
+def _histogram(input, bins=100, range_=None, weight=None, density=False):
     edges = _bin_edges("histogram", input, bins, _range_pair("histogram", range_), input.dtype)
     hist = bin_counts(F.reshape(input, (-1, 1)), [edges], None if weight is None else F.reshape(weight, (-1,)))
     return (_as_density(hist, [edges]) if density else hist), edges
 
 
-def _histogram_reference(x, bins, range=None, weight=None, density=False):  # noqa: A002 (PyTorch's name)
+def _histogram_reference(x, bins=100, range=None, weight=None, density=False):  # noqa: A002 (PyTorch's name)
     hist, edges = np.histogram(x, bins, range, density=density, weights=weight)
     return hist.astype(x.dtype), edges.astype(x.dtype)
 
@@ -362,7 +364,7 @@ def _histogram_samples(make, dtype):
     yield Sample((make((12,)), F.sort(make((4,))).values), {"density": True}, note="given edges, density")
 
 
-defop("histogram(Tensor input, Any bins, *, Any range=None, Tensor? weight=None, bool density=False)", "indexing",
+defop("histogram(Tensor input, Any bins=100, *, Any range=None, Tensor? weight=None, bool density=False)", "indexing",
       kind="composite", promotion=lambda rt, op, args: (rt, (rt, rt)), dtypes="float", meta=_histogram_meta,
       normalize=_histogram_normalize, composite=_histogram, reference=_histogram_reference,
       onnx=histogram_onnx,
@@ -408,20 +410,26 @@ defop("_histogramdd_from_bin_tensors(Tensor input, Tensor[] bin_edges, *, Tensor
 histogramdd_result = namedtuple("histogramdd", ("hist", "bin_edges"))
 
 
-def histogramdd(input, bins=None, *, range=None, weight=None, density: bool = False):  # noqa: A002 (PyTorch's name)
+def histogramdd(input, bins=None, range=None, weight=None, density: bool = False):  # noqa: A002 (PyTorch's name)
     """torch.histogramdd: the D-dim histogram of the points in input's last dim. ``bins``: one int for every dim,
     an int per dim, or a 1-D tensor of edges per dim; ``range``: (min0, max0, min1, max1, ...)."""
-    if not _is_tensor(input) or input.ndim < 2:
+    tensor_argument("histogramdd", "input", input, position=1)
+    if input.ndim < 2:
         raise ShapeError(f"histogramdd: input should have at least 2 dimensions, got {describe(input)}")
     dims = input.shape[-1]
     if bins is None:
         raise TypeError("histogramdd() missing required argument 'bins'")
     per_dim = list(bins) if isinstance(bins, (list, tuple)) else [bins] * dims
+    for i, b in enumerate(per_dim):  # ints (NumPy's too) or tensors of edges, as PyTorch's overloads take
+        if _is_tensor(b) and b.ndim == 0:
+            b = b.item()
+        if not _is_tensor(b):
+            per_dim[i] = int_argument("histogramdd", "bins", b, position=2)
     if len(per_dim) != dims:
-        raise ValueError(f"histogramdd: expected {dims} bin specifications (one per dim of the points), got "
-                         f"{len(per_dim)}")
+        raise ArgumentError(f"histogramdd: expected {dims} bin specifications (one per dim of the points), got "
+                            f"{len(per_dim)}")
     if range is not None and len(range) != 2 * dims:
-        raise ValueError(f"histogramdd: range should have {2 * dims} elements (min and max per dim), got {range!r}")
+        raise ArgumentError(f"histogramdd: range should have {2 * dims} elements (min and max per dim), got {range!r}")
     points = F.reshape(input, (-1, dims))
     edges = [_bin_edges("histogramdd", F.select(points, 1, d), b,
                         None if range is None else (float(range[2 * d]), float(range[2 * d + 1])), input.dtype)

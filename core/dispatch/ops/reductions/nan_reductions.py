@@ -98,7 +98,7 @@ def _declare_with_mean(op_name: str, spread_reference) -> None:
         return (spread_reference(_var_reference(x, dim, correction, keepdim)),
                 np.mean(x, axis=_np_axis(x, dim), keepdims=keepdim))
 
-    defop(f"{op_name}(Tensor input, dim[]? dim=None, *, int correction=1, bool keepdim=False)", "reduction",
+    defop(f"{op_name}(Tensor input, dim[]? dim=None, *, Scalar correction=1, bool keepdim=False)", "reduction",
           kind="composite", promotion=lambda rt, op, args: (rt, (rt, rt)), dtypes="float", outputs=(name, "mean"),
           meta=_moments_meta(op_name), composite=composite, reference=reference,
           doc=f"({name}, mean) over dim")

@@ -8,7 +8,7 @@ import numpy as np
 
 from ...schema import rules
 from ...schema.dtypes import int64
-from ...schema.errors import DtypeError, ShapeError
+from ...schema.errors import ArgumentError, DtypeError, ShapeError
 from ...schema.meta import describe, reduced, shape
 from ...schema import Sample, defop
 from ..namespace import F
@@ -30,8 +30,8 @@ def _quantile_normalize(op, args):
     if 0 in shape(x):
         raise ShapeError(f"{name}() input tensor must be non-empty ({describe(x)})")
     if args["interpolation"] not in INTERPOLATIONS:
-        raise ValueError(f"{name}() interpolation must be one of {', '.join(INTERPOLATIONS)}. "
-                         f"Got '{args['interpolation']}'")
+        raise ArgumentError(f"{name}() interpolation must be one of {', '.join(INTERPOLATIONS)}. "
+                            f"Got '{args['interpolation']}'")
     if is_tensor(q):
         if q.ndim > 1:
             raise ShapeError(f"{name}() q must be a scalar or 1D tensor, got q of shape {tuple(q.shape)}")
@@ -39,9 +39,9 @@ def _quantile_normalize(op, args):
             raise DtypeError(f"{name}() q tensor must be same dtype as the input tensor, got q {q.dtype.name} "
                              f"and input {x.dtype.name}")
         if q.numel() and not bool(F.all(F.logical_and(F.ge(q, 0), F.le(q, 1)))):
-            raise ValueError(f"{name}() q values must be in the range [0, 1]")
+            raise ArgumentError(f"{name}() q values must be in the range [0, 1]")
     elif not 0 <= q <= 1:
-        raise ValueError(f"{name}() q must be in the range [0, 1] but got {q}")
+        raise ArgumentError(f"{name}() q must be in the range [0, 1] but got {q}")
 
 
 def _quantile_meta(x, q, dim=None, keepdim=False, interpolation="linear"):

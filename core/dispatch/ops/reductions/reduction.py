@@ -1,13 +1,15 @@
 """Reductions and scans. ``dim=None`` reduces everything; dims are wrapped by the dispatcher."""
 from __future__ import annotations
 
+from numbers import Number
+
 import math
 
 import numpy as np
 
 from ...schema import rules
 from ...schema.dtypes import get_default_dtype, int32, int64, uint8
-from ...schema.errors import ShapeError
+from ...schema.errors import ArgumentError, ShapeError
 from ...schema.meta import shape
 from ...schema import FLOAT32_ON_CUDA, Sample, defop
 from ..namespace import F
@@ -190,12 +192,22 @@ defop("prod(Tensor input, dim? dim=None, bool keepdim=False, *, dtype? dtype=Non
       promotion=rules.accumulate, meta=_reduce_meta("prod"), reference=_np_reduce(np.prod),
       derivative=_prod_derivative, samples=_accumulate_samples, autocast="float32",
       onnx=_reduce_onnx("ReduceProd"))
+
+
+def _empty_dims_mean_all(op, args) -> None:
+    """amax/amin: ``dim=[]`` (PyTorch's declared default) reduces every dim."""
+    if args["dim"] == ():
+        args["dim"] = None
+
+
 defop("amax(Tensor input, dim[]? dim=None, bool keepdim=False)", "reduction", promotion=rules.same,
-      meta=_reduce_meta("amax", needs_elements=True), reference=_np_reduce(np.max), doc="NaN propagates",
+      normalize=_empty_dims_mean_all, meta=_reduce_meta("amax", needs_elements=True),
+      reference=_np_reduce(np.max), doc="NaN propagates",
       onnx=_reduce_onnx("ReduceMax", propagate_nan=True),
       derivative=_extremum_derivative)
 defop("amin(Tensor input, dim[]? dim=None, bool keepdim=False)", "reduction", promotion=rules.same,
-      meta=_reduce_meta("amin", needs_elements=True), reference=_np_reduce(np.min), doc="NaN propagates",
+      normalize=_empty_dims_mean_all, meta=_reduce_meta("amin", needs_elements=True),
+      reference=_np_reduce(np.min), doc="NaN propagates",
       onnx=_reduce_onnx("ReduceMin", propagate_nan=True),
       derivative=_extremum_derivative)
 
@@ -324,10 +336,10 @@ def _std(x, dim=None, correction=1, keepdim=False):
     return F.sqrt(_var(x, dim, correction, keepdim))
 
 
-defop("var(Tensor input, dim[]? dim=None, *, int correction=1, bool keepdim=False)", "reduction",
+defop("var(Tensor input, dim[]? dim=None, *, Scalar correction=1, bool keepdim=False)", "reduction",
       kind="composite", promotion=rules.same, dtypes="float", meta=_moment_meta("var"), composite=_var,
       reference=_var_reference, samples=_large_samples(1, magnitude=200.0), doc="Bessel-corrected by default (correction=1)")
-defop("std(Tensor input, dim[]? dim=None, *, int correction=1, bool keepdim=False)", "reduction",
+defop("std(Tensor input, dim[]? dim=None, *, Scalar correction=1, bool keepdim=False)", "reduction",
       kind="composite", promotion=rules.same, dtypes="float", meta=_moment_meta("std"),
       composite=_std, samples=_large_samples(1),
       reference=lambda x, dim=None, correction=1, keepdim=False: np.sqrt(_var_reference(x, dim, correction,
@@ -444,8 +456,12 @@ def _norm_of(x, p, dim, keepdim):
 
 def _norm_check(op, args):
     p = args["p"]
+    if hasattr(p, "_data") and p.numel() == 1 or isinstance(p, Number) and hasattr(p, "item"):
+        p = args["p"] = p.item()  # a 0-d tensor or a NumPy scalar: its number, as PyTorch's Scalar
+    elif p is None:
+        p = args["p"] = "fro"  # PyTorch's default: the 2-norm of the elements
     if not (p == "fro" or (isinstance(p, (int, float)) and not isinstance(p, bool))):
-        raise ValueError(f"norm: p must be a number or 'fro', got {p!r}")
+        raise ArgumentError(f"norm: p must be a number or 'fro', got {p!r}")
 
 
 def _norm_reference(x, p="fro", dim=None, keepdim=False, dtype=None):
@@ -499,7 +515,8 @@ def _norm_meta(x, p="fro", dim=None, keepdim=False, dtype=None):
 
 defop("norm(Tensor input, Any p='fro', dim[]? dim=None, bool keepdim=False, *, dtype? dtype=None)",
       "reduction", kind="composite", promotion=rules.float_or_requested, dtypes="float", meta=_norm_meta,
-      normalize=_norm_check, composite=_norm, reference=_norm_reference, derivative=_norm_derivative,
+      numpy_keywords=False, normalize=_norm_check, composite=_norm, reference=_norm_reference,
+      derivative=_norm_derivative,
       samples=_norms_samples,
       autocast=FLOAT32_ON_CUDA,
       doc="vector p-norm over dim (all elements by default); 'fro' is the 2-norm")

@@ -2,6 +2,8 @@
 gradient. Composites of reductions, matmul and slicing, differentiated through their parts."""
 from __future__ import annotations
 
+from numbers import Number
+
 import math
 
 import numpy as np
@@ -9,7 +11,7 @@ import numpy as np
 from ...schema import rules
 from ...schema.binding import wrap_dim
 from ...schema.dtypes import float32, get_default_dtype, int64
-from ...schema.errors import ShapeError, describe
+from ...schema.errors import ArgumentError, ShapeError, describe
 from ...schema.meta import broadcast_shapes, shape
 from ...schema.promotion import promote_types
 from ...schema import Sample, defop
@@ -41,10 +43,10 @@ def _cdist_normalize(op, args) -> None:
         raise ShapeError(f"cdist: x1 and x2 must have the same number of columns, got {describe(x1)} and "
                          f"{describe(x2)}")
     if not p >= 0:
-        raise ValueError(f"cdist: only supports non-negative p values, got p={p}")
+        raise ArgumentError(f"cdist: only supports non-negative p values, got p={p}")
     if args["compute_mode"] not in _COMPUTE_MODES:
-        raise ValueError(f"cdist: {args['compute_mode']!r} is not a valid value for compute_mode "
-                         f"(one of {', '.join(_COMPUTE_MODES)})")
+        raise ArgumentError(f"cdist: {args['compute_mode']!r} is not a valid value for compute_mode "
+                            f"(one of {', '.join(_COMPUTE_MODES)})")
 
 
 def _cdist_meta(x1, x2, p=2.0, compute_mode=_COMPUTE_MODES[0]):
@@ -114,7 +116,7 @@ def _cov_meta(x, correction=1, fweights=None, aweights=None):
 
 def _nonnegative(name: str, w) -> None:
     if w.numel() and F.amin(w).item() < 0:
-        raise ValueError(f"cov: {name} cannot be negative ({describe(w)})")
+        raise ArgumentError(f"cov: {name} cannot be negative ({describe(w)})")
 
 
 def _cov(x, correction=1, fweights=None, aweights=None):
@@ -239,13 +241,22 @@ def _cumulative_trapezoid(y, x=None, dx=None, dim=-1):
     return F.cumsum(_interval_areas(y, x, dx, dim), dim)
 
 
+def _check_points(name: str, y, x, dim: int) -> None:
+    """A 0-d x has no spacings: as PyTorch, it serves only where y has one sample along dim (no intervals)."""
+    if x is not None and not shape(x) and shape(y) and shape(y)[dim] > 1:
+        raise ShapeError(f"{name}: the sample points x must have at least one dim, got {describe(x)} for "
+                         f"{describe(y)}")
+
+
 def _trapezoid_meta(y, x=None, dx=None, dim=-1):
+    _check_points("trapezoid", y, x, dim)
     out = shape(y)[:dim] + shape(y)[dim + 1:]
     return broadcast_shapes("trapezoid", out, shape(x)[:dim] + shape(x)[dim + 1:]) if x is not None and \
         len(shape(x)) > 1 else out
 
 
 def _cumulative_meta(y, x=None, dx=None, dim=-1):
+    _check_points("cumulative_trapezoid", y, x, dim)
     out = list(broadcast_shapes("cumulative_trapezoid", shape(y), shape(x)) if x is not None and len(shape(x)) > 1
                else shape(y))
     out[dim] = max(out[dim] - 1, 0)
@@ -289,16 +300,25 @@ def _gradient_dims(x, dim) -> list:
     dims = list(range(ndim)) if dim is None else [dim] if isinstance(dim, int) else list(dim)
     wrapped = [wrap_dim("gradient", d, ndim, x) for d in dims]
     if len(set(wrapped)) != len(wrapped):
-        raise ValueError(f"gradient: dim {dim} repeats a dimension")
+        raise ArgumentError(f"gradient: dim {dim} repeats a dimension")
     return wrapped
+
+
+def _as_spacing(h):
+    """A spacing as the composite takes it: None is 1, a NumPy scalar or a 0-d tensor its number."""
+    if h is None:
+        return 1
+    if hasattr(h, "_data"):
+        return h.item() if not shape(h) else h
+    return h.item() if isinstance(h, Number) and hasattr(h, "item") else h
 
 
 def _gradient_spacings(x, spacing, dims) -> list:
     """One spacing per dim: a number, or a 1-D tensor of coordinates as long as that dim."""
     if isinstance(spacing, (list, tuple)):
         if len(spacing) != len(dims):
-            raise ValueError(f"gradient: expected spacing to be unspecified, a scalar or a list of length "
-                             f"{len(dims)} (one per dim), got a list of length {len(spacing)}")
+            raise ArgumentError(f"gradient: expected spacing to be unspecified, a scalar or a list of length "
+                                f"{len(dims)} (one per dim), got a list of length {len(spacing)}")
         spacings = list(spacing)
     else:
         spacings = [spacing] * len(dims)
@@ -316,12 +336,14 @@ def _gradient_spacings(x, spacing, dims) -> list:
 def _gradient_normalize(op, args) -> None:
     x, edge_order = args["input"], args["edge_order"]
     if edge_order not in (1, 2):
-        raise ValueError(f"gradient: only supports edge_order=1 and edge_order=2, got {edge_order}")
+        raise ArgumentError(f"gradient: only supports edge_order=1 and edge_order=2, got {edge_order}")
     dims = _gradient_dims(x, args["dim"])
     for d in dims:
         if shape(x)[d] < edge_order + 1:
             raise ShapeError(f"gradient: expected each dimension size to be at least edge_order+1 "
                              f"({edge_order + 1}), got {describe(x)} along dim {d}")
+    spacing = args["spacing"]
+    args["spacing"] = [_as_spacing(h) for h in spacing] if isinstance(spacing, (list, tuple)) else _as_spacing(spacing)
     _gradient_spacings(x, args["spacing"], dims)
 
 

@@ -264,6 +264,7 @@ def _fill_diagonal_samples(make, dtype):
 
 
 defop("fill_diagonal_(Tensor self, Scalar fill_value, bool wrap=False)", "indexing", kind="composite",
+      torch_keywords={"input": "self"},
       promotion=rules.passthrough, normalize=_fill_diagonal_normalize, meta=lambda x, *rest: shape(x),
       mutates=True, composite=_fill_diagonal, reference=_fill_diagonal_reference, samples=_fill_diagonal_samples,
       doc="writes fill_value (cast to self's dtype) on the main diagonal, in place; beyond 2 dims all dims have "

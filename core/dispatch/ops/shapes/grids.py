@@ -8,7 +8,7 @@ import numpy as np
 
 from ...schema import rules
 from ...schema.dtypes import int64
-from ...schema.errors import DtypeError, ShapeError, describe
+from ...schema.errors import ArgumentError, DtypeError, ShapeError, describe
 from ...schema.meta import broadcast_shapes as _broadcast, shape
 from ...schema.promotion import result_type_of
 from ...schema import Sample, defop
@@ -42,9 +42,9 @@ def _grid_position(k: int, count: int, indexing: str) -> int:
 def _meshgrid_normalize(op, args) -> None:
     tensors, indexing = args["tensors"], args["indexing"]
     if not tensors:
-        raise ValueError("meshgrid: expects a non-empty list of tensors")
+        raise ArgumentError("meshgrid: expects a non-empty list of tensors")
     if indexing not in (None, "ij", "xy"):
-        raise ValueError(f"meshgrid: indexing must be 'ij' or 'xy', got {indexing!r}")
+        raise ArgumentError(f"meshgrid: indexing must be 'ij' or 'xy', got {indexing!r}")
     for t in tensors:
         if len(shape(t)) > 1:
             raise ShapeError(f"meshgrid: expects 0D or 1D tensors, got {describe(t)}")
@@ -134,6 +134,7 @@ def _broadcast_to_samples(make, dtype):
 
 
 defop("broadcast_to(Tensor input, int[] shape)", "view", kind="composite", promotion=rules.passthrough,
+      torch_keywords={"size": "shape"},
       meta=_broadcast_to_meta, composite=lambda x, size: F.expand(x, size), samples=_broadcast_to_samples,
       reference=lambda x, size: np.broadcast_to(x, _broadcast_to_meta(_Shaped(x.shape), size)), view=True,
       doc="input expanded to size by broadcasting, as a view")
@@ -157,7 +158,7 @@ def broadcast_shapes(*shapes) -> tuple:
         else:
             raise TypeError(f"broadcast_shapes: expects shapes (tuples or lists of ints, or ints), got {s!r}")
         if any(n < 0 for n in as_tuples[-1]):
-            raise ValueError(f"broadcast_shapes: trying to create a tensor with negative dimension: {s!r}")
+            raise ArgumentError(f"broadcast_shapes: trying to create a tensor with negative dimension: {s!r}")
     return _broadcast("broadcast_shapes", *as_tuples)
 
 
@@ -172,7 +173,7 @@ def _vectors(op_name: str, tensors) -> None:
 def _cartesian_prod_normalize(op, args) -> None:
     tensors = args["tensors"]
     if not tensors:
-        raise ValueError("cartesian_prod: expects a non-empty list of tensors")
+        raise ArgumentError("cartesian_prod: expects a non-empty list of tensors")
     _vectors("cartesian_prod", tensors)
     _one_dtype("cartesian_prod", tensors)
 
@@ -216,7 +217,7 @@ def cartesian_prod(*tensors):
 def _combinations_normalize(op, args) -> None:
     _vectors("combinations", [args["input"]])
     if args["r"] < 0:
-        raise ValueError(f"combinations: expects a non-negative r, got {args['r']}")
+        raise ArgumentError(f"combinations: expects a non-negative r, got {args['r']}")
 
 
 def _combination_count(n: int, r: int, with_replacement: bool) -> int:
@@ -322,7 +323,7 @@ def _vander_normalize(op, args) -> None:
     if len(shape(x)) != 1:
         raise ShapeError(f"vander: x must be a one-dimensional tensor, got {describe(x)}")
     if n is not None and n < 0:
-        raise ValueError(f"vander: N must be non-negative, got {n}")
+        raise ArgumentError(f"vander: N must be non-negative, got {n}")
 
 
 def _vander_meta(x, N=None, increasing=False):
@@ -368,7 +369,7 @@ def _triangle_indices(name: str, keep_row):
 
     def normalize(op, args):
         if args["row"] < 0 or args["col"] < 0:
-            raise ValueError(f"{name}: row and col must be non-negative, got {args['row']} and {args['col']}")
+            raise ArgumentError(f"{name}: row and col must be non-negative, got {args['row']} and {args['col']}")
 
     def meta(row, col, offset=0, dtype=None, device=None):
         return (2, count(row, col, offset))
@@ -388,7 +389,7 @@ def _triangle_indices(name: str, keep_row):
         yield Sample((3, 3, 2), {"dtype": dtype}, note="above the diagonal")
         yield Sample((0, 3), {"dtype": dtype}, note="no rows")
 
-    return dict(kind="composite", promotion=rules.integer_creation, dtypes="numeric", meta=meta,
+    return dict(kind="composite", promotion=rules.integer_creation, dtypes="int", meta=meta,
                 normalize=normalize, composite=composite, reference=reference, samples=samples, method=False)
 
 

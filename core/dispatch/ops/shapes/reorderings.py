@@ -6,7 +6,7 @@ import numpy as np
 from ...schema import rules
 from ...execution.dispatcher import wrap_dim
 from ...schema.dtypes import bool_
-from ...schema.errors import OutOfRangeError, describe
+from ...schema.errors import ArgumentError, OutOfRangeError, describe
 from ...schema.meta import require, shape
 from ...schema import Sample, defop
 from ..namespace import F
@@ -23,7 +23,7 @@ def _wrap_dims(op_name: str, dims, ndim: int) -> tuple:
 def _flip_normalize(op, args):
     dims = _wrap_dims("flip", args["dims"], len(shape(args["input"])))
     if len(set(dims)) != len(dims):
-        raise ValueError(f"flip: dims {args['dims']} name a dimension more than once")
+        raise ArgumentError(f"flip: dims {args['dims']} name a dimension more than once")
     args["dims"] = dims
 
 
@@ -60,6 +60,8 @@ defop("flip(Tensor input, int[] dims)", "indexing", kind="composite", promotion=
 
 def _roll_normalize(op, args):
     x, shifts, dims = args["input"], args["shifts"], args["dims"]
+    if dims is not None and len(dims) == 0:  # no dims: the flattened tensor, as dims=None (PyTorch's reading)
+        dims = args["dims"] = None
     if dims is None:
         require(len(shifts) == 1, "roll", f"without dims, shifts must be one number, got {shifts}", x)
         return
@@ -138,7 +140,7 @@ def _diff_normalize(op, args):
     x, n, dim, prepend, append = args["input"], args["n"], args["dim"], args["prepend"], args["append"]
     require(len(shape(x)) >= 1, "diff", "input must have at least one dimension", x)
     if n < 0:
-        raise ValueError(f"diff: n must be non-negative, got {n}")
+        raise ArgumentError(f"diff: n must be non-negative, got {n}")
     for name, extra in (("prepend", prepend), ("append", append)):
         if extra is None:
             continue

@@ -14,7 +14,7 @@ from ...schema import rules
 from ...schema.binding import int_argument
 from ...execution.dispatcher import note_value_read, wrap_dim
 from ...schema.dtypes import int64
-from ...schema.errors import DtypeError, OutOfRangeError, ShapeError, describe
+from ...schema.errors import ArgumentError, DtypeError, OutOfRangeError, ShapeError, describe
 from ...schema.meta import numel, require, shape
 from ...schema import Sample, defop
 from ..namespace import F
@@ -29,8 +29,8 @@ def _is_tensor(value) -> bool:
 def _moved_order(op_name: str, ndim: int, source: tuple, destination: tuple) -> tuple:
     """The permutation that puts each dim of ``source`` at the matching place of ``destination``."""
     if len(source) != len(destination):
-        raise ValueError(f"{op_name}: Invalid source or destination dims: source ({list(source)} dims) should "
-                         f"contain the same number of dims as destination ({list(destination)} dims)")
+        raise ArgumentError(f"{op_name}: Invalid source or destination dims: source ({list(source)} dims) should "
+                            f"contain the same number of dims as destination ({list(destination)} dims)")
     if not ndim:  # a 0-d tensor: dims 0 and -1 name its one (absent) dim
         return ()
     order = [-1] * ndim
@@ -110,7 +110,7 @@ def _tile_reps(in_shape: tuple, dims: tuple) -> tuple:
 
 def _tile_normalize(op, args):
     if any(d < 0 for d in args["dims"]):
-        raise ValueError(f"tile: dims must be non-negative, got {args['dims']}")
+        raise ArgumentError(f"tile: dims must be non-negative, got {args['dims']}")
 
 
 def _tile_meta(x, dims):
@@ -138,13 +138,13 @@ def _rot90_normalize(op, args):
     x, dims = args["input"], args["dims"]
     ndim = len(shape(x))
     if len(dims) != 2:
-        raise ValueError(f"rot90: expected total rotation dims == 2, but got dims = {len(dims)}")
+        raise ArgumentError(f"rot90: expected total rotation dims == 2, but got dims = {len(dims)}")
     if ndim < 2:
         raise ShapeError(f"rot90: expected total dims >= 2, but got total dims = {ndim} ({describe(x)})")
     wrapped = tuple(wrap_dim("rot90", d, ndim) for d in dims)
     if wrapped[0] == wrapped[1]:
-        raise ValueError(f"rot90: expected rotation dims to be different, but got dim0 = {dims[0]} and "
-                         f"dim1 = {dims[1]}")
+        raise ArgumentError(f"rot90: expected rotation dims to be different, but got dim0 = {dims[0]} and "
+                            f"dim1 = {dims[1]}")
     args["dims"] = wrapped
 
 
@@ -244,7 +244,7 @@ _STACKS = {
 
 def _stack_plan(name: str, shapes: list) -> tuple:
     if not shapes:
-        raise ValueError(f"{name}: expects a non-empty list of tensors")
+        raise ArgumentError(f"{name}: expects a non-empty list of tensors")
     shaped_as, along = _STACKS[name]
     pieces = [shaped_as(s) for s in shapes]
     dim = along(len(pieces[0]))
@@ -292,7 +292,7 @@ def _split_points(op_name: str, length: int, indices_or_sections) -> list:
     if isinstance(indices_or_sections, int):
         sections = indices_or_sections
         if sections <= 0:
-            raise ValueError(f"{op_name}: number of sections must be larger than 0, got {sections}")
+            raise ArgumentError(f"{op_name}: number of sections must be larger than 0, got {sections}")
         small, extra = divmod(length, sections)
         ends = [(i + 1) * small + min(i + 1, extra) for i in range(sections)]
         return list(zip([0] + ends[:-1], ends))
@@ -344,6 +344,8 @@ def _tensor_split_samples(make, dtype):
 
 
 defop("tensor_split(Tensor input, Any indices_or_sections, dim dim=0)", "view", kind="composite",
+      torch_keywords={"sections": "indices_or_sections", "indices": "indices_or_sections",
+                      "tensor_indices_or_sections": "indices_or_sections"},
       promotion=rules.passthrough, normalize=_tensor_split_normalize, outputs=("*",),
       meta=lambda x, split, dim=0: _piece_shapes(shape(x), _split_points("tensor_split", shape(x)[dim], split), dim),
       composite=_tensor_split, samples=_tensor_split_samples,
@@ -394,7 +396,7 @@ def _declare_directional_split(signature: str, min_ndim: int, along):
             raise ShapeError(f"torch.{name} attempted to split along dimension {dim}, but the size of the dimension "
                              f"{in_shape[dim]} is not divisible by the split_size {value}!")
         if isinstance(value, int) and value <= 0:
-            raise ValueError(f"{name}: the number of sections must be positive, got {value}")
+            raise ArgumentError(f"{name}: the number of sections must be positive, got {value}")
         return _split_points(name, in_shape[dim], value), dim
 
     def composite(x, indices_or_sections):
@@ -416,6 +418,7 @@ def _declare_directional_split(signature: str, min_ndim: int, along):
 
     defop(signature, "view", kind="composite", promotion=rules.passthrough, outputs=("*",), meta=meta,
           composite=composite, reference=reference, samples=samples,
+          torch_keywords={"sections": "indices_or_sections", "indices": "indices_or_sections"},
           doc=f"tensor_split along dim {along(3)} (dim 0 for a 1-D hsplit); sections must divide that dim")
 
 
@@ -431,7 +434,7 @@ def _unravel_normalize(op, args):
     if indices._dtype.kind != "int":
         raise DtypeError(f"unravel_index: expected 'indices' to be an integer tensor, got {describe(indices)}")
     if any(s < 0 for s in sizes):
-        raise ValueError(f"unravel_index: 'shape' cannot have negative values, got {tuple(sizes)}")
+        raise ArgumentError(f"unravel_index: 'shape' cannot have negative values, got {tuple(sizes)}")
     total = math.prod(sizes)
     if indices.numel():
         note_value_read()
@@ -474,7 +477,7 @@ defop("unravel_index(Tensor indices, int[] shape)", "indexing", kind="composite"
 def _check_counts(repeats) -> None:
     note_value_read()
     if repeats.numel() and F.amin(repeats).item() < 0:
-        raise ValueError(f"repeat_interleave: repeats can not be negative ({describe(repeats)})")
+        raise ArgumentError(f"repeat_interleave: repeats can not be negative ({describe(repeats)})")
 
 
 def _repeat_interleave_normalize(op, args):
@@ -494,8 +497,8 @@ def _repeat_interleave_normalize(op, args):
         if repeats.numel() == 1:
             args["repeats"] = int(repeats.item())
     elif int_argument("repeat_interleave", "repeats", repeats) < 0:
-        raise ValueError(f"repeat_interleave: repeats must be a non-negative int or an integer tensor, "
-                         f"got {repeats!r}")
+        raise ArgumentError(f"repeat_interleave: repeats must be a non-negative int or an integer tensor, "
+                            f"got {repeats!r}")
 
 
 def _block_ids(repeats, total: int):
@@ -534,6 +537,8 @@ def _repeat_interleave_meta(x, repeats=None, dim=None, output_size=None):
         size = output_size
     else:
         size = in_shape[d] * repeats
+        if output_size is not None and output_size != size:
+            raise ArgumentError(f"repeat_interleave: Invalid output_size, expected {size} but got {output_size}")
     return in_shape[:d] + (size,) + in_shape[d + 1:]
 
 

@@ -8,7 +8,7 @@ import numpy as np
 from ...schema import rules
 from ...schema.binding import int_argument
 from ...execution.dispatcher import wrap_dim
-from ...schema.errors import OutOfRangeError, ShapeError
+from ...schema.errors import ArgumentError, OutOfRangeError, ShapeError
 from ...schema.meta import check_index, numel, require, require_dims, shape
 from ...schema import Sample, defop
 from ..namespace import F
@@ -467,7 +467,7 @@ def _slice_normalize(op, args):
     if not shape(x):
         raise ShapeError(f"{op.name}: cannot slice a 0-d tensor")
     if step <= 0:
-        raise ValueError(f"{op.name}: step must be positive, got {step}")
+        raise ArgumentError(f"{op.name}: step must be positive, got {step}")
     start = 0 if start is None else (start + length if start < 0 else start)
     end = length if end is None else (end + length if end < 0 else end)
     start = min(max(start, 0), length)
@@ -549,7 +549,7 @@ def _copy_meta(dst, src):
     return target
 
 
-defop("copy_(Index self, Index src)", "view", samples=_copy_samples,
+defop("copy_(Index self, Index src)", "view", torch_keywords={"input": "self"}, samples=_copy_samples,
       promotion=rules.passthrough, meta=_copy_meta, mutates=True,
       derivative=lambda grad: (None, grad),  # the old values of self are overwritten
       method=False, reference=lambda dst, src: np.broadcast_to(src, np.shape(dst)),
@@ -738,7 +738,7 @@ def _split_sizes(length, split, op_name):
     if not isinstance(split, (list, tuple)):
         split = int_argument(op_name, "split_size", split)
         if split <= 0 and length:
-            raise ValueError(f"{op_name}: split_size must be positive, got {split}")
+            raise ArgumentError(f"{op_name}: split_size must be positive, got {split}")
         return [min(split, length - i) for i in range(0, length, split)] if length else [0]
     split = [int_argument(op_name, "split_sizes", size) for size in split]
     if sum(split) != length:
@@ -771,6 +771,7 @@ def _split_reference(x, split, dim=0):
 
 
 defop("split(Tensor input, Any split_size_or_sections, dim dim=0)", "view", samples=_split_samples, kind="composite",
+      torch_keywords={"split_size": "split_size_or_sections"}, numpy_keywords=False,
       promotion=rules.passthrough, normalize=_split_normalize, meta=_split_meta, composite=_split,
       reference=_split_reference, onnx=_split_onnx,
       outputs=("*",), doc="views of consecutive pieces: equal sizes (the last may be smaller) or given sections")
@@ -778,7 +779,7 @@ defop("split(Tensor input, Any split_size_or_sections, dim dim=0)", "view", samp
 
 def _chunk(x, chunks, dim=0):
     if chunks <= 0:
-        raise ValueError(f"chunk: chunks must be positive, got {chunks}")
+        raise ArgumentError(f"chunk: chunks must be positive, got {chunks}")
     length = x.shape[dim]
     return _split(x, max(-(-length // chunks), 1), dim)
 
