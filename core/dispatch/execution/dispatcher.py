@@ -269,8 +269,10 @@ def _checked_plan(op: OpDef, values: list, grad: bool, key) -> CallPlan:
     op.normalize_values(values)
     result_shapes = op.meta(*values)  # validates shapes; raises ShapeError naming the op and operands
     check_addressable(op, result_shapes, out, dev, tensors, allocates=not op.view)
-    if _activity != before and op not in _reads_values:
-        _reads_values.add(op)  # the checks read tensor values: validate this op on every call
+    if _activity != before and key is not None and op not in _reads_values:
+        # the checks read tensor values: validate this op on every call. A call without a key (a 0-d tensor
+        # given for a number, read as one) caches no plan, so its reads say nothing of the op's cached plans
+        _reads_values.add(op)
         for plan in cached(op):
             plan.validates_every_call = True
     cacheable = key is not None and all(values[i] is t for i, t in zip(op.tensor_positions, originals))
