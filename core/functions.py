@@ -12,7 +12,7 @@ from .dispatch.ops.reductions import histograms as _histograms
 from .dispatch.ops.indexing import sets as _sets
 from .dispatch.execution.out_argument import accepting_out
 from .dispatch.schema import OPS
-from .dispatch.schema.binding import int_argument
+from .dispatch.schema.binding import float_argument, int_argument
 from .dispatch.schema.promotion import promote_types
 from .dispatch.schema.errors import ArgumentError
 from .memory_format import (channels_last, channels_last_3d, check_layout, contiguous_format, preserve_format,
@@ -104,9 +104,7 @@ def _number_argument(function: str, name: str, value) -> float:
             raise TypeError(f"{function}(): size= goes with a number {name}; with a tensor {name} the result "
                             f"takes its shape (got {value.numel()} elements)")
         return float(value.item())
-    if isinstance(value, _Number) and not isinstance(value, complex):
-        return float(value)
-    raise TypeError(f"{function}(): argument '{name}' must be a number, not {type(value).__name__}")
+    return float_argument(function, name, value)
 
 
 def randint_like(input, low=0, high=None, **kwargs):

@@ -49,12 +49,16 @@ def _method(op: OpDef) -> Callable:
 def _inplace_method(op: OpDef) -> Callable:
     compute = getattr(F, op.name)  # the fast path when there is one
 
-    def method(self, *args, **kwargs):
-        dtype = kwargs.get("dtype")
-        if dtype is not None and as_dtype(dtype) is not self._dtype:  # PyTorch's "Bad in-place call"
-            raise DtypeError(f"{op.name}_: an in-place call computes in self's dtype {self._dtype.name}, got "
-                             f"dtype={as_dtype(dtype).name}")
-        return write_result(self, compute(self, *args, **kwargs), op.name)
+    if "dtype" not in op.param_index:
+        def method(self, *args, **kwargs):
+            return write_result(self, compute(self, *args, **kwargs), op.name)
+    else:  # only ops with a dtype pay for the check (cumsum_(dtype=...))
+        def method(self, *args, **kwargs):
+            dtype = kwargs.get("dtype")
+            if dtype is not None and as_dtype(dtype) is not self._dtype:  # PyTorch's "Bad in-place call"
+                raise DtypeError(f"{op.name}_: an in-place call computes in self's dtype {self._dtype.name}, "
+                                 f"got dtype={as_dtype(dtype).name}")
+            return write_result(self, compute(self, *args, **kwargs), op.name)
     method.__name__ = op.name + "_"
     method.__doc__ = f"In-place {op.name}: writes the result into self."
     return method
