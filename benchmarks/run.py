@@ -3,10 +3,11 @@
     python benchmarks/run.py [--quick] [--device cpu] [--only SECTIONS] [--cases KEYS]
                              [--processes N | --in-process] [--write benchmarks/results/cpu.md]
 
-Sections: per-op overhead, GEMM, one training step of an MLP, a CNN, a transformer encoder and a
-small GPT (eager, and Ember compiled), DataLoader throughput, peak RSS of the MLP loop, and the first
-call of ember.compile (fresh subprocesses). By default (``--isolated``, the judged figures) every
-timed section runs in fresh processes that each import one framework only,
+Sections: per-op overhead, GEMM (on CUDA also TF32, float16 and bfloat16), one training step of an MLP, a
+CNN, a transformer encoder and a small GPT (eager, Ember compiled, and on a GPU Ember compiled with
+mode="reduce-overhead"), DataLoader throughput, peak RSS of the MLP loop (on CUDA: peak device memory of
+each training step), and the first call of ember.compile (fresh subprocesses). By default (``--isolated``,
+the judged figures) every timed section runs in fresh processes that each import one framework only,
 alternating Ember, PyTorch, Ember, PyTorch, ... (``--processes N`` per framework), and reports per
 case the median over processes, their spread and the ratio. ``--in-process`` times all sides in this
 one process with interleaved rounds: quicker, for looks, but it under-reports, since the frameworks'
@@ -29,6 +30,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
 import compilation  # noqa: E402
 import compile_time  # noqa: E402
+import device_memory  # noqa: E402
 import gpu  # noqa: E402
 import isolated  # noqa: E402
 import machine  # noqa: E402
@@ -96,8 +98,9 @@ def run_device(line: Lineup, args, with_torch: bool, say) -> tuple[DevicePart, d
     if line.note:
         part.notes.append(line.note)
     if line.device != "cpu":
-        part.notes.append("DataLoader throughput and peak RSS are host-side: see the cpu part. The issue-8 "
-                          "targets are CPU targets and are not judged here"
+        part.notes.append("DataLoader throughput and peak RSS are host-side: see the cpu part"
+                          + (" (peak device memory is measured here)" if line.device == "cuda" else "")
+                          + ". The issue-8 targets are CPU targets and are not judged here"
                           + ("; the issue-6 targets are (PyTorch CUDA eager as the reference)."
                              if gpu.targets_for(line.device) else "."))
     for key in (k for k in ORDER if k in args.only):
@@ -106,6 +109,9 @@ def run_device(line: Lineup, args, with_torch: bool, say) -> tuple[DevicePart, d
         if key == "memory":
             if line.device == "cpu":
                 part.tables.append(memory.table(with_torch, args.quick, say))
+            elif line.device == "cuda":
+                torch_cuda = line.reference is not None and line.reference.is_torch
+                part.tables.append(device_memory.table(line.device, torch_cuda, args.quick, say))
             continue
         if key == "compile":
             if line.device == "opencl":

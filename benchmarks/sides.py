@@ -28,12 +28,15 @@ class Side:
     on first use of ``lib``: a separate-process run describes every side in every process but imports
     only its own framework. ``threads``: during this side's rounds, PyTorch's intra-op thread count,
     or for Ember and NumPy the thread count of NumPy's BLAS (through threadpoolctl). ``compiled``: the
-    side runs the framework's ``compile`` of the case's step (cases that have no compiled form skip it)."""
+    side runs the framework's ``compile`` of the case's step (cases that have no compiled form skip it),
+    with ``compile_mode`` as its ``mode=`` (None: the default mode; "reduce-overhead": replayed as one
+    device graph where the backend can capture one)."""
     label: str
     framework: str
     device: str = "cpu"
     threads: int | None = None
     compiled: bool = False
+    compile_mode: str | None = None
 
     @cached_property
     def lib(self) -> ModuleType:

@@ -13,8 +13,10 @@ case (``harness.shared``), whichever framework that is.
 
 The "Ember compiled" side times ``ember.compile(step)`` of the whole float32 step, after warm-up
 calls that pay for capture and kernel compilation; its eval output (from ``ember.compile(model)``)
-is compared like the others. Where ember.compile is missing or fails, that side is reported as not
-run and the other sides are timed as usual.
+is compared like the others. On a device other than the CPU, "Ember ... reduce-overhead" times
+``ember.compile(step, mode="reduce-overhead")``: the step replayed as one device graph (CUDA graphs)
+where the backend can capture one, with static input buffers and a private memory pool. Where
+ember.compile is missing or fails, that side is reported as not run and the other sides are timed as usual.
 """
 from __future__ import annotations
 
@@ -161,7 +163,7 @@ def _compiled(side: Side, workload: Workload, model) -> tuple[Call | None, np.nd
         return None, None, f"{side.label} not run: {side.framework}.compile does not exist"
     try:
         output = _eval_output(side, workload, compile(model))
-        step = compile(training_step(side, workload, model))
+        step = compile(training_step(side, workload, model), mode=side.compile_mode)
         for _ in range(COMPILED_WARMUP):
             step()
         side.sync()
@@ -200,16 +202,24 @@ def section(lineup: Lineup, quick: bool) -> Section:
     torch_one, ember_one = lineup.single_thread, lineup.subject_single_thread
     compiled = replace(lineup.subject, label=f"{lineup.subject.label} compiled", compiled=True)
     compiled_one = ember_one and replace(ember_one, label=f"{lineup.subject.label} compiled 1 thread", compiled=True)
-    sides = lineup.sides(torch_one, ember_one, compiled, compiled_one)
+    graphed = None
+    if lineup.device != "cpu":  # a device graph replaces launches: what reduce-overhead saves is device-side
+        graphed = replace(lineup.subject, label=f"{lineup.subject.label} reduce-overhead", compiled=True,
+                          compile_mode="reduce-overhead")
+    sides = lineup.sides(torch_one, ember_one, compiled, compiled_one, graphed)
     pairs = [(lineup.subject.label, other.label) for other in (lineup.reference, torch_one) if other]
     if torch_one and ember_one:
         pairs.append((ember_one.label, torch_one.label))
     pairs += [(compiled.label, other.label) for other in (lineup.subject, lineup.reference) if other]
     if compiled_one:
         pairs += [(compiled_one.label, other.label) for other in (ember_one, torch_one) if other]
+    if graphed:
+        pairs += [(graphed.label, other.label) for other in (lineup.subject, lineup.reference) if other]
     return Section("training", "Training step", sides, cases, TIMING[quick], pairs=pairs,
                    note="One step = zero_grad, forward, loss, backward, optimizer step; identical initial "
                         "weights and inputs on every side. The CPU-speed targets (issue 21) compare the default "
                         f"thread settings (first ratio column). {compiled.label} (and 1 thread): ember.compile of the "
                         f"whole step function, float32 workloads only, timed after {COMPILED_WARMUP} untimed calls (so "
-                        "compile time is not in the step time; see benchmarks/compile_time.py for it).")
+                        "compile time is not in the step time; see benchmarks/compile_time.py for it)."
+                        + (f" {graphed.label}: the same with mode=\"reduce-overhead\" (one device graph per step "
+                           "where the backend captures graphs)." if graphed else ""))

@@ -33,11 +33,17 @@ def describe(op, sample) -> str:
 
 
 def call(op, sample, composite: bool = False):
-    """Run the op as users do, or (``composite=True``) its core definition even where the backend overrides it."""
+    """Run the op as users do, or (``composite=True``) its core definition even where the backend overrides it.
+    An op writing into the tensors of its lists (``mutates`` names them) answers with those tensors, in order."""
     if not composite:
-        return getattr(F, op.name)(*sample.args, **sample.kwargs)
-    result = op.composite(*bound_values(op, sample.args, dict(sample.kwargs)))
-    return tuple(result) if multi_output(op) else result
+        result = getattr(F, op.name)(*sample.args, **sample.kwargs)
+    else:
+        result = op.composite(*bound_values(op, sample.args, dict(sample.kwargs)))
+    if op.mutates.__class__ is tuple:
+        assert result is None, f"{describe(op, sample)}: an op writing into lists of tensors must return None"
+        values = bound_values(op, sample.args, dict(sample.kwargs))
+        return tuple(t for name in op.mutates for t in values[op.param_index[name]])
+    return tuple(result) if composite and multi_output(op) else result
 
 
 def expected_types(op, sample, target):
@@ -93,7 +99,7 @@ def check_meta(op, sample, target) -> bool:
         stored = host(t).dtype
         assert stored == numpy_dtype(dt), f"{where}: a {dt.name} result is stored as {stored}"
         assert t.device == target.device, f"{where}: result on {t.device}, expected {target.device}"
-    if op.mutates:
+    if op.mutates is True:
         assert result is sample.args[0], f"{where}: an op that writes into its input must return that input"
     if op.view:
         base = sample.args[0]

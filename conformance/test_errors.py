@@ -40,6 +40,11 @@ INDEX_ERRORS = [
     ("cumsum dim", lambda make: ember.cumsum(make((4,)), 1), IndexError, ["cumsum", "dim 1"]),
     ("index", lambda make: make((3, 4))[5], IndexError, ["index 5", "size 3"]),
     ("negative index", lambda make: make((3, 4)).select(1, -5), IndexError, ["select", "-5"]),
+    # value checks: a device that defers them (Backend.defers_value_checks) raises at the next synchronize()
+    ("index value", lambda make: make((3, 4))[make((2,), dtype="int64", low=5, high=6)], IndexError,
+     ["index 5", "size 3"]),
+    ("gather index value", lambda make: ember.gather(make((2, 3)), 1, make((2, 1), dtype="int64", low=3, high=4)),
+     IndexError, ["gather", "index 3", "size 3"]),
 ]
 ARGUMENT_ERRORS = [
     ("add str", lambda make: ember.add(make((2,)), "a"), TypeError, ["add", "other"]),
@@ -61,6 +66,7 @@ ARGUMENT_ERRORS = [
 def test_error_names_the_op(call, error, fragments, make):
     with pytest.raises(error) as info:
         call(make)
+        ember.synchronize()  # where checks of values wait for the device's next sync, their errors come here
     message = str(info.value)
     missing = [f for f in fragments if f not in message]
     assert not missing, f"{type(info.value).__name__}: {message!r} does not mention {missing}"

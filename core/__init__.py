@@ -132,10 +132,11 @@ def can_cast(from_: dtype, to: dtype) -> bool:
 
 def synchronize(dev=None) -> None:
     """Wait for queued work on ``dev`` (default: every available backend)."""
+    from .dispatch.execution.host_reads import synchronize as _synchronize  # also judges deferred value checks
     if dev is not None:
         d = _registry.resolve_device(dev)
-        _registry.get_backend(d.type).synchronize(d.index)
+        _synchronize(_registry.get_backend(d.type), d.index)
         return
     for backend in _registry.loaded().values():  # a backend not loaded yet has no queued work
         if _registry.unavailable_reason(backend.device_type) is None:
-            backend.synchronize(None)
+            _synchronize(backend, None)

@@ -10,6 +10,7 @@ import importlib
 from types import ModuleType
 
 from .dispatch.contract import registry
+from .dispatch.execution import host_reads
 from .dispatch.schema.device import device
 
 __all__ = ["is_available", "current_accelerator", "device_count", "current_device_index", "set_device_index",
@@ -94,7 +95,7 @@ def synchronize(device=None) -> None:
                 raise ValueError(f"synchronize: {resolved} is not a device of the current accelerator "
                                  f"({backend.device_type})")
             index = resolved.index
-    backend.synchronize(index)
+    host_reads.synchronize(backend, index)  # also judges the device's deferred value checks
 
 
 def get_device_module(device=None) -> ModuleType:

@@ -5,8 +5,8 @@
 #   bash scripts/check_cuda.sh [OUTPUT_FOLDER]        (default: $OUT where set, else cuda-check/)
 #
 # Installs Ember into that Python with `pip install --no-deps --no-build-isolation -e .` (nothing downloaded),
-# then runs, each step under its own time limit so that the whole ends within 8 minutes on an H200: the cuda
-# conformance (pytest-xdist workers), the cuda project tests, the main job on cuda and the benchmark against
+# then runs, each step under its own time limit so that the whole ends within 9 minutes on an H200: the cuda
+# conformance (pytest-xdist workers), the cuda project tests, cuDNN against im2col, the main job on cuda and the benchmark against
 # PyTorch CUDA. Every log lands in the output folder (at most 8 files, as the device tool brings back), one line
 # per step goes to summary.txt as it finishes, and a failing step does not stop the later ones: the exit status
 # is the number of failed steps. On a machine where CUDA is unavailable it stops after saying why.
@@ -57,12 +57,17 @@ fi
 
 step conformance 200 conformance.log "$python" -m pytest -p no:cacheprovider -q -rf -n "$workers" \
     --pyargs ember.conformance --backend cuda
-step project-tests 90 tests.log "$python" -m pytest -p no:cacheprovider -q -rf -n "$workers" \
+step project-tests 100 tests.log "$python" -m pytest -p no:cacheprovider -q -rf -n "$workers" \
     tests/test_cuda_module.py tests/test_cuda_probe.py tests/test_cuda_streams.py tests/test_cuda_host_logic.py \
     tests/test_arraykernels.py tests/test_autocast.py tests/test_grad_scaler.py tests/test_dlpack.py \
-    tests/test_fusion_devices.py tests/test_cuda_nvrtc.py
-step main-job 45 main-job.log "$python" examples/train_digits.py --device cuda --epochs 3
-step benchmark 120 benchmark.log "$python" benchmarks/run.py --quick --device cuda --only overhead,gemm,training \
+    tests/test_fusion_devices.py tests/test_cuda_nvrtc.py tests/test_host_syncs.py tests/test_reduce_overhead.py \
+    tests/test_cuda_graphs_api.py tests/test_optim_multi_tensor.py tests/test_sdpa_fused.py \
+    tests/test_cudnn_host.py tests/test_cudnn_attention_host.py
+# cuDNN (ember.backends.cuda.cudnn) against the im2col path: values and gradients in float32/float16/bfloat16, and
+# forward+backward time per conv layer of the benchmark CNN; says "skipped" where cudnn is not importable
+step cudnn 45 cudnn.log "$python" scripts/check_cudnn.py
+step main-job 40 main-job.log "$python" examples/train_digits.py --device cuda --epochs 3
+step benchmark 150 benchmark.log "$python" benchmarks/run.py --quick --device cuda --only overhead,gemm,training,memory \
     --write "$out/benchmark-cuda.md"
 
 echo "check_cuda: $failed failed step(s) in $((SECONDS - started))s; logs in $out" | tee -a "$out/summary.txt"

@@ -95,3 +95,16 @@ WORKLOADS = {w.key: w for w in [
     Workload("gpt", gpt, lambda m: gpt_example.gpt_optimizer(ember, m, lr=1e-3, eps=ADAM_EPS), _tokens,
              lambda m, x, y: m(x, y)[1]),
 ]}
+
+
+def training_step(workload: Workload, model, optimizer=None):
+    """One step as a user writes it: zero_grad, forward, loss, backward, optimizer step; returns the loss."""
+    optimizer = optimizer or workload.optimizer(model)
+
+    def step(x, y):
+        optimizer.zero_grad()
+        loss = workload.loss(model, x, y)
+        loss.backward()
+        optimizer.step()
+        return loss
+    return step

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import ember
-from compile_models import GPT_CONFIG, GPT_EXAMPLE, WORKLOADS, Workload, gpt, gpt_example
+from compile_models import GPT_CONFIG, GPT_EXAMPLE, WORKLOADS, gpt, gpt_example, training_step
 
 STATUS = ember.backends.available()
 DEVICES = [pytest.param(name, marks=pytest.mark.skipif(STATUS.get(name) != "available",
@@ -38,19 +38,6 @@ def fresh_compiler():
 
 def assert_close(actual, expected, what: str = "", atol: float = ATOL) -> None:
     ember.testing.assert_close(actual, expected, rtol=RTOL, atol=atol, msg=lambda m: f"{what}: {m}" if what else m)
-
-
-def training_step(workload: Workload, model, optimizer=None):
-    """One step as a user writes it: zero_grad, forward, loss, backward, optimizer step; returns the loss."""
-    optimizer = optimizer or workload.optimizer(model)
-
-    def step(x, y):
-        optimizer.zero_grad()
-        loss = workload.loss(model, x, y)
-        loss.backward()
-        optimizer.step()
-        return loss
-    return step
 
 
 @pytest.mark.parametrize("key", WORKLOADS)

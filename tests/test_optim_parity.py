@@ -203,20 +203,24 @@ def test_non_differentiable_step_is_not_recorded_and_rejects_non_leaves():
     assert leaf.grad_fn is None and opt.state[leaf]["exp_avg"].grad_fn is None
 
 
-def test_fused_adam_runs_the_adam_step_op(monkeypatch):
-    """fused=True takes the adam_step op (the backend's fused kernel where it has one); differentiable does not."""
+def test_fused_adam_runs_the_multi_tensor_op(monkeypatch):
+    """fused=True (and the default) takes the _fused_adam_ op, foreach=False the per-parameter adam_step op (the
+    backends' fused kernels where they have them); differentiable takes neither."""
     from ember.optim import adam as adam_module
     calls = []
-    real = adam_module.F.adam_step
-    monkeypatch.setattr(adam_module.F, "adam_step", lambda *a: calls.append(1) or real(*a))
+    for name in ("adam_step", "_fused_adam_"):
+        real = getattr(adam_module.F, name)
+        monkeypatch.setattr(adam_module.F, name, lambda *a, _n=name, _r=real, **k: calls.append(_n) or _r(*a, **k))
     p = ember.ones(3, dtype=ember.float64, requires_grad=True)
     p.grad = ember.ones(3, dtype=ember.float64)
     optim.Adam([p], fused=True).step()
-    assert calls == [1]
+    assert calls == ["_fused_adam_"]
+    optim.Adam([p], foreach=False).step()
+    assert calls == ["_fused_adam_", "adam_step"]
     q = ember.ones(3, dtype=ember.float64, requires_grad=True).clone()
     q.grad = ember.ones(3, dtype=ember.float64)
     optim.Adam([q], differentiable=True).step()
-    assert calls == [1] and q.grad_fn is not None
+    assert calls == ["_fused_adam_", "adam_step"] and q.grad_fn is not None
 
 
 # -- SparseAdam ----------------------------------------------------------------------------------------------

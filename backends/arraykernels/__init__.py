@@ -14,12 +14,13 @@ from __future__ import annotations
 
 from typing import Callable
 
-from . import (activations, conv, creation, decompositions, elementwise, indexing, layers, linalg, losses,
+from . import (activations, attention, conv, creation, decompositions, elementwise, indexing, layers, linalg, losses,
                norm_backward, padding, pooling, random, reduction, views)
+from .elementwise import out_kernels
 from .library import ArrayLib, strided_windows
 
 _MODULES = (elementwise, reduction, views, creation, random, linalg, indexing, conv, pooling, activations, padding,
-            layers, norm_backward, losses, decompositions)
+            layers, norm_backward, losses, decompositions, attention)
 
 
 def build_kernels(lib: ArrayLib) -> dict[str, Callable]:
@@ -33,4 +34,4 @@ def build_kernels(lib: ArrayLib) -> dict[str, Callable]:
     return kernels
 
 
-__all__ = ["ArrayLib", "build_kernels", "strided_windows"]
+__all__ = ["ArrayLib", "build_kernels", "out_kernels", "strided_windows"]

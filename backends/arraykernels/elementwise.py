@@ -1,4 +1,9 @@
-"""Elementwise kernels: ufuncs that always return arrays, never scalars."""
+"""Elementwise kernels: ufuncs that always return arrays, never scalars.
+
+Most take ``out=``, a native array of the result's shape and dtype to write into (the backend's
+``out_kernels``, found by ``out_kernels(table)``): an in-place call (``x.add_(y)``) then runs one ufunc
+into x instead of a ufunc and a copy. Called without it, ``out`` is the library's ``array_out``, as before.
+Where ``out`` is an input (``x.add_(x)``) every kernel reads an element before it writes it."""
 from __future__ import annotations
 
 import numpy as np
@@ -16,29 +21,36 @@ def build(lib: ArrayLib) -> dict:
     floor_divide, remainder, power = xp.floor_divide, xp.remainder, xp.power
 
     def _unary(ufunc):
-        return lambda a: ufunc(a, out=OUT)
+        return writes_out(lambda a, out=OUT: ufunc(a, out=out))
 
     def _in_kind(ufunc):
         """A ufunc without a half-precision loop (SciPy's) computes in float32 and answers in the input dtype."""
-        def kernel(a):
+        def kernel(a, out=OUT):
             if a.dtype in low:
-                return ufunc(a.astype(np.float32)).astype(a.dtype)
-            return ufunc(a, out=OUT)
-        return kernel
+                return _into(ufunc(a.astype(np.float32)).astype(a.dtype), out)
+            return ufunc(a, out=out)
+        return writes_out(kernel)
+
+    def _into(result, out):
+        """``result``, written into ``out`` where one is given (kernels whose result is computed apart)."""
+        if out is OUT:
+            return result
+        xp.copyto(out, result, casting="unsafe")
+        return out
 
     if weak is None:
         def _binary(ufunc):
-            return lambda a, b: ufunc(a, b, out=OUT)
+            return writes_out(lambda a, b, out=OUT: ufunc(a, b, out=out))
 
         def _operands(a, b):
             return a, b
     else:
         def _binary(ufunc):
-            def kernel(a, b):
+            def kernel(a, b, out=OUT):
                 if a.__class__ is float or b.__class__ is float:
                     a, b = weak(a, b)
-                return ufunc(a, b, out=OUT)
-            return kernel
+                return ufunc(a, b, out=out)
+            return writes_out(kernel)
 
         _operands = weak
 
@@ -53,21 +65,32 @@ def build(lib: ArrayLib) -> dict:
     def _has_negative(b) -> bool:
         return b < 0 if isinstance(b, (int, float)) else bool(xp.any(b < 0))
 
-    def _floor(a):
-        return a.copy() if _integral(a) else xp.floor(a, out=OUT)
+    def _same(a, out):
+        """The values of ``a`` as the result: a copy, or ``out`` holding them."""
+        return a.copy() if out is OUT else _into(a, out)
 
-    def _ceil(a):
-        return a.copy() if _integral(a) else xp.ceil(a, out=OUT)
+    @writes_out
+    def _floor(a, out=OUT):
+        return _same(a, out) if _integral(a) else xp.floor(a, out=out)
 
-    def _round(a, decimals):
+    @writes_out
+    def _ceil(a, out=OUT):
+        return _same(a, out) if _integral(a) else xp.ceil(a, out=out)
+
+    @writes_out
+    def _round(a, decimals, out=OUT):
         if _integral(a) and decimals >= 0:
-            return a.copy()
-        return xp.asarray(xp.round(a, decimals))
+            return _same(a, out)
+        return _into(xp.asarray(xp.round(a, decimals)), out)
 
     erf = lib.erf
 
-    def _erf(a):
-        return erf(a, out=OUT) if a.dtype.itemsize >= 4 else erf(a.astype(np.float32)).astype(a.dtype)
+    @writes_out
+    def _erf(a, out=OUT):
+        if a.dtype.itemsize < 4:
+            return _into(erf(a.astype(np.float32)).astype(a.dtype), out)
+        result = erf(a, out=out)  # (the CPU's fast float32 form answers in a fresh array)
+        return result if result is out or out is OUT else _into(result, out)
 
     def _scaled(b, alpha):
         """alpha * b in b's dtype; integer alphas wrap into it (alpha=-1 on uint8 multiplies by 255)."""
@@ -75,52 +98,58 @@ def build(lib: ArrayLib) -> dict:
             alpha = np.array(alpha).astype(b.dtype)[()]
         return multiply(b, alpha, out=OUT).astype(b.dtype, copy=False)
 
-    def _add(a, b, alpha):
+    @writes_out
+    def _add(a, b, alpha, out=OUT):
         a, b = _operands(a, b)
         if alpha == 1:
-            return add(a, b, out=OUT)
-        return add(a, _scaled(b, alpha), out=OUT)
+            return add(a, b, out=out)
+        return add(a, _scaled(b, alpha), out=out)
 
-    def _sub(a, b, alpha):
+    @writes_out
+    def _sub(a, b, alpha, out=OUT):
         a, b = _operands(a, b)
         if alpha == 1:
-            return subtract(a, b, out=OUT)
-        return subtract(a, _scaled(b, alpha), out=OUT)
+            return subtract(a, b, out=out)
+        return subtract(a, _scaled(b, alpha), out=out)
 
     def _check_integer_divisor(op, a, b):
         """Division by zero is an error only where it divides integers: a float tensor by the number 0 is inf."""
         if _integral(a) and _integral(b) and _has_zero(b):
             raise ZeroDivisionError(f"{op}: integer division by zero")
 
-    def _div(a, b, rounding_mode):
+    @writes_out
+    def _div(a, b, rounding_mode, out=OUT):
         a, b = _operands(a, b)
         if rounding_mode is None:
-            return true_divide(a, b, out=OUT)
+            return true_divide(a, b, out=out)
         if rounding_mode == "floor":
             _check_integer_divisor("div", a, b)
-            return floor_divide(a, b, out=OUT)
+            return floor_divide(a, b, out=out)
         if _integral(a):
             _check_integer_divisor("div", a, b)
-            quotient = floor_divide(a, b, out=OUT)
-            fix = (xp.remainder(a, b) != 0) & ((a < 0) != (b < 0))
-            return add(quotient, fix.astype(quotient.dtype), out=OUT)
-        return xp.trunc(xp.true_divide(a, b), out=OUT)
+            fix = (xp.remainder(a, b) != 0) & ((a < 0) != (b < 0))  # before ``out`` (maybe ``a``) is written
+            quotient = floor_divide(a, b, out=out)
+            return add(quotient, fix.astype(quotient.dtype), out=out)
+        return xp.trunc(xp.true_divide(a, b), out=out)
 
-    def _floor_divide(a, b):
+    @writes_out
+    def _floor_divide(a, b, out=OUT):
         a, b = _operands(a, b)
         _check_integer_divisor("floor_divide", a, b)
-        return floor_divide(a, b, out=OUT)
+        return floor_divide(a, b, out=out)
 
-    def _remainder(a, b):
+    @writes_out
+    def _remainder(a, b, out=OUT):
         a, b = _operands(a, b)
         _check_integer_divisor("remainder", a, b)
-        return remainder(a, b, out=OUT)
+        return remainder(a, b, out=out)
 
-    def _pow(a, b):
+    @writes_out
+    def _pow(a, b, out=OUT):
         a, b = _operands(a, b)
         if _integral(b) and _integral(a) and _has_negative(b):
             raise ValueError("pow: integers to negative integer powers are not allowed")
-        return power(a, b, out=OUT)
+        return power(a, b, out=out)
 
     def _where(condition, a, b):
         return xp.asarray(xp.where(condition, a, b))
@@ -140,24 +169,44 @@ def build(lib: ArrayLib) -> dict:
         # composites that run faster as one ufunc
         "reciprocal": _unary(xp.reciprocal), "sigmoid": _in_kind(lib.expit),
         "isinf": _unary(xp.isinf), "isfinite": _unary(xp.isfinite), "log2": _unary(xp.log2),
-        **_math_composites(xp, _in_kind, _binary, _operands, _integral),
+        **_math_composites(xp, _in_kind, _binary, _operands, _integral, _same, _into, OUT),
     }
 
 
-def _math_composites(xp, in_kind, binary, operands, integral) -> dict:
+def writes_out(kernel):
+    """Mark ``kernel`` as taking ``out=`` (``out_kernels`` collects the marked ones)."""
+    kernel.writes_out = True
+    return kernel
+
+
+def out_kernels(kernels: dict) -> dict:
+    """The entries of a backend's kernel table that take ``out=`` (``Backend.out_kernels``): the marked shared
+    kernels, as they are. A wrapper (``functools.wraps`` copies the mark) may not pass ``out=`` on, so wrapped
+    kernels and the backend's own replacements are left out."""
+    return {name: k for name, k in kernels.items()
+            if getattr(k, "writes_out", False) and not hasattr(k, "__wrapped__")}
+
+
+def _math_composites(xp, in_kind, binary, operands, integral, same, into, OUT) -> dict:  # noqa: N803
     """Composites of core/dispatch/ops (trigonometric, rounding, bitwise) as the array library's own functions."""
     def binary_in_kind(ufunc):
         """A binary float function: half precision computes in float32 and answers in the input dtype."""
-        def kernel(a, b):
+        def kernel(a, b, out=OUT):
             a, b = operands(a, b)
             dtype = getattr(a, "dtype", None) or b.dtype
             if dtype.itemsize == 2:
-                return xp.asarray(ufunc(xp.asarray(a, np.float32), xp.asarray(b, np.float32))).astype(dtype)
-            return xp.asarray(ufunc(a, b))
-        return kernel
+                return into(xp.asarray(ufunc(xp.asarray(a, np.float32), xp.asarray(b, np.float32))).astype(dtype),
+                            out)
+            return xp.asarray(ufunc(a, b)) if out is OUT else ufunc(a, b, out=out)
+        return writes_out(kernel)
 
-    def trunc(a):
-        return a.copy() if integral(a) else xp.trunc(a)
+    @writes_out
+    def trunc(a, out=OUT):
+        return same(a, out) if integral(a) else (xp.trunc(a) if out is OUT else xp.trunc(a, out=out))
+
+    @writes_out
+    def bitwise_not(a, out=OUT):
+        return xp.asarray(xp.invert(a)) if out is OUT else xp.invert(a, out=out)
 
     return {
         "asin": in_kind(xp.arcsin), "acos": in_kind(xp.arccos), "atan": in_kind(xp.arctan),
@@ -166,6 +215,6 @@ def _math_composites(xp, in_kind, binary, operands, integral) -> dict:
         "atan2": binary_in_kind(xp.arctan2), "hypot": binary_in_kind(xp.hypot),
         "copysign": binary_in_kind(xp.copysign),
         "bitwise_and": binary(xp.bitwise_and), "bitwise_or": binary(xp.bitwise_or),
-        "bitwise_xor": binary(xp.bitwise_xor), "bitwise_not": lambda a: xp.asarray(xp.invert(a)),
+        "bitwise_xor": binary(xp.bitwise_xor), "bitwise_not": bitwise_not,
         "gcd": binary(xp.gcd), "lcm": binary(xp.lcm),
     }

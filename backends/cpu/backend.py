@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ember.backends import arraykernels
 from ember.dispatch import Backend
 
 from . import fusion
@@ -21,6 +22,8 @@ class CpuBackend(Backend):
     device_type = "cpu"
     kernels = KERNELS
     accepts_python_scalars = True  # NumPy ufuncs take Python numbers as weak scalars, as PyTorch does
+    out_kernels = arraykernels.out_kernels(KERNELS)  # ufuncs writing into out= (in-place calls: one ufunc, no copy)
+    writes_into_any = True  # NumPy's ufuncs buffer inputs that overlap out, and write any strides
 
     def __init__(self) -> None:
         self._default_generator = CpuGenerator(0)

@@ -1,4 +1,4 @@
-"""Fused optimizer steps: the CPU override of the ``adam_step`` composite.
+"""Fused optimizer steps: the CPU overrides of the ``adam_step`` composite and of the multi-tensor steps.
 
 The composite costs about twelve NumPy calls per parameter, each allocating its result. Where numba is
 installed, the step is Adam's elementwise program (``ember.backends.codegen.optim``) compiled by the CPU fusion
@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ember.backends.codegen.multi_tensor import numba_source
 from ember.backends.codegen.optim import adam_mode, adam_program, adam_scalar_inputs
-from ember.dispatch import adam_scalars
+from ember.dispatch import adam_scalars, multi_tensor_step
 
 from . import fusion
 from .dtypes import EMBER_DTYPE, LOW_PRECISION
@@ -73,3 +74,84 @@ def fused_adam_step(parallel: bool | None = None):
 
 
 KERNELS = {"adam_step": fused_adam_step() or numpy_adam_step}
+
+
+# -- multi-tensor steps: _fused_sgd_, _fused_adam_, _fused_adamw_, _fused_adagrad_, _fused_rmsprop_ ----------
+
+#: the NumPy function of each schema op the update programs use
+_NUMPY_OPS = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide, "neg": np.negative,
+              "sqrt": np.sqrt, "maximum": np.maximum}
+
+
+def numpy_update(program, arrays: list, scalars: list, outs: list) -> None:
+    """Evaluate ``program`` with NumPy over one parameter's ``arrays`` (half types in float32) and write its
+    outputs into ``outs``: every output is computed before any is written."""
+    low = arrays[0].dtype in LOW_PRECISION
+    wide = np.dtype(np.float32) if low else arrays[0].dtype
+    values = [a.astype(wide) if low else a for a in arrays] + [wide.type(s) for s in scalars]
+    done: list = []
+    with np.errstate(all="ignore"):
+        for step in program.steps:
+            operands = [values[v] if kind == "input" else done[v] if kind == "step" else wide.type(v)
+                        for kind, v in step.operands]
+            done.append(_NUMPY_OPS[step.op](*operands))
+    results = [done[j] for j in program.outputs]
+    for out, result in zip(outs, results):
+        np.copyto(out, result, casting="unsafe")
+
+
+_numba_loops: dict = {}
+
+
+def _numba_loop(update, dtype):
+    """The compiled loop of ``update`` on flat arrays of ``dtype`` (float32 for half types)."""
+    key = (id(update), dtype)  # updates are cached, so one object per program
+    loop = _numba_loops.get(key)
+    if loop is None:
+        loop = _numba_loops[key] = fusion.load_source(numba_source(update, EMBER_DTYPE[dtype])).kernel
+    return loop
+
+
+def numba_update(program_update, arrays: list, scalars: list, outs: list) -> None:
+    """``numpy_update``'s work as one compiled pass: in place on contiguous float32/float64 arrays; half types
+    and non-contiguous arrays go through contiguous float copies, written back once."""
+    direct = arrays[0].dtype not in LOW_PRECISION and all(a.flags.c_contiguous for a in arrays)
+    if direct:
+        flat = [a.reshape(-1) for a in arrays]
+        index = {id(a): f for a, f in zip(arrays, flat)}
+        _numba_loop(program_update, arrays[0].dtype)(*flat, *scalars, *(index[id(o)] for o in outs))
+        return
+    wide = np.dtype(np.float32) if arrays[0].dtype in LOW_PRECISION else arrays[0].dtype
+    flat = [np.ascontiguousarray(a, dtype=wide).reshape(-1) for a in arrays]
+    index = {id(a): f for a, f in zip(arrays, flat)}
+    _numba_loop(program_update, wide)(*flat, *scalars, *(index[id(o)] for o in outs))
+    for out in outs:
+        np.copyto(out, index[id(out)].reshape(out.shape), casting="unsafe")
+
+
+def multi_tensor_kernel(op_name: str, use_numba: bool | None = None):
+    """The CPU kernel of a multi-tensor optimizer step: one loop over the parameters, each updated in place by
+    the compiled program (numba) or by NumPy. Step counters in 0-d arrays are read here: host memory."""
+    run = numba_update if (fusion.numba_available() if use_numba is None else use_numba) else None
+
+    def kernel(*values):
+        params = values[0]
+        work = multi_tensor_step(op_name, EMBER_DTYPE[params[0].dtype], list(values))
+        if work.steps is not None:
+            work.steps = [s if isinstance(s, (int, float)) else float(s) for s in work.steps]
+        update = work.update
+        lists = [work.lists[name] for name in update.tensors]
+        writes = [work.lists[name] for name in update.writes]
+        for i in range(len(params)):
+            arrays = [column[i] for column in lists]
+            outs = [column[i] for column in writes]
+            if run is None or arrays[0].size == 0:
+                numpy_update(update.program, arrays, work.scalars(i), outs)
+            else:
+                run(update, arrays, work.scalars(i), outs)
+    kernel.__name__ = op_name
+    return kernel
+
+
+MULTI_TENSOR_OPS = ("_fused_sgd_", "_fused_adam_", "_fused_adamw_", "_fused_adagrad_", "_fused_rmsprop_")
+KERNELS.update({name: multi_tensor_kernel(name) for name in MULTI_TENSOR_OPS})

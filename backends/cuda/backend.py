@@ -19,6 +19,7 @@ class CudaBackend(Backend):
     device_type = "cuda"
     kernels: dict = {}  # replaced by the real table once the backend is found available
     accepts_python_scalars = True  # CuPy's ufuncs give a Python number the array's dtype
+    defers_value_checks = True  # index checks wait for the stream's next sync (docs/backends.md)
 
     def __init__(self) -> None:
         self._probed = False
@@ -42,13 +43,20 @@ class CudaBackend(Backend):
         try:
             from .kernels import build
             from .library import cupy_library
+            from .matmul_precision import follow_matmul_precision
             from .memory import PeakTracker, Uploader
             from .runtime import CudaRuntime
             self._lib = cupy_library(cupy)
             self.kernels = build(cupy, self._lib, count)
+            # the shared kernels that write into out= (in-place calls as one launch); with several GPUs the kernels
+            # are wrapped to run on their operands' device and left out (the copy road); CuPy does not buffer
+            # overlapping operands, so Backend.writes_into vets each call (writes_into_any stays False)
+            from ember.backends.arraykernels import out_kernels
+            self.out_kernels = out_kernels(self.kernels)
             self._memory = PeakTracker(cupy)
             self._uploader = Uploader(cupy)
             self._runtime = CudaRuntime(cupy)
+            follow_matmul_precision(cupy)
         except Exception as exc:  # a CuPy too old for an API the kernels use, a broken cupyx
             return f"CuPy {getattr(cupy, '__version__', '?')} loaded, but Ember's CUDA kernels could not be set up " \
                    f"({type(exc).__name__}: {exc})"

@@ -3,12 +3,17 @@
 CuPy's pool reports what is in use but not the most that ever was, which ``max_memory_allocated``
 needs: ``PeakTracker`` wraps the current allocator (the default pool's, unless the caller set another)
 and records each device's peak after every allocation. CuPy's allocator is one for the whole process, so
-the wrapper (a Python call per allocation, Ember's and the caller's own CuPy code's alike) is installed
-only once memory statistics are first asked for (``reset_peak_memory_stats``, ``max_memory_allocated``,
-``memory_allocated``, ...): a process that never asks pays nothing, and the first answer's peak is the
-memory in use then.
+the wrapper costs a Python call per allocation (Ember's and the caller's own CuPy code's alike). It is
+therefore installed only once a *peak* is asked for (``reset_peak_memory_stats``, ``max_memory_allocated``,
+the peak keys of ``memory_stats``): ``memory_stats`` returns a ``Stats`` mapping whose ``peak_bytes`` starts
+the tracking only when it is read, so ``memory_allocated`` and ``memory_reserved`` (the pool's own counters)
+never put Python on the allocation path. The first peak read is the memory in use then; from there on
+peaks are exact.
 """
 from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Callable, Iterator
 
 import numpy as np
 
@@ -17,12 +22,40 @@ from ember.dispatch import InFlight, c_contiguous
 _PINNED_FROM_BYTES = 1 << 20  # smaller copies go straight from pageable memory (CUDA stages them itself)
 
 
+class Stats(Mapping):
+    """A device's memory statistics: ``allocated_bytes`` and ``reserved_bytes`` as measured, and ``peak_bytes``
+    computed by ``peak()`` only when read (reading it may start peak tracking, which costs every allocation
+    a Python call; reading the other two must not)."""
+
+    KEYS = ("allocated_bytes", "peak_bytes", "reserved_bytes")
+
+    def __init__(self, allocated: int, reserved: int, peak: Callable[[], int]) -> None:
+        self._values = {"allocated_bytes": allocated, "reserved_bytes": reserved}
+        self._peak = peak
+
+    def __getitem__(self, key: str) -> int:
+        if key == "peak_bytes":
+            return max(self._values["allocated_bytes"], self._peak())
+        return self._values[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.KEYS)
+
+    def __len__(self) -> int:
+        return len(self.KEYS)
+
+
 class PeakTracker:
     def __init__(self, cupy) -> None:
         self._cupy = cupy
         self._pool = cupy.get_default_memory_pool()
         self._inner = None  # the allocator wrapped, once tracking has started
         self._peak: dict[int, int] = {}
+
+    @property
+    def tracking(self) -> bool:
+        """Whether allocations go through ``_malloc`` (only once a peak was asked for)."""
+        return self._inner is not None
 
     def _track(self) -> None:
         """Start recording peaks: from now on every CuPy allocation goes through ``_malloc``."""
@@ -38,12 +71,14 @@ class PeakTracker:
             self._peak[device] = used
         return memory
 
-    def stats(self, index: int) -> dict[str, int]:
+    def _peak_of(self, index: int) -> int:
         self._track()
+        return self._peak.get(index, 0)
+
+    def stats(self, index: int) -> Stats:
         with self._cupy.cuda.Device(index):
             used, reserved = self._pool.used_bytes(), self._pool.total_bytes()
-        return {"allocated_bytes": used, "peak_bytes": max(used, self._peak.get(index, 0)),
-                "reserved_bytes": reserved}
+        return Stats(used, reserved, lambda: self._peak_of(index))
 
     def reset_peak(self, index: int) -> None:
         self._track()

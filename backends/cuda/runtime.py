@@ -29,6 +29,16 @@ class CudaRuntime(DeviceRuntime):
         self._cuda = cupy.cuda
         self.lent = InFlight()  # tensors lent to streams by record_stream
         self._nvtx = _load_nvtx()
+        self._cupy = cupy
+        self._graphs = None
+
+    # -- device graphs -----------------------------------------------------------------------
+    def device_graphs(self):
+        """CUDA graphs through CuPy's stream capture, with private memory pools (``graphs.py``)."""
+        if self._graphs is None:
+            from .graphs import CudaGraphs
+            self._graphs = CudaGraphs(self._cupy)
+        return self._graphs
 
     # -- streams -----------------------------------------------------------------------------
     def new_stream(self, index, priority):

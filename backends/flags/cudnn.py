@@ -17,20 +17,21 @@ _ATTRIBUTES = {"enabled": "cudnn_enabled", "benchmark": "cudnn_benchmark",
 
 
 def is_available() -> bool:
-    """Whether the cuda backend can run here and its CuPy loads cuDNN (used for convolutions)."""
+    """Whether the cuda backend can run here and NVIDIA's cuDNN frontend (``nvidia-cudnn-frontend``) loads
+    libcudnn (used for convolutions: ``ember.backends.cuda.cudnn``)."""
     from ember import cuda
     if not cuda.is_available():
         return False
-    from ember.backends.cuda.fused.conv import load_cudnn
-    return load_cudnn() is not None
+    from ember.backends.cuda.cudnn import load
+    return load() is not None
 
 
 def version() -> int | None:
     """cuDNN's version number, or None where it is not available (PyTorch's answer on such machines)."""
     if not is_available():
         return None
-    import cupy.cuda.cudnn
-    return int(cupy.cuda.cudnn.getVersion())
+    from ember.backends.cuda.cudnn import version as library_version
+    return library_version()
 
 
 @contextlib.contextmanager

@@ -8,7 +8,7 @@ from ember.dispatch import ALL_DTYPES, Backend, bfloat16, c_contiguous, float16,
 from . import fusion
 from .array import CLArray
 from .cltypes import EMBER_DTYPE, NUMPY_DTYPE
-from .kernels import KERNELS
+from .kernels import KERNELS, elementwise
 from .kernels.random import PhiloxGenerator
 from .kernels.shapes import clone
 from .runtime import DEVICES, runtime_of
@@ -23,6 +23,8 @@ class OpenCLBackend(Backend):
     device_type = "opencl"
     kernels = KERNELS
     accepts_python_scalars = True  # elementwise kernels take a number as an argument, in the tensor's dtype
+    out_kernels = elementwise.out_kernels(KERNELS)  # in-place calls as one strided kernel (see writes_into)
+    defers_value_checks = True  # index checks wait for the next sync (docs/backends.md)
 
     def unavailable_reason(self) -> str | None:
         DEVICES.found()

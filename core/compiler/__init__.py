@@ -3,7 +3,9 @@
 Capture (``capture``) records a program's op calls through a dispatch mode; ``entry`` builds replayable
 entries, differentiable ones with their backward captured too; ``program`` turns steps into one
 generated function over native arrays, after ``fuse`` has given elementwise chains to the backend's
-code generator; ``api`` holds ``compile`` and its guards; ``explain`` says what was captured and why not.
+code generator; ``api`` holds ``compile`` and its guards; ``explain`` says what was captured and why not;
+``reduce_overhead`` and ``device_graph`` run ``mode="reduce-overhead"``: a static memory plan per program,
+replayed as a device graph (CUDA graphs) where the backend's ``DeviceGraphs`` hook captures one.
 
 ``state`` is light and imported by ``ember.nn`` and ``ember.optim``; the rest loads on first use.
 """

@@ -1,5 +1,7 @@
 """``ember.compile``: PyTorch's ``torch.compile`` for Ember, and the compiled callables it returns.
 
+``mode="reduce-overhead"`` runs each entry's programs through a static memory plan and, where the backend
+captures device graphs (CUDA), replays them as one graph each (``reduce_overhead.py``, ``device_graph.py``).
 A ``CompiledFunction`` keeps one entry per guard key (the arguments' shapes, dtypes, devices and
 ``requires_grad``, grad mode, autocast, the watched modules' training flags, parameters' ``requires_grad``
 and whether their gradients are set). A call with a new key is captured — that call runs for real — and
@@ -18,6 +20,7 @@ from ..dispatch.schema.dtypes import _default_float
 from ..nn.modules.module import Module
 from . import config, state
 from .entry import GuardMiss, capture_entry
+from .reduce_overhead import replayed
 from .watched import Watched, discover
 
 log = logging.getLogger("ember._dynamo")
@@ -109,8 +112,11 @@ class CompiledFunction:
 
     def _capture(self, key, watched: Watched, args: tuple, kwargs: dict):
         try:
+            static = self.mode == "reduce-overhead"
             result, entry, graph, seconds = capture_entry(self._function, args, kwargs, watched.leaves,
-                                                          self.fullgraph, self.fusion)
+                                                          self.fullgraph, self.fusion, keep_grads=static)
+            if static and entry is not None:
+                entry = replayed(entry)
         except Exception:
             if not config.suppress_errors:
                 raise

@@ -11,3 +11,11 @@ suppress_errors: bool = False
 
 def limit() -> int:
     return min(recompile_limit, cache_size_limit)
+
+
+#: ``mode="reduce-overhead"``: ordinary runs of a program (on a side stream) before it is captured as a device
+#: graph, so that lazily made kernels, handles and workspaces exist before capture (PyTorch warms up once).
+cudagraph_warmups: int = 1
+#: CUDA's stream capture mode for those captures: "global", "thread_local" or "relaxed". Relaxed, because a
+#: CuPy memory pool that must grow while capturing calls cudaMalloc, which the other modes refuse.
+cudagraph_capture_error_mode: str = "relaxed"

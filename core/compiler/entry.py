@@ -13,7 +13,7 @@ import time
 from ..dispatch.execution import links
 from .capture import Tracer, arg_paths, at_path
 from .differentiable import attach, boundaries_cut, boundary
-from .graph import Graph, Input, OpaqueCall, OpNode, Value, leaves, rebuild
+from .graph import GradEffect, Graph, Input, OpaqueCall, OpNode, Value, leaves, rebuild
 from .program import Program
 
 
@@ -76,12 +76,22 @@ class PlainEntry:
 
     differentiable = False
 
-    def __init__(self, graph: Graph, fusion: bool) -> None:
+    def __init__(self, graph: Graph, fusion: bool, keep_grads: bool = False) -> None:
         self.graph = graph
         self.inputs = _Inputs(graph.inputs, graph.steps)
         self.result_values = _distinct([v for v in leaves(graph.result) if isinstance(v, Value)])
         self.returns_inputs = _returns_inputs(graph, self.result_values)
-        self.program = Program(graph.steps, self.inputs.values, self.result_values, self.inputs.objects, fusion)
+        effects: dict[int, GradEffect] = {}
+        for step in graph.steps:
+            if isinstance(step, GradEffect):
+                effects[id(step.leaf)] = step
+        self.grad_effects = list(effects.values())  # the last gradient put in each leaf's ``.grad``
+        taken = {v.slot for v in self.result_values}
+        # where a device graph replays the program, the gradients it leaves in ``.grad`` are outputs too
+        self.kept = _distinct([e.value for e in self.grad_effects if e.value is not None and e.value.slot not in taken]
+                              ) if keep_grads else []
+        self.program = Program(graph.steps, self.inputs.values, self.result_values + self.kept, self.inputs.objects,
+                               fusion)
         self.programs = [self.program]
 
     def __call__(self, args: tuple, kwargs: dict):
@@ -114,6 +124,8 @@ class DifferentiableEntry:
         saved = _distinct([v for s in backward_steps for v in s.operands() if v.slot not in produced])
         saved += [g for g in grads if g is not None and g.slot not in produced and g not in saved]
         self.saved_count = len(saved)
+        self.saved_values, self.grad_outputs = saved, grad_outputs  # for device-graph replay
+        self.grad_values = [g for g in grads if g is not None]
         self.forward = Program(forward_steps, self.inputs.values, self.result_values + saved, self.inputs.objects,
                                fusion)
         self.grad_positions = [k for k, g in enumerate(grads) if g is not None]
@@ -152,9 +164,11 @@ def _distinct(values: list[Value]) -> list[Value]:
     return out
 
 
-def capture_entry(function, args: tuple, kwargs: dict, watched: list, fullgraph: bool, fusion: bool):
+def capture_entry(function, args: tuple, kwargs: dict, watched: list, fullgraph: bool, fusion: bool,
+                  keep_grads: bool = False):
     """Run the call under the tracer. Returns ``(result, entry or None, graph, seconds)``: no entry where the
-    program broke (``graph.breaks`` says why). The result is the call's real result in every case."""
+    program broke (``graph.breaks`` says why). The result is the call's real result in every case.
+    ``keep_grads``: the program also returns the gradients it puts in ``.grad`` (for device-graph replay)."""
     started = time.perf_counter()
     Tensor = links.tensor.type
     grad_on = links.recorder.state.enabled
@@ -176,7 +190,7 @@ def capture_entry(function, args: tuple, kwargs: dict, watched: list, fullgraph:
             return result, None, graph, time.perf_counter() - started
         entry = _capture_backward(tracer, differentiable, fullgraph, fusion)
     else:
-        entry = PlainEntry(graph, fusion)
+        entry = PlainEntry(graph, fusion, keep_grads)
     return result, entry, graph, time.perf_counter() - started
 
 

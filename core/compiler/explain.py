@@ -31,6 +31,9 @@ class ExplainOutput:
     out_guards: list = field(default_factory=list)
     compile_times: str = ""
     kernels_per_graph: list = field(default_factory=list)
+    #: ``mode="reduce-overhead"``: why programs are not replayed as device graphs where they are not (fallbacks
+    #: to the default mode also appear in ``break_reasons``; a backend without device graphs only here)
+    cudagraph_skip_reasons: list = field(default_factory=list)
     fused_groups_per_graph: list = field(default_factory=list)
     compile_seconds: float = 0.0
     result: Any = None
@@ -40,6 +43,9 @@ class ExplainOutput:
                  f"Op Count: {self.op_count}", f"Kernels per replay (after fusion): {self.kernels_per_graph}",
                  "Break Reasons:"]
         lines += [f"  Break Reason {i + 1}: {r}" for i, r in enumerate(self.break_reasons)]
+        notes = [r for r in self.cudagraph_skip_reasons if r not in {str(b) for b in self.break_reasons}]
+        if notes:
+            lines += ["Device Graphs Not Used:"] + [f"  {r}" for r in notes]
         lines.append(f"Compile Time: {self.compile_seconds:.3f} s")
         return "\n".join(lines)
 
@@ -50,10 +56,14 @@ def explain(fn: Callable, *extra_args, **extra_kwargs) -> Callable[..., ExplainO
     from ..nn.modules.module import Module
     if extra_args or extra_kwargs:
         return explain(fn)(*extra_args, **extra_kwargs)
+    compiled_before = fn._compiled_call if hasattr(fn, "_orig_mod") else getattr(fn, "_ember_compiled", None)
+    mode = getattr(compiled_before, "mode", None)  # an ember.compile'd callable: explain it in its own mode
+    if hasattr(fn, "_orig_mod"):
+        fn = fn._orig_mod
     target = fn.__call__ if isinstance(fn, Module) else getattr(fn, "__wrapped__", fn)
 
     def run(*args, **kwargs) -> ExplainOutput:
-        compiled = CompiledFunction(target)
+        compiled = CompiledFunction(target, mode=mode)
         out = ExplainOutput(result=compiled(*args, **kwargs))
         for graph, entry, seconds in compiled.captures:
             out.compile_seconds += seconds
@@ -67,6 +77,9 @@ def explain(fn: Callable, *extra_args, **extra_kwargs) -> Callable[..., ExplainO
                         pieces.append([])
                 out.ops_per_graph += [p for p in pieces if p]
                 continue
+            skips = list(getattr(entry, "cudagraph_skips", ()))
+            out.break_reasons += [BreakReason(r) for r in skips]
+            out.cudagraph_skip_reasons += skips + list(getattr(entry, "cudagraph_notes", ()))
             for program in entry.programs:
                 out.graphs.append(program)
                 out.ops_per_graph.append([s.op.name for s in program.steps_captured])

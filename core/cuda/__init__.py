@@ -15,7 +15,8 @@ __all__ = ["is_available", "device_count", "current_device", "set_device", "sync
            "manual_seed_all", "seed_all", "get_rng_state", "set_rng_state", "unavailable_reason", "is_bf16_supported",
            "amp", "OutOfMemoryError", "Stream", "Event", "StreamContext", "current_stream", "default_stream",
            "set_stream", "stream", "get_device_name", "get_device_properties", "get_device_capability",
-           "mem_get_info", "memory_stats", "memory_summary", "nvtx"]
+           "mem_get_info", "memory_stats", "memory_summary", "nvtx", "CUDAGraph", "graph", "graph_pool_handle",
+           "make_graphed_callables"]
 
 
 def unavailable_reason() -> str | None:
@@ -61,7 +62,8 @@ def set_device(device) -> None:
 
 def synchronize(device=None) -> None:
     """Wait until the queued work on ``device`` (default: the current device) has finished."""
-    _backend().synchronize(_index(device))
+    from ..dispatch.execution.host_reads import synchronize as _synchronize  # judges deferred value checks too
+    _synchronize(_backend(), _index(device))
 
 
 def memory_allocated(device=None) -> int:
@@ -134,3 +136,4 @@ from . import amp, nvtx  # noqa: E402  (ember.cuda.amp: torch.cuda.amp's spellin
 from .device_info import get_device_capability, get_device_name, get_device_properties, mem_get_info  # noqa: E402
 from .memory_report import memory_stats, memory_summary  # noqa: E402
 from .streams import Event, Stream, StreamContext, current_stream, default_stream, set_stream, stream  # noqa: E402
+from .graphs import CUDAGraph, graph, graph_pool_handle, make_graphed_callables  # noqa: E402

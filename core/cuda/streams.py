@@ -13,6 +13,7 @@ from typing import Any
 
 from ..dispatch.schema.device import device as _device_type
 from ..dispatch.contract.device_runtime import DeviceRuntime
+from ..dispatch.execution import deferred_checks
 from ..dispatch.schema.errors import DeviceError
 from ..tensor import Tensor
 from . import _device
@@ -54,8 +55,10 @@ class Stream:
         return self._runtime.stream_query(self._index, self._native)
 
     def synchronize(self) -> None:
-        """Block the host until all work queued on this stream has finished."""
+        """Block the host until all work queued on this stream has finished (and judge the value checks queued
+        on the device, as every synchronisation does)."""
         self._runtime.stream_synchronize(self._index, self._native)
+        _judge_checks(self._index)
 
     def wait_event(self, event: "Event") -> None:
         """Make work queued on this stream from now on wait for ``event`` (the host does not wait)."""
@@ -129,6 +132,7 @@ class Event:
         """Block the host until the work before this event has finished."""
         if self._native is not None:
             self._runtime.event_synchronize(self._native)
+            _judge_checks(self._index)
 
     def elapsed_time(self, end_event: "Event") -> float:
         """Milliseconds from this event to ``end_event``; both must be timing events that have completed."""
@@ -147,6 +151,12 @@ class Event:
         if self._native is None:
             return "<ember.cuda.Event uninitialized>"
         return f"<ember.cuda.Event {self.cuda_event:#x}>"
+
+
+def _judge_checks(index: int | None) -> None:
+    """After a wait on the host: the value checks pending on the device (``deferred_checks``), as there."""
+    if deferred_checks._pending:
+        deferred_checks.settle(_device.TYPE, index)
 
 
 def current_stream(device=None) -> Stream:

@@ -38,7 +38,7 @@ from .ops.shapes.views import view_strides
 from .schema import OPS, OpDef, composites, primitives
 from .contract import registry
 from .execution.fallback import get_fallback, set_fallback
-from .contract.flags import FLAGS
+from .contract.flags import FLAGS, watch as watch_flags
 from .contract.registry import available, register_plugin
 
 # Pickles written before ember.dispatch had rooms name ``ember.dispatch.dtypes.from_name`` (a dtype) and
@@ -51,9 +51,11 @@ _LAZY = {
     **dict.fromkeys(("ElementwiseProgram", "Step", "Instr", "UnsupportedProgram", "FormulaError", "value_dtype",
                      "lower", "formula", "parse_formula", "convert_constant", "accumulator_dtype", "reduction_identity"), "fusion"),
     "adam_scalars": "ops.training.optim",
+    **dict.fromkeys(("multi_tensor_step", "MultiTensorStep", "update_programs"), "ops.training.multi_tensor"),
     "erf_float32": "fast_erf",
     "InFlight": "contract.inflight",
     "DeviceRuntime": "contract.device_runtime",
+    "DeviceGraphs": "contract.device_runtime",
     "SparseKernels": "contract.sparse_kernels",
 }
 _LAZY_MODULES = ("fast_exp", "fast_erf")
@@ -79,4 +81,5 @@ __all__ = ["Backend", "DeviceTimer", "device", "dtype", "dtypes", "hookimpl", "h
            "TorchDispatchMode", "use_composite", "clear_plans", "cached_plans", "c_contiguous",
            # the rest of the backend API: plugins and the registry, flags, fusion, shared kernels' helpers
            "backend_hooks", "registry", "available", "register_plugin", "get_fallback", "set_fallback", "FLAGS",
+           "watch_flags",
            *_LAZY, *_LAZY_MODULES]

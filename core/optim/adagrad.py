@@ -39,6 +39,12 @@ class Adagrad(Optimizer):
     def _options(self, group: dict[str, Any]) -> dict[str, Any]:
         return hyperparameters(group, "lr", "lr_decay", "weight_decay", "eps", flags=("maximize",))
 
+    def _multi_tensor_step(self, group: dict[str, Any], entries: list, options: dict[str, Any]) -> None:
+        """One ``_fused_adagrad_`` call for parameters of one device and dtype, in place."""
+        states = [state for _, _, state in entries]
+        F._fused_adagrad_([p for p, _, _ in entries], [g for _, g, _ in entries], [s["sum"] for s in states], [],
+                          steps=[s["step"] for s in states], **options)
+
     def _update(self, p: Tensor, grad: Tensor, state: dict[str, Any], options: dict[str, Any]) -> None:
         state["sum"] = adagrad_update(p, grad, state["sum"], step=state["step"], **options)
 

@@ -47,6 +47,20 @@ class Adam(Optimizer):
         return group["amsgrad"], composed, hyperparameters(group, "lr", "betas", "eps", "weight_decay",
                                                            flags=("decoupled_weight_decay", "maximize"))
 
+    def _multi_tensor_step(self, group: dict[str, Any], entries: list,
+                           options: tuple[bool, bool, dict[str, Any]]) -> None:
+        """One ``_fused_adam_`` (``_fused_adamw_``) call for parameters of one device and dtype, in place."""
+        amsgrad, _, kwargs = options
+        states = [state for _, _, state in entries]
+        steps = [state["step"] for state in states]
+        device_steps = isinstance(steps[0], Tensor)
+        op = F._fused_adamw_ if kwargs["decoupled_weight_decay"] else F._fused_adam_
+        op([p for p, _, _ in entries], [g for _, g, _ in entries], [s["exp_avg"] for s in states],
+           [s["exp_avg_sq"] for s in states], [s["max_exp_avg_sq"] for s in states] if amsgrad else [],
+           steps if device_steps else [], lr=kwargs["lr"], beta1=kwargs["beta1"], beta2=kwargs["beta2"],
+           weight_decay=kwargs["weight_decay"], eps=kwargs["eps"], amsgrad=amsgrad, maximize=kwargs["maximize"],
+           steps=() if device_steps else steps)
+
     def _update(self, p: Tensor, grad: Tensor, state: dict[str, Any],
                 options: tuple[bool, bool, dict[str, Any]]) -> None:
         amsgrad, composed, kwargs = options

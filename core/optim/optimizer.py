@@ -1,22 +1,20 @@
 """``Optimizer``: parameter groups, per-parameter state and checkpoints, shared by every optimizer.
 
-Written only in Ember tensor operations, so one optimizer runs on every backend. Two
-choices differ from PyTorch's internals (never from its results):
+Written only in Ember tensor operations, so one optimizer runs on every backend.
 
-* State tensors (``exp_avg``, ``momentum_buffer``, ...) are *replaced* each step by
-  freshly computed tensors instead of being updated in place. In Ember an in-place op
-  is an out-of-place op plus a copy, so rebinding saves one op per state tensor; and a
-  ``state_dict()`` taken earlier stays a true snapshot. Only the parameters are written
-  in place (``copy_`` under ``no_grad``), so modules keep their parameter objects.
-* ``state["step"]`` is a Python int, not a 0-d tensor: reading a device scalar every
-  step would cost an op and, on asynchronous backends, a synchronisation. Other scalar
-  state (NAdam's ``mu_product``, ASGD's ``eta`` and ``mu``) is a Python float likewise.
+SGD, Adam, AdamW, RMSprop and Adagrad update a whole parameter group with one multi-tensor op per (device,
+dtype) and step (``_fused_sgd_``, ``_fused_adam_`` ...; ``foreach=None`` or ``True`` and ``fused=True``, as
+PyTorch's ``foreach``/``fused`` implementations), which a backend runs as one kernel loop or launch. That op
+writes the parameters *and* their state tensors (``exp_avg``, ``momentum_buffer``, ...) in place, so state
+tensors keep their identity across steps (a ``state_dict()`` holds references, as in PyTorch: copy it to keep
+a snapshot). ``foreach=False`` runs the per-parameter updates, and ``differentiable=True`` their composition
+of tensor ops recorded by autograd (admitting non-leaf parameters), as in PyTorch; those rebind state tensors.
 
-The implementation switches PyTorch's optimizers take (``foreach``, ``fused``,
-``capturable``, ``differentiable``) are accepted and kept in the param groups as there.
-``foreach`` and ``capturable`` choose between implementations that compute the same
-values, so in Ember they change nothing; ``differentiable=True`` runs ``step`` with
-autograd recording (and admits non-leaf parameters), as PyTorch does.
+``state["step"]`` is a Python int, not a 0-d tensor: reading a device scalar every step would cost an op and,
+on asynchronous backends, a synchronisation. With ``capturable=True`` (on the multi-tensor path) it is a 0-d
+float32 tensor on the parameter's device instead, incremented and read there, so that a step recorded once
+(a CUDA graph) advances it on every replay; ``_graph_safe()`` says when that holds for a whole optimizer.
+Other scalar state (NAdam's ``mu_product``, ASGD's ``eta`` and ``mu``) is a Python float.
 """
 from __future__ import annotations
 
@@ -29,6 +27,7 @@ from typing import Any, Callable, Iterable, Iterator
 from ..autograd import enable_grad, set_grad_enabled
 from ..compiler.state import runs_eagerly
 from ..dispatch.ops import F
+from ..dispatch.schema.dtypes import float32
 from ..tensor import Tensor
 
 
@@ -183,22 +182,92 @@ class Optimizer:
 
     def _step_group(self, group: dict[str, Any]) -> None:
         """The loop every optimizer shares: each parameter with a gradient gets its state on first use, counts
-        the step, then ``_update`` runs with the group's hyperparameters (read once per group)."""
+        the step, then ``_update`` runs with the group's hyperparameters (read once per group); or, on the
+        multi-tensor path, ``_multi_tensor_step`` runs once per (device, dtype) of the group's parameters."""
         if type(self)._update is Optimizer._update:  # fail even where no parameter has a gradient
             raise NotImplementedError(f"{type(self).__name__} must implement step() or _step_group(group)")
         options, update, counts_steps = self._options(group), self._update, self._counts_steps
+        multi = self._uses_multi_tensor(group)
+        buckets: dict[tuple, list] = {}
         for p, grad, state in self._params_with_grad(group):
             if not state:
                 state.update(self._initial_state(p, grad, group))
             if counts_steps:
-                state["step"] += 1
-            update(p, grad, state, options)
+                step = state["step"]
+                if isinstance(step, Tensor):
+                    step.add_(1)  # on the device: a replayed graph advances it
+                else:
+                    state["step"] = step + 1
+            if multi:
+                buckets.setdefault((p.device, p.dtype), []).append((p, grad, state))
+            elif isinstance(state.get("step"), Tensor):  # a capturable state on the per-parameter path
+                step = state["step"]
+                state["step"] = int(step.item())
+                try:
+                    update(p, grad, state, options)
+                finally:
+                    state["step"] = step
+            else:
+                update(p, grad, state, options)
+        for entries in buckets.values():
+            self._multi_tensor_step(group, entries, options)
+
+    def _uses_multi_tensor(self, group: dict[str, Any]) -> bool:
+        """Whether ``group`` steps through the multi-tensor op: where the optimizer has one, unless
+        ``foreach=False`` or ``differentiable=True`` asks for the per-parameter path (``fused=True`` wins)."""
+        if type(self)._multi_tensor_step is Optimizer._multi_tensor_step or group.get("differentiable", False):
+            return False
+        return bool(group.get("fused")) or group.get("foreach") is not False
+
+    def _multi_tensor_step(self, group: dict[str, Any], entries: list, options: Any) -> None:
+        """Update ``entries`` (``(param, grad, state)`` of one device and dtype, states made and steps counted)
+        with one multi-tensor op call, in place."""
+        raise NotImplementedError(f"{type(self).__name__} has no multi-tensor step")
+
+    def _device_steps(self, group: dict[str, Any]) -> bool:
+        """Whether ``group`` counts steps in 0-d device tensors (``capturable`` on the multi-tensor path)."""
+        return bool(group.get("capturable")) and self._counts_steps and self._uses_multi_tensor(group)
+
+    def _graph_safe(self) -> bool:
+        """Whether ``step()`` can be recorded once and replayed (``ember.compile(mode="reduce-overhead")`` asks):
+        every group steps through the multi-tensor op, keeps any step count on the device (``capturable``),
+        and every parameter in it already has its state, so that no step changes Python-side state. The
+        hyperparameters (``lr``, ...) are part of a recording: changing them calls for a new one."""
+        for group in self.param_groups:
+            if not self._uses_multi_tensor(group):
+                return False
+            if self._counts_steps and not self._device_steps(group):
+                return False
+            if not all(self._has_state(self.state.get(p, {}), group) for p in group["params"]):
+                return False
+        return True
+
+    def _make_capturable(self) -> bool:
+        """Keep step counts on the device from now on (``capturable=True`` in every group), as ``torch.compile``
+        does for an optimizer whose step it records into CUDA graphs; returns ``_graph_safe()`` afterwards.
+        Groups on the per-parameter path cannot be recorded, so then nothing changes and the answer is False."""
+        if not all(self._uses_multi_tensor(group) for group in self.param_groups):
+            return False
+        for group in self.param_groups:
+            group["capturable"] = True
+            for p in group["params"]:
+                state = self.state.get(p)
+                step = state.get("step") if state else None
+                if step is not None and not isinstance(step, Tensor):
+                    state["step"] = F.full((), float(step), dtype=float32, device=p.device)
+        return self._graph_safe()
+
+    def _has_state(self, state: dict[str, Any], group: dict[str, Any]) -> bool:
+        """Whether a parameter's state is complete, so that its next step creates nothing (``_graph_safe``)."""
+        return bool(state)
 
     def _initial_state(self, p: Tensor, grad: Tensor | None, group: dict[str, Any]) -> dict[str, Any]:
         """A parameter's first state: ``step`` (where counted) and ``_state_names`` as zeros, in that order,
         which is the order ``state_dict()`` lists them in. ``grad`` is None where the state is made before a
         step (Adagrad)."""
-        state: dict[str, Any] = {"step": 0} if self._counts_steps else {}
+        state: dict[str, Any] = {}
+        if self._counts_steps:
+            state["step"] = F.zeros((), dtype=float32, device=p.device) if self._device_steps(group) else 0
         for name in self._state_names:
             state[name] = F.zeros_like(p)
         return state
@@ -265,6 +334,14 @@ class Optimizer:
             new_groups.append(new)
         self.state = state
         self.param_groups = new_groups
+        for group in new_groups:  # step counts as the group keeps them: on the device where capturable
+            device_steps = self._device_steps(group)
+            for p in group["params"]:
+                step = state[p].get("step") if p in state else None
+                if device_steps and step is not None and not isinstance(step, Tensor):
+                    state[p]["step"] = F.full((), float(step), dtype=float32, device=p.device)
+                elif device_steps and isinstance(step, Tensor):
+                    state[p]["step"] = step.to(p.device, float32, copy=True).reshape(())
 
     def __getstate__(self) -> dict[str, Any]:
         return {"defaults": self.defaults, "state": self.state, "param_groups": self.param_groups}

@@ -42,6 +42,15 @@ class RMSprop(Optimizer):
         return group["centered"], hyperparameters(group, "lr", "alpha", "eps", "weight_decay", "momentum",
                                                   flags=("maximize",))
 
+    def _multi_tensor_step(self, group: dict[str, Any], entries: list, options: tuple[bool, dict[str, Any]]) -> None:
+        """One ``_fused_rmsprop_`` call for parameters of one device and dtype, in place."""
+        centered, kwargs = options
+        states = [state for _, _, state in entries]
+        F._fused_rmsprop_([p for p, _, _ in entries], [g for _, g, _ in entries], [s["square_avg"] for s in states],
+                          [s["grad_avg"] for s in states] if centered else [],
+                          [s["momentum_buffer"] for s in states] if kwargs["momentum"] > 0 else [],
+                          centered=centered, **kwargs)
+
     def _update(self, p: Tensor, grad: Tensor, state: dict[str, Any], options: tuple[bool, dict[str, Any]]) -> None:
         centered, kwargs = options
         has_momentum = kwargs["momentum"] > 0

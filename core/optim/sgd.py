@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
+from ..dispatch.ops import F
 from ..tensor import Tensor
 from ._updates import descent_direction
 from .optimizer import Optimizer, check_implementation_flags, hyperparameters
@@ -13,7 +14,8 @@ class SGD(Optimizer):
     foreach=None, differentiable=False, fused=None)``.
 
     With momentum the buffer starts as the first gradient and then follows
-    ``buf = momentum * buf + (1 - dampening) * grad``, as in PyTorch.
+    ``buf = momentum * buf + (1 - dampening) * grad``, as in PyTorch. One ``_fused_sgd_`` call per device and
+    dtype updates the group in place, unless ``foreach=False`` or ``differentiable=True``.
     """
 
     _counts_steps = False  # the state is the momentum buffer alone, made from the first gradient
@@ -37,6 +39,28 @@ class SGD(Optimizer):
 
     def _options(self, group: dict[str, Any]) -> dict[str, Any]:
         return hyperparameters(group, "lr", "momentum", "dampening", "weight_decay", flags=("nesterov", "maximize"))
+
+    def _multi_tensor_step(self, group: dict[str, Any], entries: list, options: dict[str, Any]) -> None:
+        """One ``_fused_sgd_`` call; parameters whose momentum buffer is still to be made (first step) get it
+        from a call of their own with ``is_first_step``, as PyTorch's foreach path clones their gradients."""
+        kwargs = dict(weight_decay=options["weight_decay"], momentum=options["momentum"], lr=options["lr"],
+                      dampening=options["dampening"], nesterov=options["nesterov"], maximize=options["maximize"])
+        if options["momentum"] == 0:
+            F._fused_sgd_([p for p, _, _ in entries], [g for _, g, _ in entries], [], is_first_step=False, **kwargs)
+            return
+        old = [e for e in entries if "momentum_buffer" in e[2]]
+        new = [e for e in entries if "momentum_buffer" not in e[2]]
+        for first, part in ((False, old), (True, new)):
+            if not part:
+                continue
+            if first:
+                for p, _, state in part:
+                    state["momentum_buffer"] = F.empty_like(p)
+            F._fused_sgd_([p for p, _, _ in part], [g for _, g, _ in part],
+                          [state["momentum_buffer"] for _, _, state in part], is_first_step=first, **kwargs)
+
+    def _has_state(self, state: dict[str, Any], group: dict[str, Any]) -> bool:
+        return group["momentum"] == 0 or "momentum_buffer" in state
 
     def _update(self, p: Tensor, grad: Tensor, state: dict[str, Any], options: dict[str, Any]) -> None:
         if options["momentum"] != 0:

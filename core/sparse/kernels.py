@@ -9,6 +9,7 @@ from __future__ import annotations
 import warnings
 
 from ..dispatch.contract import registry
+from ..dispatch.execution import host_reads
 from ..dispatch.schema.dtypes import int64
 from ..tensor import Tensor, wrap
 
@@ -38,6 +39,6 @@ def csr_matmul(crow: Tensor, col: Tensor, values: Tensor, dense: Tensor, rows: i
         return wrap(kernels.csr_matmul(*natives, rows), values.dtype, device)
     why = "has no sparse kernels" if kernels is None else f"has no sparse {values.dtype.name} kernels"
     cpu = _host_fallback(device.type, why)
-    host = [backend.to_numpy(n) for n in natives]
+    host = [host_reads.read(n, device) for n in natives]
     product = cpu.csr_matmul(*host, rows)
     return wrap(backend.from_numpy(product, values.dtype, device.index), values.dtype, device)

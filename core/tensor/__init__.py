@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..dispatch.execution import dispatcher, links
+from ..dispatch.execution import dispatcher, host_reads, links
 from ..dispatch.contract import registry
 from ..dispatch.schema.binding import int_argument
 from ..dispatch.schema.device import device as Device
@@ -144,7 +144,7 @@ class Tensor:
     def _host(self):
         """A NumPy copy of the values from any device; for printing, item and tolist."""
         dispatcher.note_value_read()
-        return self._backend().to_numpy(self._data)
+        return host_reads.read(self._data, self._device)
 
     @property
     def layout(self):

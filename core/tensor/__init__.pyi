@@ -15,6 +15,15 @@ class _AmpUpdateScaleResult(NamedTuple):
     scale: Tensor
     growth_tracker: Tensor
 
+class _ScaledDotProductFusedAttentionResult(NamedTuple):
+    output: Tensor
+    logsumexp: Tensor
+
+class _ScaledDotProductFusedAttentionBackwardResult(NamedTuple):
+    grad_query: Tensor
+    grad_key: Tensor
+    grad_value: Tensor
+
 class _UniqueResult(NamedTuple):
     output: Tensor
     inverse_indices: Tensor

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import accelerator
-from ..dispatch.execution import dispatcher, links
+from ..dispatch.execution import dispatcher, host_reads, links
 from ..dispatch.contract import registry
 from ..dispatch.schema.binding import tensor_argument
 from ..dispatch.schema.device import device as Device
@@ -29,7 +29,7 @@ def numpy(self, *, force: bool = False):
     if self._device.type != "cpu" and not force:
         raise TypeError(f"numpy(): can't convert a {self._device} tensor to NumPy; use tensor.cpu() first")
     dispatcher.note_value_read()
-    return self._backend().to_numpy(self._data)
+    return host_reads.read(self._data, self._device)
 
 
 def __array__(self, dtype=None, copy: bool | None = None):

@@ -2,10 +2,12 @@
 form), the arithmetic, comparison and bitwise operators, and PyTorch's other names for ops (``ALIASES``)."""
 from __future__ import annotations
 
+import inspect
 from typing import Callable
 
 from ..aliases import ALIASES
 from ..dispatch.execution import dispatcher
+from ..dispatch.execution.inplace import make_inplace
 from ..dispatch.ops import F
 from ..dispatch.ops.namespace import operator_function
 from ..dispatch.schema import OPS, OpDef
@@ -47,18 +49,19 @@ def _method(op: OpDef) -> Callable:
 
 
 def _inplace_method(op: OpDef) -> Callable:
-    compute = getattr(F, op.name)  # the fast path when there is one
-
+    """``x.op_(...)``: one kernel writing into x where the backend has one, else the op and ``write_result``
+    (``ember.dispatch.execution.inplace``)."""
     if "dtype" not in op.param_index:
-        def method(self, *args, **kwargs):
-            return write_result(self, compute(self, *args, **kwargs), op.name)
+        method = make_inplace(op, write_result)
     else:  # only ops with a dtype pay for the check (cumsum_(dtype=...))
+        run = make_inplace(op, write_result)
+
         def method(self, *args, **kwargs):
             dtype = kwargs.get("dtype")
             if dtype is not None and as_dtype(dtype) is not self._dtype:  # PyTorch's "Bad in-place call"
                 raise DtypeError(f"{op.name}_: an in-place call computes in self's dtype {self._dtype.name}, "
                                  f"got dtype={as_dtype(dtype).name}")
-            return write_result(self, compute(self, *args, **kwargs), op.name)
+            return run(self, *args, **kwargs)
     method.__name__ = op.name + "_"
     method.__doc__ = f"In-place {op.name}: writes the result into self."
     return method
@@ -79,12 +82,14 @@ def _arrays_only(function: Callable) -> Callable:
 
 
 def _inplace_operator(name: str) -> Callable:
-    compute = operator_function(name)
-
-    def operator(self, other):
-        result = compute(self, other)
-        return result if result is NotImplemented else write_result(self, result, name)
+    """``x op= y``: as ``x.op_(y)``, answering NotImplemented to an operand no tensor combines with."""
+    operator = make_inplace(OPS[name], write_result, operator=True)
+    operator.__signature__ = _OPERATOR_SIGNATURE  # what it takes, for help() and the stubs: (self, other)
     return operator
+
+
+_OPERATOR_SIGNATURE = inspect.Signature([inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+                                         for name in ("self", "other")])
 
 
 def op_methods(taken: set[str]) -> dict[str, Callable]:

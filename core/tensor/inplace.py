@@ -1,4 +1,5 @@
-"""In-place writes: ``write_result`` (every in-place op's last step), ``copy_``/``fill_``/``zero_``, ``set_``,
+"""In-place writes: ``write_result`` (the last step of an in-place op that runs out of place and copies: see
+``ember.dispatch.execution.inplace`` for the one-kernel road), ``copy_``/``fill_``/``zero_``, ``set_``,
 ``module_load``, and in-place changes of a tensor's shape: ``transpose_``, ``t_``, ``squeeze_``, ``unsqueeze_``,
 ``swapaxes_``, ``as_strided_`` (the same elements seen through another view), ``resize_``/``resize_as_`` (new
 storage), and the deprecated out-of-place ``resize``/``resize_as``.
@@ -16,7 +17,9 @@ from ..autograd.grad_mode import is_grad_enabled
 from ..dispatch.schema.binding import size_argument, tensor_argument
 from ..dispatch.schema.dtypes import float64
 from ..dispatch.schema.errors import DtypeError, ShapeError, describe
+from ..dispatch.execution.inplace import make_inplace
 from ..dispatch.ops import F
+from ..dispatch.schema import OPS
 from ..dispatch.schema.promotion import can_cast
 from ..memory_format import contiguous_format
 from . import Tensor, wrap_view
@@ -38,13 +41,16 @@ def _copy_into(target: Tensor, source: Tensor) -> Tensor:
     return F.copy_(target, source)
 
 
+_float_power_into = make_inplace(OPS["float_power"], write_result)
+
+
 def float_power_(self, exponent):
     """PyTorch computes float_power in float64, so only a float64 tensor can take its result in place."""
     if self._dtype is not float64:
         raise DtypeError(f"float_power_: the base given to float_power_ has dtype {self._dtype.name} but the "
                          f"operation's result requires dtype float64 (tensor of shape {tuple(self.shape)} on "
                          f"{self._device})")
-    return write_result(self, F.float_power(self, exponent), "float_power")
+    return _float_power_into(self, exponent)
 
 
 def copy_(self, src, non_blocking=False):

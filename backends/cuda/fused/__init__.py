@@ -10,18 +10,20 @@ never at import.
 """
 from __future__ import annotations
 
-from . import cross_entropy, floor_division, gelu, layer_norm, optim, pooling, softmax
+from ..cudnn import overrides as cudnn_overrides
+from . import cross_entropy, floor_division, gelu, layer_norm, multi_tensor, optim, pooling, softmax
 
 #: every fused module (each declares CUDA C)
-_WITH_SOURCES = (softmax, cross_entropy, layer_norm, gelu, optim, pooling, floor_division)
+_WITH_SOURCES = (softmax, cross_entropy, layer_norm, gelu, optim, multi_tensor, pooling, floor_division)
 
 
 def overrides(cupy, lib, shared: dict) -> dict:
     table: dict = {}
-    for module in (softmax, cross_entropy, layer_norm, gelu, optim):
+    for module in (softmax, cross_entropy, layer_norm, gelu, optim, multi_tensor):
         table.update(module.build(cupy, lib))
     table.update(pooling.build(cupy, shared))  # falls back to the shared kernels for what it does not cover
     table.update(floor_division.build(cupy, shared))  # floats only: integers keep the shared kernels
+    table.update(cudnn_overrides(cupy, lib, shared))  # convolutions through cuDNN where it is installed
     return table
 
 

@@ -8,6 +8,13 @@ does not cover (division's rounding modes and integer powers, whose errors need 
 alpha, which the formula would compile into the kernel) and ops the formula language cannot state (round,
 the inverse trigonometric and hyperbolic functions, bitwise ops). Semantics follow NumPy's, which PyTorch's
 CPU results match.
+
+Every kernel here takes ``out=``, an array of the result's shape and dtype to write into through its own
+strides (``strided.run``): the backend's ``out_kernels`` (``OUT_KERNELS``), which run an in-place call
+(``x.add_(y)``) as one launch. Each work-item reads its elements before it writes its own, so ``out`` may be
+an operand itself; the dispatcher keeps other overlaps off this road (``Backend.writes_into``). ``OUT_KERNELS``
+also renders the formula of in-place composites the backend has no kernel for (``relu_``, ``clamp_min_``,
+``lerp_``: one launch instead of the composite's ops and a copy), declining calls the formula does not cover.
 """
 from __future__ import annotations
 
@@ -39,19 +46,19 @@ def _dtype_kind(dtype: np.dtype) -> str:
 
 def unary(expressions: dict):
     """A kernel from {"float"|"int"|"bool": expression of x0}; "int" also serves bool unless given."""
-    def kernel(a):
+    def kernel(a, out=None):
         kind = _dtype_kind(a.dtype)
         expr = expressions.get(kind) or expressions.get("int" if kind == "bool" else kind)
-        return strided.run(a.runtime, expr, [a], a.dtype)
+        return strided.run(a.runtime, expr, [a], a.dtype, out)
     return kernel
 
 
 def binary(expressions: dict):
-    def kernel(a, b):
+    def kernel(a, b, out=None):
         runtime, operands, array = _operands(a, b)
         kind = _dtype_kind(array.dtype)
         expr = expressions.get(kind) or expressions.get("int" if kind == "bool" else kind)
-        return strided.run(runtime, expr, operands, array.dtype)
+        return strided.run(runtime, expr, operands, array.dtype, out)
     return kernel
 
 
@@ -67,7 +74,7 @@ def formula_kernel(op_name: str, by_hand=None):
     tensors, attributes = op.tensor_positions, op.attr_positions
     rendered: dict[tuple, tuple | None] = {}  # (attrs, operand dtypes) -> (expression, C source, out dtype) or None
 
-    def kernel(*args):
+    def kernel(*args, out=None):
         values = [args[i] for i in tensors]
         attrs = tuple(args[i] for i in attributes)
         array = next(v for v in values if isinstance(v, CLArray))
@@ -79,10 +86,10 @@ def formula_kernel(op_name: str, by_hand=None):
             if by_hand is None:
                 raise BackendError(f"opencl: {op_name} has no kernel for attributes {attrs!r}: its formula does not "
                                    "cover them and no hand-written kernel is given")
-            return by_hand(*args)
+            return by_hand(*args, out=out)
         expression, source, out_dtype = entry
         operands = [v if isinstance(v, CLArray) else strided.Scalar(v, array.dtype) for v in values]
-        return strided.run(array.runtime, expression, operands, out_dtype, helpers=source)
+        return strided.run(array.runtime, expression, operands, out_dtype, out, helpers=source)
     kernel.formula, kernel.by_hand = op_name, by_hand
     return kernel
 
@@ -155,7 +162,7 @@ def _helpers(t: str) -> str:
     return float_divmod_source(t, OPENCL_QUALIFIER) if t in ("float", "double") else _int_helpers(t)
 
 
-def _div(a, b, rounding_mode, op: str = "div"):
+def _div(a, b, rounding_mode, op: str = "div", out=None):
     runtime, operands, array = _operands(a, b)
     t = compute_ctype(array.dtype)
     floating = is_float(array.dtype)
@@ -169,14 +176,14 @@ def _div(a, b, rounding_mode, op: str = "div"):
         if not floating:
             _check_divisor(op, b, runtime)
         expr = "trunc(x0 / x1)" if floating else f"itrunc_{t}(x0, x1)"
-    return strided.run(runtime, expr, operands, array.dtype, helpers=_helpers(t))
+    return strided.run(runtime, expr, operands, array.dtype, out, helpers=_helpers(t))
 
 
-def _floor_divide(a, b):
-    return _div(a, b, "floor", "floor_divide")
+def _floor_divide(a, b, out=None):
+    return _div(a, b, "floor", "floor_divide", out)
 
 
-def _remainder(a, b):
+def _remainder(a, b, out=None):
     runtime, operands, array = _operands(a, b)
     t = compute_ctype(array.dtype)
     if is_float(array.dtype):
@@ -184,45 +191,45 @@ def _remainder(a, b):
     else:
         _check_divisor("remainder", b, runtime)
         expr = f"imod_{t}(x0, x1)"
-    return strided.run(runtime, expr, operands, array.dtype, helpers=_helpers(t))
+    return strided.run(runtime, expr, operands, array.dtype, out, helpers=_helpers(t))
 
 
-def _pow(a, b):
+def _pow(a, b, out=None):
     runtime, operands, array = _operands(a, b)
     t = compute_ctype(array.dtype)
     if is_float(array.dtype):
-        return strided.run(runtime, "pow(x0, x1)", operands, array.dtype)
+        return strided.run(runtime, "pow(x0, x1)", operands, array.dtype, out)
     if array.dtype != BOOL:
         negative = (any_true(strided.run(runtime, "x0 < 0", [b], BOOL)) if isinstance(b, CLArray) else b < 0)
         if negative:
             raise ValueError("pow: integers to negative integer powers are not allowed")
-    return strided.run(runtime, f"ipow_{t}(x0, x1)", operands, array.dtype, helpers=_int_helpers(t))
+    return strided.run(runtime, f"ipow_{t}(x0, x1)", operands, array.dtype, out, helpers=_int_helpers(t))
 
 
 def _scaled(op: str):
     """add/sub with alpha: alpha is a kernel argument in the computation dtype (integers wrap)."""
-    def kernel(a, b, alpha):
+    def kernel(a, b, alpha, out=None):
         runtime, operands, array = _operands(a, b)
         if alpha == 1:
-            return strided.run(runtime, f"x0 {op} x1", operands, array.dtype)
+            return strided.run(runtime, f"x0 {op} x1", operands, array.dtype, out)
         operands.append(strided.Scalar(alpha, array.dtype))
-        return strided.run(runtime, f"x0 {op} x2 * x1", operands, array.dtype)
+        return strided.run(runtime, f"x0 {op} x2 * x1", operands, array.dtype, out)
     return kernel
 
 
-def _round(a, decimals):
+def _round(a, decimals, out=None):
     if not is_float(a.dtype):
         if decimals >= 0:
-            return strided.run(a.runtime, "x0", [a], a.dtype)
+            return strided.run(a.runtime, "x0", [a], a.dtype, out)
         wide = "double" if a.runtime.fp64 else "float"
         scale = f"(({wide})1e{-decimals})"
-        return strided.run(a.runtime, f"rint(({wide})x0 / {scale}) * {scale}", [a], a.dtype)
+        return strided.run(a.runtime, f"rint(({wide})x0 / {scale}) * {scale}", [a], a.dtype, out)
     t = compute_ctype(a.dtype)
     if decimals == 0:
-        return strided.run(a.runtime, "rint(x0)", [a], a.dtype)
+        return strided.run(a.runtime, "rint(x0)", [a], a.dtype, out)
     scale = f"(({t})1e{abs(decimals)})"
     expr = f"rint(x0 * {scale}) / {scale}" if decimals > 0 else f"rint(x0 / {scale}) * {scale}"
-    return strided.run(a.runtime, expr, [a], a.dtype)
+    return strided.run(a.runtime, expr, [a], a.dtype, out)
 
 
 #: ops whose kernel is their formula, rendered (with the hand-written kernel for calls it does not cover)
@@ -245,3 +252,19 @@ KERNELS = {
     "bitwise_and": binary(_same("x0 & x1")), "bitwise_or": binary(_same("x0 | x1")),
     "bitwise_xor": binary(_same("x0 ^ x1")), "bitwise_not": unary({"int": "~x0", "bool": "!x0"}),
 }
+
+
+def _declined(*args, out=None):
+    """No rendering for this call (an attribute the formula would compile in, an integer power): the
+    dispatcher then runs the op's composite and copies (an out-kernel's None)."""
+    return None
+
+
+def out_kernels(every: dict) -> dict:
+    """The backend's ``out_kernels``: every kernel above, and a formula kernel for each in-place composite with a
+    formula for which ``every`` (the backend's whole kernel table) has no kernel."""
+    table = dict(KERNELS)
+    for name, op in OPS.items():
+        if op.inplace and op.scalar is not None and name not in every:
+            table[name] = formula_kernel(name, _declined)
+    return table

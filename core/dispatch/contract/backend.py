@@ -31,6 +31,11 @@ class Backend:
     #: The optional DLPack import hook (``ember.from_dlpack``): ``from_dlpack(producer, copy)`` returns a
     #: native array sharing ``producer``'s device memory. None where the backend cannot import DLPack.
     from_dlpack: Callable[[Any, bool | None], Any] | None = None
+    #: Whether checks of tensor values (indices in range, class targets) wait for the device's next
+    #: synchronisation instead of reading the values at once (``ember.dispatch.execution.deferred_checks``,
+    #: PyTorch's device asserts). False (the default) where native arrays live in host memory, so reading
+    #: costs no sync and errors stay immediate; True for devices with a queue of their own (cuda, opencl).
+    defers_value_checks: bool = False
 
     # -- capabilities ------------------------------------------------------------
     def unavailable_reason(self) -> str | None:
@@ -114,6 +119,32 @@ class Backend:
         """Return cached but unused memory to the device (a no-op where nothing is cached)."""
 
     # -- optional hooks ----------------------------------------------------------
+    #: Kernels that write their result into a given array (optional): op name -> a function taking the same
+    #: arguments as ``kernels[name]`` plus the keyword ``out``, a native array of the call's result shape and
+    #: dtype, which it fills and returns (None: it declines this call). An in-place call of an elementwise op
+    #: (``x.add_(y)``, ``x += y``) then runs one kernel with ``out=`` the target's array, instead of the
+    #: out-of-place kernel and ``copy_``. Ops missing here keep that road. See docs/backends.md, "In-place kernels".
+    out_kernels: dict[str, Callable[..., Any]] = {}
+    #: Whether ``out_kernels`` take any ``out`` as it is: strided, overlapping its own elements or an operand's
+    #: (NumPy's ufuncs buffer what overlaps). False (the default): ``writes_into`` is asked on every call.
+    writes_into_any: bool = False
+
+    def writes_into(self, out, operands: tuple) -> bool:
+        """Whether ``out_kernels`` may write into native ``out`` while reading ``operands`` (the call's other
+        native arrays) element for element: asked per in-place call where ``writes_into_any`` is False. The
+        default: no two elements of ``out`` share an address, and each operand is ``out`` itself (``x.add_(x)``)
+        or lives in another allocation; a write that would race with its own reads takes the copy road."""
+        if not no_internal_overlap(out.shape, self.strides(out)):
+            return False
+        storage = None
+        for a in operands:
+            if a is not out:
+                if storage is None:
+                    storage = self.storage_id(out)
+                if self.storage_id(a) == storage:
+                    return False
+        return True
+
     def device_timer(self, index: int | None) -> "DeviceTimer | None":
         """The timer of device ``index`` for ``ember.profiler``'s device time, or None where the
         backend cannot time its own work (the default: the profiler then reports host time only)."""
@@ -159,3 +190,15 @@ class DeviceTimer:
 
     def elapsed_ms(self, start: Any, end: Any) -> float:
         raise NotImplementedError(f"{type(self).__name__} must implement elapsed_ms()")
+
+
+def no_internal_overlap(shape: tuple, strides: tuple) -> bool:
+    """Whether an array of ``shape`` and element ``strides`` has no two elements at one address: each dim's
+    stride, smallest first, steps past everything the smaller dims reach (a sufficient test, exact for views
+    made by slicing, transposing and expanding)."""
+    reach = 0
+    for stride, size in sorted((abs(st), n) for n, st in zip(shape, strides) if n > 1):
+        if stride <= reach:
+            return False
+        reach += stride * (size - 1)
+    return True

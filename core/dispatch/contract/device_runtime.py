@@ -9,7 +9,7 @@ first (a default stream is shared by every device, so it means something only wi
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any
+from typing import Any, ContextManager
 
 
 class DeviceRuntime(ABC):
@@ -105,3 +105,57 @@ class DeviceRuntime(ABC):
     @abstractmethod
     def mark(self, message: str) -> None:
         ...
+
+    # -- device graphs (optional) --------------------------------------------------------------
+    def device_graphs(self) -> "DeviceGraphs | None":
+        """Private memory pools and stream capture (``DeviceGraphs``) for ``ember.compile(mode="reduce-overhead")``
+        and ``ember.cuda.CUDAGraph``, or None (the default): compiled programs then replay op by op."""
+        return None
+
+
+class DeviceGraphs(ABC):
+    """Whole-stream capture and replay (CUDA graphs), and the private memory pools captured work allocates from.
+
+    Core drives it so (``ember.compiler.device_graph``): warm-up runs on a non-default stream, then
+    ``begin_capture`` on that stream (the current one), the program runs once with its allocations served by
+    ``pool`` (``allocating_from``), ``end_capture`` returns the graph and ``replay`` launches it again on the
+    current stream. Every address the graph uses stays valid while the pool lives, so a replay allocates
+    nothing; nothing may read device values on the host while capturing. Random draws made while capturing
+    must read their seed and offset from device memory, advanced at every ``replay``, or every replay would
+    repeat them: that is the backend's own business, between ``begin_capture`` and ``replay``.
+    """
+
+    @abstractmethod
+    def new_pool(self, index: int) -> Any:
+        """A private memory pool on device ``index``: its blocks go to nobody else, so captured addresses
+        stay valid; pools may be shared by several graphs (``ember.cuda.graph_pool_handle``)."""
+
+    @abstractmethod
+    def allocating_from(self, index: int, pool: Any) -> ContextManager[None]:
+        """A context inside which every allocation this backend makes on device ``index`` comes from ``pool``."""
+
+    @abstractmethod
+    def pool_allocations(self, pool: Any) -> int:
+        """How many allocations ``pool`` has served so far (a replay that allocates adds none)."""
+
+    @abstractmethod
+    def begin_capture(self, index: int, pool: Any, error_mode: str) -> None:
+        """Start capturing the work queued on the current stream of device ``index``, which must not be the
+        default stream, with allocations from ``pool``. ``error_mode`` is CUDA's stream capture mode:
+        "global", "thread_local" or "relaxed" (PyTorch's ``capture_error_mode``)."""
+
+    @abstractmethod
+    def end_capture(self, index: int) -> Any:
+        """Stop capturing; the captured work as a graph handle, ready to replay."""
+
+    @abstractmethod
+    def abort_capture(self, index: int) -> None:
+        """Stop a capture that failed and leave the stream usable (the partial graph is dropped)."""
+
+    @abstractmethod
+    def replay(self, index: int, graph: Any) -> None:
+        """Queue the whole graph on the current stream of device ``index`` (the host does not wait)."""
+
+    def debug_dump(self, graph: Any, path: str) -> None:
+        """Write the graph's structure to ``path`` (CUDA's DOT dump) where the backend can."""
+        raise RuntimeError(f"{type(self).__name__}: this backend cannot dump its graphs")

@@ -18,8 +18,11 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
+from typing import Any, Callable
 
 FLOAT32_MATMUL_PRECISIONS = ("highest", "high", "medium")
+#: called as ``watcher(name, value)`` after each change of a flag (see ``watch``)
+_WATCHERS: list[Callable[[str, Any], None]] = []
 
 
 @dataclass
@@ -39,8 +42,20 @@ class Flags:
     deterministic_warn_only: bool = False
     warn_always: bool = False  # warnings given once per process are given every time (torch.set_warn_always)
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        object.__setattr__(self, name, value)
+        for watcher in _WATCHERS:
+            watcher(name, value)
+
 
 FLAGS = Flags()
+
+
+def watch(watcher: Callable[[str, Any], None]) -> None:
+    """Call ``watcher(name, value)`` after every change of a flag from now on. For a backend whose library keeps
+    a setting of its own (CuPy's GEMM compute type behind TF32): it follows the flag when it changes, instead of
+    reading it on every call."""
+    _WATCHERS.append(watcher)
 
 
 def _require_bool(function: str, name: str, value) -> bool:

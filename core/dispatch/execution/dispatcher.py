@@ -28,6 +28,7 @@ from ..schema.errors import (ArgumentError, BackendError, DeviceError, DtypeErro
                              ShapeError, UnsupportedDtypeError, describe)
 from .arguments import DATA, PASS, Native, Natives, Number
 from .executor import runner
+from .into import into_runner
 from .fallback import refuse_or_warn
 from .plan import CallPlan, cached, prefers_composite, store, table
 from ..schema.promotion import result_type_of, scalar_dtype
@@ -47,6 +48,16 @@ def call(op: OpDef, args: tuple, kwargs: dict, modes_seeing_it: list | tuple = _
         return call_with_out(call, op, args, kwargs)
     if modes_seeing_it:
         return modes.dispatch(op, args, kwargs, run)
+    plan, values = planned(op, args, kwargs)
+    try:  # free unless raised (Python 3.11): the fast path's entry points do the same
+        return plan.run(values)
+    except KERNEL_ERRORS as error:
+        raise kernel_error(plan, values, error) from None
+
+
+def planned(op: OpDef, args: tuple, kwargs: dict) -> tuple:
+    """``(plan, values)`` of a call: its values bound in parameter order (and converted as the plan has them),
+    and its cached plan, or a new one after validation. What ``call`` runs, and in-place calls too."""
     if not kwargs and op.min_args <= len(args) <= op.positional_count:
         values = [*args, *op.default_values[len(args):]]
     elif not kwargs and len(args) == len(op.params):  # every value, bound already (the CPU fallback's call)
@@ -60,10 +71,7 @@ def call(op: OpDef, args: tuple, kwargs: dict, modes_seeing_it: list | tuple = _
             _converted(op, plan, values)
     else:
         plan = _validate_and_plan(op, values, grad_wanted(op, values), key)
-    try:  # free unless raised (Python 3.11): the fast path's entry points do the same
-        return plan.run(values)
-    except KERNEL_ERRORS as error:
-        raise kernel_error(plan, values, error) from None
+    return plan, values
 
 
 def run(op: OpDef, args: tuple, kwargs: dict):
@@ -310,6 +318,10 @@ def make_plan(op: OpDef, values: list, dev: Device, backend, compute, out, grad_
     plan = CallPlan(op, kind, impl, dev, backend, compute, out, tuple(values[i] for i in op.attr_positions),
                     grad_on, records, arguments)
     plan.run = runner(plan, call)
+    if op.inplace and op.name in backend.out_kernels:  # x.op_(...) may run as one kernel writing into x
+        if kind == "composite" and not records and not prefers_composite(op, dev.type):
+            arguments = _arguments(op, values, compute, backend, dev)
+        plan.into = into_runner(plan, arguments)
     return plan
 
 
@@ -385,7 +397,7 @@ def _collect(op: OpDef, values: list):
             if not isinstance(v, (list, tuple)) or not all(isinstance(x, Tensor) for x in v):
                 raise TypeError(f"{op.name}(): argument '{p.name}' must be a sequence of tensors, "
                                 f"got {type(v).__name__}")
-            if not v:
+            if not v and not (op.mutates.__class__ is tuple and i != op.tensor_positions[0]):
                 raise ArgumentError(f"{op.name}(): expected a non-empty sequence of tensors")
             tensors.extend(v)
         elif v is None and p.optional:
@@ -481,6 +493,6 @@ def _check_dtypes(op: OpDef, compute: DType | None, out, tensors, backend, dev: 
                              f"{', '.join(x.name for x in sorted(supported, key=lambda x: x._rank))}")
 
 
-__all__ = ["call", "run", "resolve", "value_read_hooks", "simple_elementwise", "passes_as_number",
+__all__ = ["call", "planned", "run", "resolve", "value_read_hooks", "simple_elementwise", "passes_as_number",
            "CATEGORY_ACCEPTS", "validates_every_call", "bind", "plan_key", "make_plan", "transfer", "wrap_dim",
            "note_value_read", "ShapeError", "BackendError"]

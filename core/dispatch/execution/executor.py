@@ -40,6 +40,8 @@ def _kernel(plan: CallPlan) -> Callable[[list], Any]:
     recorder = links.recorder
     record = recorder.record if plan.records else None
     check_mutation = recorder.check_mutation if op.mutates and plan.grad_on else None
+    if op.mutates.__class__ is tuple:  # writes into the tensors of several lists
+        return _list_mutation(plan, impl, check_mutation)
 
     if shape == "view" and data_at == (0,) and not converted and not constants:
         two = len(op.params) == 2
@@ -93,6 +95,33 @@ def _kernel(plan: CallPlan) -> Callable[[list], Any]:
         if record is not None:
             record(plan, values, outputs)
         return outputs
+    return run
+
+
+def _list_mutation(plan: CallPlan, impl, check_mutation) -> Callable[[list], Any]:
+    """The runner of an op writing into the tensors of its lists ``op.mutates`` (the multi-tensor optimizer
+    steps): the kernel gets every list as native arrays and writes into them; each written tensor's version
+    counts the write; the call returns None, as PyTorch's ``_fused_adam_`` returns nothing."""
+    op = plan.op
+    converted = tuple((i, how) for i, how in plan.arguments if how != DATA and how != PASS)
+    data_at = tuple(i for i, how in plan.arguments if how == DATA)
+    written = tuple(op.param_index[name] for name in op.mutates)
+
+    def run(values: list):
+        if check_mutation is not None:
+            for i in written:
+                for t in values[i]:
+                    check_mutation(op, [t] * len(values))
+        args = values.copy()
+        for i in data_at:
+            args[i] = values[i]._data
+        for i, convert in converted:
+            args[i] = convert(values[i])
+        impl(*args)
+        for i in written:
+            for t in values[i]:
+                t._version[0] += 1
+        return None
     return run
 
 

@@ -33,6 +33,11 @@ class DispatchMode:
     """Base of interception modes. Subclasses override ``__torch_dispatch__`` (the default observes)."""
 
     observes_nested: bool = False
+    #: Whether the mode sees an in-place call (``x.add_(y)``) as one call of its op, returning the target as
+    #: the call ran (one kernel writing into it, where the backend can), as PyTorch's modes see ``add_``.
+    #: False (the default): it sees the op's out-of-place call and then ``copy_`` writing the result into
+    #: the target, which a tracer or autocast can replace; only a mode that observes should set True.
+    sees_inplace_calls: bool = False
 
     def __torch_dispatch__(self, func: "OpCall", types: tuple, args: tuple = (), kwargs: dict | None = None) -> Any:
         return func(*args, **(kwargs or {}))

@@ -32,7 +32,7 @@ class CallPlan:
     """One validated kind of call of one op (see the module docstring). ``run(values)`` executes it."""
 
     __slots__ = ("op", "kind", "impl", "device", "backend", "compute", "out", "attrs", "grad_on", "records",
-                 "arguments", "run", "node_plans", "converts", "validates_every_call")
+                 "arguments", "run", "node_plans", "converts", "validates_every_call", "into")
 
     def __init__(self, op: OpDef, kind: str, impl: Callable | None, device, backend, compute, out,
                  attrs: tuple, grad_on: bool, records: bool, arguments: tuple) -> None:
@@ -49,6 +49,9 @@ class CallPlan:
         self.arguments = arguments  # per tensor position: how the bound value becomes a kernel argument
         self.node_plans: dict = {}  # autograd's per-pattern node plans for this call plan
         self.run: Callable[[list], Any] | None = None  # set by the executor
+        # set by the executor where an in-place call may write into its target with one kernel (``into.py``):
+        # ``into(values)`` returns the target, or None where this call must take the copy road
+        self.into: Callable[[list], Any] | None = None
         self.converts = True  # whether a cached call must replace its attribute values by ``attrs``
         self.validates_every_call = False  # the op's checks read tensor values: run them on every call
 

@@ -111,6 +111,8 @@ class OpDef:
     nondifferentiable_inputs: tuple = ()
     view: bool = False  # the output shares storage with the first input
     mutates: bool = False  # writes into its first input and returns it (copy_, index_put_)
+    # (or a tuple of names of ``Tensor[]`` parameters: writes into their tensors and returns None, as the
+    # multi-tensor optimizer steps ``_fused_adam_`` ... do; empty lists are then allowed after the first)
     normalize: Callable[..., Any] | None = None  # rewrites bound values before meta, e.g. wraps dims
     # the meta or normalize reads the first input's strides (view), so the plan cache keys on them
     layout_dependent: bool = False

@@ -92,12 +92,26 @@ class _BatchNorm(Module):
             with no_grad():
                 F.copy_(self.num_batches_tracked, F.add(self.num_batches_tracked, 1))
             if self.momentum is None:  # cumulative moving average
-                factor = 1.0 / self.num_batches_tracked.item()
+                return self._cumulative_average(input)
         # evaluation uses the running statistics when there are any, the batch's otherwise
         use_batch = self.training or (self.running_mean is None and self.running_var is None)
         keep = not self.training or self.track_running_stats
         return F.batch_norm(input, self.running_mean if keep else None, self.running_var if keep else None,
                             self.weight, self.bias, use_batch, factor, self.eps)
+
+    def _cumulative_average(self, input):
+        """momentum=None in training: the running statistics become the average over every batch so far, each
+        updated with factor 1 / num_batches_tracked as PyTorch does, but computed on the device: reading the
+        count to the host would stall the device at every step. A batch_norm with momentum 1 into fresh
+        buffers yields this batch's mean and unbiased variance, which are then blended in."""
+        mean, var = F.zeros_like(self.running_mean), F.ones_like(self.running_var)
+        out = F.batch_norm(input, mean, var, self.weight, self.bias, True, 1.0, self.eps)
+        with no_grad():
+            factor = F.reciprocal(F.to_dtype(self.num_batches_tracked, mean.dtype))
+            keep = F.rsub(factor, 1)
+            for running, batch in ((self.running_mean, mean), (self.running_var, var)):
+                F.copy_(running, F.add(F.mul(running, keep), F.mul(batch, factor)))
+        return out
 
     def extra_repr(self) -> str:
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "

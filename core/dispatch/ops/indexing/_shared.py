@@ -12,7 +12,7 @@ from ...schema.errors import DtypeError, OutOfRangeError, ShapeError, describe
 from ...schema.meta import broadcast_shapes, numel, require, shape
 from .._shared import _is_tensor
 from ..namespace import F
-from .value_checks import MISSING, CheckedValues
+from .value_checks import MISSING, CheckedValues, check_extremes, defers, extremes_now, vouched
 
 
 def _size(in_shape: tuple, dim: int) -> int:
@@ -31,25 +31,52 @@ def _check_mask_dtype(op_name: str, mask) -> None:
         raise DtypeError(f"{op_name}: mask must be a bool tensor, got {describe(mask)}")
 
 
-def _check_range(op_name: str, index, dim: int, size: int, negative_ok: bool) -> int:
-    """Raise OutOfRangeError unless every index fits dim; return the smallest (0 for an empty index).
+def _check_range(op_name: str, index, dim: int, size: int, negative_ok: bool, wrap: bool = False):
+    """Raise OutOfRangeError unless every index fits dim, and return the index the kernel may use.
 
-    Uses Ember reductions so it runs on any backend; this is the one data-dependent check.
+    Where the device defers value checks (``value_checks``) the error comes at its next synchronisation, so
+    the kernel must not meet a bad index meanwhile: the index returned is brought into range on the device
+    (negatives wrapped where they are accepted, the rest clamped; one elementwise op), and a bad one is
+    reported later. Elsewhere the check reads at once and the index comes back as it is, with negative
+    indices wrapped when ``wrap`` (kernels that do not count from the end). Uses Ember reductions so it
+    runs on any backend; this is the one data-dependent check.
     """
     note_value_read()  # also when remembered: the dispatcher must not cache this validation
-    if index.numel() == 0:
-        return 0
+    if index.numel() == 0 or vouched.depth:
+        return index
+    deferred = defers(index)
+    if deferred and size == 0:
+        raise OutOfRangeError(f"{op_name}: index out of bounds for dim {dim} with size 0 (expected no index: "
+                              f"the dim is empty; {describe(index)})")
     key = (size, negative_ok)
     low = _checked_indices.recall(index, key)
-    if low is not MISSING:
-        return low
-    low, high = F.amin(index).item(), F.amax(index).item()
-    bad = high if high >= size else (low if low < (-size if negative_ok else 0) else None)
-    if bad is not None:
+    if low is MISSING:
+        low = _read_range(op_name, index, dim, size, negative_ok, deferred)
+        _checked_indices.remember(index, key, low)
+    if deferred:  # remembered or not, its check may still be pending
+        return _wrapped(index, size) if negative_ok else F.clamp(index, 0, size - 1)
+    return _wrapped(index, size) if wrap and low < 0 else index
+
+
+def _read_range(op_name: str, index, dim: int, size: int, negative_ok: bool, deferred: bool) -> int | None:
+    """The check itself; the smallest index, or None where the check was deferred."""
+    smallest = -size if negative_ok else 0
+    description = describe(index)
+
+    def verdict(low, high):
+        bad = high if high >= size else (low if low < smallest else None)
+        if bad is None:
+            return None
         accepted = f"{-size}..{size - 1}" if negative_ok else f"0..{size - 1}"
-        raise OutOfRangeError(f"{op_name}: index {bad} is out of bounds for dim {dim} with size {size} "
-                              f"(expected {accepted if size else 'no index: the dim is empty'}; {describe(index)})")
-    _checked_indices.remember(index, key, low)
+        return OutOfRangeError(f"{op_name}: index {bad} is out of bounds for dim {dim} with size {size} "
+                               f"(expected {accepted if size else 'no index: the dim is empty'}; {description})")
+    if deferred:
+        check_extremes(index, verdict)
+        return None
+    low, high = extremes_now(index)
+    error = verdict(low, high)
+    if error is not None:
+        raise error
     return low
 
 
@@ -64,8 +91,7 @@ def _wrapped(index, size: int):
 
 
 def _checked_index(op_name: str, index, dim: int, size: int):
-    low = _check_range(op_name, index, dim, size, negative_ok=True)
-    return _wrapped(index, size) if low < 0 else index
+    return _check_range(op_name, index, dim, size, negative_ok=True, wrap=True)
 
 
 def _advanced_shape(op_name: str, in_shape: tuple, indices) -> tuple:
@@ -176,7 +202,7 @@ def _along_dim_normalize(op, args):
     src = args.get("src")
     if _is_tensor(src) and src._dtype is not x._dtype:
         raise DtypeError(f"{op.name}: src must have input's dtype {x._dtype.name}, got {describe(src)}")
-    _check_range(op.name, index, dim, _size(shape(x), dim), negative_ok=False)
+    args["index"] = _check_range(op.name, index, dim, _size(shape(x), dim), negative_ok=False)
 
 
 def _scatter_meta(name):

@@ -349,10 +349,10 @@ _declare_scatter("scatter_add", True, "a copy of input with src[i][j] added at o
 
 # -- index_add: scatter_add by one index vector, composed of index_put_ ------------------------
 
-def check_index_vector(op_name: str, x, dim: int, index, source=None) -> None:
+def check_index_vector(op_name: str, x, dim: int, index, source=None):
     """PyTorch's rules for index_add and its kin (index_copy, index_fill, index_reduce): an integer index of
     at most one dim, in range (no negatives); a source (where the op takes one) of input's dtype, shaped like
-    input off dim, with one slice per index."""
+    input off dim, with one slice per index. Returns the index the kernel may use (``_check_range``)."""
     _check_index_dtype(op_name, index)
     if len(shape(index)) > 1:
         raise OutOfRangeError(f"{op_name}: index must be a vector (0-d or 1-D), got {describe(index)}")
@@ -370,11 +370,11 @@ def check_index_vector(op_name: str, x, dim: int, index, source=None) -> None:
             raise OutOfRangeError(f"{op_name}: the number of indices ({numel(shape(index))}) must equal source's "
                                   f"size along dim {dim} ({_size(source_shape, dim)}); "
                                   f"{describe_all((index, source))}")
-    _check_range(op_name, index, dim, _size(in_shape, dim), negative_ok=False)
+    return _check_range(op_name, index, dim, _size(in_shape, dim), negative_ok=False)
 
 
 def _index_add_normalize(op, args):
-    check_index_vector("index_add", args["input"], args["dim"], args["index"], args["source"])
+    args["index"] = check_index_vector("index_add", args["input"], args["dim"], args["index"], args["source"])
 
 
 def _index_add(x, dim, index, source, alpha=1):
@@ -444,7 +444,7 @@ def _index_select_normalize(op, args):
         raise ShapeError(f"index_select: index must be 0-d or 1-D, got {describe(index)}")
     if not shape(x):
         require(index.numel() == 1, "index_select", "a 0-d input takes exactly one index", x, index)
-    _check_range("index_select", index, dim, _size(shape(x), dim), negative_ok=False)  # PyTorch: no negatives
+    args["index"] = _check_range("index_select", index, dim, _size(shape(x), dim), negative_ok=False)  # no negatives
 
 
 def _index_select_onnx(g, input, dim, index):

@@ -36,7 +36,7 @@ def _zero(x):
 
 
 def _index_vector_normalize(op, args):
-    check_index_vector(op.name, args["input"], args["dim"], args["index"], args.get("source"))
+    args["index"] = check_index_vector(op.name, args["input"], args["dim"], args["index"], args.get("source"))
 
 
 def _index_copy_samples(make, dtype):
@@ -74,7 +74,7 @@ defop("index_copy(Tensor input, dim dim, Index index, Tensor source)", "indexing
 
 def _index_fill_normalize(op, args):
     x, value = args["input"], args["value"]
-    check_index_vector("index_fill", x, args["dim"], args["index"])
+    args["index"] = check_index_vector("index_fill", x, args["dim"], args["index"])
     if _is_tensor(value) and shape(value):
         raise ShapeError(f"index_fill: value must be a number or a 0-d tensor, got {describe(value)}")
     if not _is_tensor(value):
@@ -130,7 +130,7 @@ def _flat_index_normalize(op, args):
     size = numel(shape(x))
     if numel(shape(index)) and not size:
         raise OutOfRangeError(f"{op.name}: cannot index an empty tensor ({describe(x)}) with a non-empty index")
-    _check_range(op.name, index, 0, size, negative_ok=True)
+    args["index"] = _check_range(op.name, index, 0, size, negative_ok=True)
 
 
 def _take_samples(make, dtype):
@@ -206,10 +206,10 @@ def _take_along_dim_normalize(op, args):
     x, indices, dim = args["input"], args["indices"], args["dim"]
     _check_index_dtype("take_along_dim", indices, "indices")
     if dim is None:
-        _check_range("take_along_dim", indices, 0, numel(shape(x)), negative_ok=False)
+        args["indices"] = _check_range("take_along_dim", indices, 0, numel(shape(x)), negative_ok=False)
         return
     _take_along_dim_shapes(shape(x), shape(indices), dim)
-    _check_range("take_along_dim", indices, dim, _size(shape(x), dim), negative_ok=False)
+    args["indices"] = _check_range("take_along_dim", indices, dim, _size(shape(x), dim), negative_ok=False)
 
 
 def _take_along_dim(x, indices, dim=None):

@@ -16,9 +16,9 @@ import numpy as np
 from ...schema.dtypes import bool_
 from ...schema.errors import ArgumentError, DtypeError
 from ...schema.meta import broadcast_shapes, require, shape
-from ...schema import Sample, defop
+from ...schema import OPS, Sample, defop
 from ..namespace import F
-from ..elementwise.opmath import in_opmath
+from ..elementwise.opmath import in_opmath, opmath_dtype, rounded, widened
 
 _NAME = "scaled_dot_product_attention"
 
@@ -93,11 +93,36 @@ def _repeat_heads(x, heads: int):
     return F.reshape(expanded, sizes[:-3] + (heads,) + sizes[-2:])
 
 
+def _unfused(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None):
+    return attention(query, key, value, attn_mask, dropout_p, scale, causal=is_causal)[0]
+
+
+_unfused_in_opmath = in_opmath(_unfused)
+
+
+def _fused_kernels_on(device) -> bool:
+    """Whether ``device``'s backend runs the fused pair as kernels (cuda: cuDNN, or the shared array kernels).
+    As a composite the pair would be slower than the op-by-op one: its backward recomputes the weights, which a
+    kernel does in one pass and a composite in a dozen dispatched ops."""
+    from ...contract import registry
+    from ...execution.plan import prefers_composite
+    backend = registry.get_backend(device.type)
+    return _FUSED in backend.kernels and not prefers_composite(OPS[_FUSED], device.type)
+
+
 def _scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
                                   enable_gqa=False):
+    """The fused pair where the call allows it (no mask but the causal one, no dropout) and the backend runs the
+    pair as kernels of its own, the op-by-op composite otherwise. The fused op takes one batch shape: broadcast
+    batch dims are expanded first (a view, whose gradient autograd sums back)."""
     if enable_gqa:
         key, value = _repeat_heads(key, query.shape[-3]), _repeat_heads(value, query.shape[-3])
-    return attention(query, key, value, attn_mask, dropout_p, scale, causal=is_causal)[0]
+    if attn_mask is not None or dropout_p > 0.0 or not _fused_kernels_on(query.device):
+        return _unfused_in_opmath(query, key, value, attn_mask, dropout_p, is_causal, scale)
+    batch = tuple(np.broadcast_shapes(*(tuple(t.shape[:-2]) for t in (query, key, value))))
+    query, key, value = (t if tuple(t.shape[:-2]) == batch else F.expand(t, batch + tuple(t.shape[-2:]))
+                         for t in (query, key, value))
+    return F._scaled_dot_product_fused_attention(query, key, value, is_causal, scale=scale)[0]
 
 
 # -- checks ---------------------------------------------------------------------------------------------------
@@ -249,10 +274,203 @@ def _onnx(g, query, key, value, attn_mask, dropout_p, is_causal, scale, enable_g
 defop("scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Index? attn_mask=None, "
       "float dropout_p=0.0, bool is_causal=False, *, float? scale=None, bool enable_gqa=False)", "nn",
       kind="composite", promotion=_promotion, dtypes="float", meta=_meta, normalize=_normalize,
-      composite=in_opmath(_scaled_dot_product_attention), reference=_reference, samples=_samples, method=False,
+      composite=_scaled_dot_product_attention, reference=_reference, samples=_samples, method=False,
       tolerances={"float16": (2e-2, 2e-2), "bfloat16": (5e-2, 5e-2)}, autocast="lower",
       onnx=_onnx,
       doc="softmax(query @ key^T * scale + attn_mask) @ value over the last two dims; a bool attn_mask marks with "
           "True the positions that take part, a float one is added; is_causal lets query i see keys 0..i; "
           "dropout_p drops attention weights; enable_gqa repeats key and value heads to the query's; fully-masked "
           "rows give zeros")
+
+
+# -- the fused pair: _scaled_dot_product_fused_attention and its backward -------------------------------------
+#
+# After PyTorch's _scaled_dot_product_flash_attention_for_cpu (and _backward), less dropout and the mask, which
+# scaled_dot_product_attention keeps for its op-by-op composite. The forward saves the log-sum-exp of each
+# query's scaled scores, so the backward rebuilds the weights with one exp instead of a second softmax; one op
+# each way is what a backend overrides (the shared array kernels, cuDNN's SDPA on cuda).
+
+_FUSED = "_scaled_dot_product_fused_attention"
+_FUSED_BACKWARD = _FUSED + "_backward"
+
+
+def _fused_scale(query, scale):
+    return 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+
+
+def _scores(query, key, is_causal: bool, scale: float):
+    """``query @ key^T * scale``, -inf above the diagonal when causal (the scale on the smaller query)."""
+    scores = F.matmul(F.mul(query, scale), F.transpose(key, -2, -1))
+    if is_causal:
+        scores = F.add(scores, _causal_bias(scores.shape[-2], scores.shape[-1], scores.dtype, scores.device))
+    return scores
+
+
+def _fused_attention(query, key, value, is_causal=False, scale=None):
+    """Row max, exp, row sum, one division and one matmul, in opmath; the log-sum-exp stays in opmath."""
+    dt = query.dtype
+    q, k, v = widened(query), widened(key), widened(value)
+    scale = _fused_scale(query, scale)
+    if k.shape[-2] == 0:  # no keys: nothing to attend to, an empty sum (zeros, log 0 = -inf), as the kernels give
+        lead = tuple(q.shape[:-1])
+        return (F.zeros(lead + (v.shape[-1],), dtype=dt, device=q.device),
+                F.full(lead, float("-inf"), dtype=q.dtype, device=q.device))
+    scores = _scores(q, k, is_causal, scale)
+    top = F.amax(scores, -1, True)
+    exp = F.exp(F.sub(scores, top))
+    total = F.sum(exp, -1, True)
+    out = F.matmul(F.div(exp, total), v)
+    return rounded(out, dt), F.squeeze(F.add(F.log(total), top), -1)
+
+
+def _fused_attention_backward(grad_out, query, key, value, out, logsumexp, grad_logsumexp=None, is_causal=False,
+                              scale=None):
+    """weights = exp(scores - logsumexp); dV = W^T dO; dS = W * (dO V^T - rowsum(dO * O) + dLSE); dQ = dS K * scale,
+    dK = dS^T Q * scale. Written in Ember ops, so it is differentiable in turn (double backward)."""
+    dt = query.dtype
+    g, q, k, v, o = (widened(t) for t in (grad_out, query, key, value, out))
+    scale = _fused_scale(query, scale)
+    weights = F.exp(F.sub(_scores(q, k, is_causal, scale), F.unsqueeze(widened(logsumexp), -1)))
+    grad_value = F.matmul(F.transpose(weights, -2, -1), g)
+    delta = F.sum(F.mul(g, o), -1, True)
+    if grad_logsumexp is not None:  # d logsumexp / d scores = the weights
+        delta = F.sub(delta, F.unsqueeze(widened(grad_logsumexp), -1))
+    grad_scores = F.mul(F.mul(weights, F.sub(F.matmul(g, F.transpose(v, -2, -1)), delta)), scale)
+    grad_query = F.matmul(grad_scores, k)
+    grad_key = F.matmul(F.transpose(grad_scores, -2, -1), q)
+    return rounded(grad_query, dt), rounded(grad_key, dt), rounded(grad_value, dt)
+
+
+def _fused_derivative(grads, query, key, value, is_causal, scale, results):
+    """Through both outputs (PyTorch's flash op leaves the log-sum-exp without one; here it is exact, so that double
+    backward, which reaches the saved log-sum-exp, is right too). Its gradient costs one subtraction per row."""
+    out, logsumexp = results
+    return F._scaled_dot_product_fused_attention_backward(grads[0], query, key, value, out, logsumexp, grads[1],
+                                                          is_causal, scale=scale)
+
+
+def _fused_promotion(rt, op, args):
+    """The operands' dtype (``_fused_normalize`` refuses several), the log-sum-exp in its opmath dtype."""
+    return rt, (rt, opmath_dtype(rt))
+
+
+def _fused_backward_promotion(rt, op, args):
+    """The query's dtype; the log-sum-exp and its gradient are ``Index`` parameters, uncast (float32 beside
+    half-precision operands)."""
+    return rt, (rt, rt, rt)
+
+
+def _fused_normalize(op, args) -> None:
+    names = ("grad_out", "query", "key", "value", "out") if op.name == _FUSED_BACKWARD else ("query", "key", "value")
+    tensors = [(name, args[name]) for name in names]
+    for name, t in tensors:  # a Python number would broadcast; attention has no meaning for one
+        if not hasattr(t, "dtype"):
+            raise ArgumentError(f"{op.name}: {name} must be a Tensor, got {type(t).__name__} {t!r}")
+    dtypes = {t.dtype for _, t in tensors}
+    if len(dtypes) > 1:
+        raise DtypeError(f"{op.name}: expected {', '.join(names)} to have one dtype, got "
+                         + ", ".join(f"{name}.dtype {t.dtype.name}" for name, t in tensors))
+    if op.name == _FUSED_BACKWARD:
+        for name in ("logsumexp", "grad_logsumexp"):
+            t = args[name]
+            if t is not None and not t.dtype.is_floating_point:
+                raise DtypeError(f"{op.name}: expected a floating-point {name}, got {name}.dtype {t.dtype.name}")
+
+
+def _fused_shapes(name: str, query, key, value) -> tuple:
+    qs, ks, vs = shape(query), shape(key), shape(value)
+    operands = (query, key, value)
+    require(min(len(qs), len(ks), len(vs)) >= 2, name, "query, key and value need at least 2 dimensions", *operands)
+    require(qs[:-2] == ks[:-2] == vs[:-2], name, "query, key and value need the same batch dims (all but the last "
+            "two); scaled_dot_product_attention expands broadcast ones", *operands)
+    require(qs[-1] == ks[-1], name, "query and key must share the last (embedding) dimension", *operands)
+    require(ks[-2] == vs[-2], name, "key and value must have the same sequence length (dimension -2)", *operands)
+    return qs, ks, vs
+
+
+def _fused_meta(query, key, value, is_causal=False, scale=None):
+    """``(..., L, Ev)`` and the log-sum-exp ``(..., L)`` from query ``(..., L, E)``, key ``(..., S, E)`` and value
+    ``(..., S, Ev)`` of one batch shape."""
+    qs, _, vs = _fused_shapes(_FUSED, query, key, value)
+    return qs[:-1] + (vs[-1],), qs[:-1]
+
+
+def _fused_backward_meta(grad_out, query, key, value, out, logsumexp, grad_logsumexp=None, is_causal=False,
+                         scale=None):
+    qs, ks, vs = _fused_shapes(_FUSED_BACKWARD, query, key, value)
+    expected = qs[:-1] + (vs[-1],)
+    require(shape(grad_out) == expected and shape(out) == expected, _FUSED_BACKWARD, f"grad_out and out must have "
+            f"the output's shape {expected}", grad_out, out, query, value)
+    for t in (logsumexp, grad_logsumexp):
+        require(t is None or shape(t) == qs[:-1], _FUSED_BACKWARD, f"logsumexp and grad_logsumexp must have shape "
+                f"{qs[:-1]} (the query's without its last dim)", t, query)
+    return qs, ks, vs
+
+
+def _fused_reference(q, k, v, is_causal=False, scale=None):
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    scores = q @ np.swapaxes(k, -1, -2) * scale
+    if is_causal:
+        scores = np.where(np.tril(np.ones(scores.shape[-2:], bool)), scores, -np.inf)
+    top = np.max(scores, axis=-1, keepdims=True)
+    exp = np.exp(scores - top)
+    total = np.sum(exp, axis=-1, keepdims=True)
+    return exp / total @ v, (np.log(total) + top)[..., 0]
+
+
+def _fused_backward_reference(g, q, k, v, o, lse, grad_lse=None, is_causal=False, scale=None):
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    scores = q @ np.swapaxes(k, -1, -2) * scale
+    if is_causal:
+        scores = np.where(np.tril(np.ones(scores.shape[-2:], bool)), scores, -np.inf)
+    weights = np.exp(scores - lse[..., None])
+    delta = np.sum(g * o, axis=-1, keepdims=True) - (0 if grad_lse is None else grad_lse[..., None])
+    grad_scores = weights * (g @ np.swapaxes(v, -1, -2) - delta) * scale
+    return grad_scores @ k, np.swapaxes(grad_scores, -1, -2) @ q, np.swapaxes(weights, -1, -2) @ g
+
+
+def _fused_cases(make):
+    def qk(*sizes):  # in [-1, 1): scores of a few units, well inside half precision
+        return make(sizes, low=-1, high=1)
+    yield (qk(2, 3, 4), qk(2, 5, 4), make((2, 5, 6))), {}, "3-D"
+    yield (qk(2, 2, 4, 8), qk(2, 2, 4, 8), make((2, 2, 4, 8))), {"is_causal": True}, "causal, 4-D"
+    yield (qk(1, 6, 4), qk(1, 3, 4), make((1, 3, 2))), {"is_causal": True, "scale": 0.7}, \
+        "causal with more queries than keys, explicit scale"
+    yield (qk(3, 4), qk(5, 4), make((5, 3), noncontiguous=True)), {}, "2-D, non-contiguous value"
+    yield (qk(2, 0, 4), qk(2, 5, 4), make((2, 5, 3))), {}, "no queries"
+
+
+def _fused_samples(make, dtype):
+    for args, kwargs, note in _fused_cases(make):
+        yield Sample(args, kwargs, note=note)
+
+
+def _fused_backward_samples(make, dtype):
+    for (q, k, v), kwargs, note in _fused_cases(make):
+        if dtype.is_floating_point:  # a consistent output and log-sum-exp, as the forward saves them
+            out, lse = F._scaled_dot_product_fused_attention(q, k, v, **kwargs)
+        else:  # (the dtype checks' samples: never computed)
+            out, lse = make(tuple(q.shape[:-1]) + (v.shape[-1],)), make(tuple(q.shape[:-1]))
+        grad_lse = make(tuple(lse.shape), dtype=lse.dtype) if note.startswith("causal") else None
+        yield Sample((make(tuple(out.shape)), q, k, v, out, lse, grad_lse), kwargs, note=note)
+
+
+defop("_scaled_dot_product_fused_attention(Tensor query, Tensor key, Tensor value, bool is_causal=False, *, "
+      "float? scale=None)", "nn",
+      kind="composite", promotion=_fused_promotion, dtypes="float", meta=_fused_meta, normalize=_fused_normalize,
+      composite=_fused_attention, derivative=_fused_derivative, outputs=("output", "logsumexp"),
+      reference=_fused_reference, samples=_fused_samples, method=False,
+      tolerances={"float16": (2e-2, 2e-2), "bfloat16": (5e-2, 5e-2)},
+      doc="softmax(query @ key^T * scale) @ value (causal: query i sees keys 0..i) and the log-sum-exp of each "
+          "query's scaled scores (in float32 for half-precision inputs), which the backward uses; "
+          "query, key and value share their batch dims")
+defop("_scaled_dot_product_fused_attention_backward(Tensor grad_out, Tensor query, Tensor key, Tensor value, "
+      "Tensor out, Index logsumexp, Index? grad_logsumexp=None, bool is_causal=False, *, float? scale=None)", "nn",
+      kind="composite",
+      promotion=_fused_backward_promotion,
+      dtypes="float", meta=_fused_backward_meta, normalize=_fused_normalize, composite=_fused_attention_backward,
+      outputs=("grad_query", "grad_key", "grad_value"), reference=_fused_backward_reference,
+      samples=_fused_backward_samples, method=False,
+      tolerances={"float16": (2e-2, 2e-2), "bfloat16": (5e-2, 5e-2)},
+      doc="the gradients of _scaled_dot_product_fused_attention's output (grad_out) and log-sum-exp "
+          "(grad_logsumexp, optional) with respect to query, key and value, from the saved output and log-sum-exp")

@@ -20,8 +20,8 @@ from ...schema.meta import require, shape
 from ...schema import Sample, defop
 from ..namespace import F
 from .samples import unit_weights
-from ..indexing.value_checks import MISSING, CheckedValues
-from ...schema.errors import ArgumentError
+from ..indexing.value_checks import MISSING, CheckedValues, bounded, check_extremes, vouched
+from ...schema.errors import ArgumentError, OutOfRangeError
 
 _HALF_TOLERANCES = {"float16": (2e-2, 2e-2), "bfloat16": (5e-2, 5e-2)}
 
@@ -150,18 +150,27 @@ def _embedding_normalize(op, args):
             raise ArgumentError(f"embedding: padding_idx must be within num_embeddings ({num}), got {padding_idx}")
         args["padding_idx"] = padding_idx % num
     if x.numel() and _checked_indices.recall(x, num) is MISSING:
-        low, high = F.amin(x).item(), F.amax(x).item()
-        if low < 0 or high >= num:
-            raise IndexError(f"embedding: index {low if low < 0 else high} is out of range for "
-                             f"{num} embeddings")
+        shapes = f"indices of shape {tuple(shape(x))}, weight of shape {tuple(shape(weight))}"
+        check_extremes(x, lambda low, high: None if 0 <= low and high < num else OutOfRangeError(
+            f"embedding: index {low if low < 0 else high} is out of range for {num} embeddings ({shapes})"))
         _checked_indices.remember(x, num)
 
 
 _checked_indices = CheckedValues()  # index tensors found in range, by table size: not read again while unchanged
 
 
+def _embedding(x, weight, *rest):
+    with vouched():  # normalize checked the indices (or queued their check: then they are clamped here)
+        return F.index(weight, [bounded(x, weight.shape[0])])
+
+
 def _embedding_weight_derivative(grad, input, weight, padding_idx, scale_grad_by_freq):
     """Each looked-up row's gradient summed into its row of weight; the padding row gets none."""
+    with vouched():  # the forward checked the indices (or queued their check: then they are clamped here)
+        return _summed_rows(grad, bounded(input, weight.shape[0]), weight, padding_idx, scale_grad_by_freq)
+
+
+def _summed_rows(grad, input, weight, padding_idx, scale_grad_by_freq):
     index = F.reshape(input, (-1,))
     rows = F.reshape(grad, (index.shape[0], weight.shape[1]))
     if padding_idx is not None:
@@ -196,7 +205,7 @@ def _embedding_onnx(g, input, weight, padding_idx, scale_grad_by_freq):
 
 defop("embedding(Index input, Tensor weight, int? padding_idx=None, bool scale_grad_by_freq=False)", "nn",
       kind="composite", promotion=rules.same, meta=lambda x, weight, *rest: shape(x) + shape(weight)[1:],
-      normalize=_embedding_normalize, composite=lambda x, weight, *rest: F.index(weight, [x]),
+      normalize=_embedding_normalize, composite=_embedding,
       derivative={"weight": _embedding_weight_derivative}, reference=_embedding_reference,
       samples=_embedding_samples, method=False, onnx=_embedding_onnx,
       doc="the rows of weight at the indices; the padding_idx row gets no gradient")

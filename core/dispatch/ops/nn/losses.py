@@ -33,7 +33,7 @@ from ..namespace import F
 from ._shared import _log_softmax_reference, _refuse_weight_grad
 from ..onnx_support import index_as_int64
 from ..elementwise.opmath import in_opmath
-from ..indexing.value_checks import MISSING, CheckedValues
+from ..indexing.value_checks import MISSING, CheckedValues, bounded, check_extremes, vouched
 
 REDUCTIONS = ("none", "mean", "sum")
 
@@ -95,21 +95,21 @@ _checked_targets = CheckedValues()  # targets found in range: the backward of th
 def _check_targets(op_name: str, target, classes: int, ignore_index: int) -> None:
     """Every target is a class index or ``ignore_index`` (which may lie anywhere, as in PyTorch).
 
-    This reads the data (a device round trip); the common all-in-range case costs two reductions,
-    and the backward of a checked forward none.
+    The check costs two reductions on the device and, on an accelerator, no host read: its error is raised
+    at the device's next synchronisation (``value_checks``). The backward of a checked forward costs none.
     """
     note_value_read()  # also when remembered: the dispatcher must not cache this validation
     key = (classes, ignore_index)
     if target.numel() == 0 or _checked_targets.recall(target, key) is not MISSING:
         return
-    low, high = F.amin(target).item(), F.amax(target).item()
-    if not (0 <= low and high < classes):
-        kept = F.where(F.eq(target, ignore_index), 0, target)
-        low, high = F.amin(kept).item(), F.amax(kept).item()
-        if not (0 <= low and high < classes):
-            bad = low if low < 0 else high
-            raise OutOfRangeError(f"{op_name}: Target {bad} is out of bounds: expected class indices in "
-                             f"0..{classes - 1} or ignore_index={ignore_index} ({describe(target)})")
+    description = describe(target)
+
+    def verdict(low, high):
+        if 0 <= low and high < classes:
+            return None
+        return OutOfRangeError(f"{op_name}: Target {low if low < 0 else high} is out of bounds: expected class "
+                               f"indices in 0..{classes - 1} or ignore_index={ignore_index} ({description})")
+    check_extremes(target, verdict, ignore=ignore_index)
     _checked_targets.remember(target, key)
 
 
@@ -134,19 +134,22 @@ def _class_loss_meta(x, target, weight, *attrs):
 
 # -- pieces of the core definitions ---------------------------------------------------------------------
 
-def _target_weights(target, weight, ignore_index: int, dtype):
+def _target_weights(target, weight, ignore_index: int, dtype, classes: int):
     """(counted, safe, weights): which targets count, the targets with ignored ones pointed at class 0
-    (so that they can index), and each target's class weight, 0 where ignored."""
+    (so that they can index; clamped too where the targets' check is deferred), and each target's class
+    weight, 0 where ignored."""
     counted = F.ne(target, ignore_index)
-    safe = F.where(counted, target, 0)
+    safe = bounded(F.where(counted, target, 0), classes)
     if weight is None:
         return counted, safe, F.to_dtype(counted, dtype)
-    return counted, safe, F.where(counted, F.index(weight, [safe]), 0)
+    with vouched():  # the targets were checked; ignored ones now point at class 0
+        return counted, safe, F.where(counted, F.index(weight, [safe]), 0)
 
 
 def _picked(scores, safe, cdim: int):
     """scores[n, target[n, ...], ...]: each position's score of its target class."""
-    return F.squeeze(F.gather(scores, cdim, F.unsqueeze(safe, cdim)), cdim)
+    with vouched():  # checked targets, the ignored ones pointed at class 0
+        return F.squeeze(F.gather(scores, cdim, F.unsqueeze(safe, cdim)), cdim)
 
 
 def _along_classes(weight, ndim: int, cdim: int):
@@ -173,7 +176,7 @@ def _scale(grad, counted, weights, reduction: str):
 
 def _nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
     cdim = _class_dim(input)
-    counted, safe, weights = _target_weights(target, weight, ignore_index, input.dtype)
+    counted, safe, weights = _target_weights(target, weight, ignore_index, input.dtype, input.shape[cdim])
     losses = F.where(counted, F.neg(F.mul(_picked(input, safe, cdim), weights)), 0)
     return _reduce(losses, weights, reduction)
 
@@ -181,10 +184,11 @@ def _nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
 def _nll_loss_backward(grad_output, input, target, weight=None, ignore_index=-100, reduction="mean"):
     """-scale * w[t] at each position's target class, zero elsewhere."""
     cdim = _class_dim(input)
-    counted, safe, weights = _target_weights(target, weight, ignore_index, grad_output.dtype)
+    counted, safe, weights = _target_weights(target, weight, ignore_index, grad_output.dtype, input.shape[cdim])
     at_target = F.neg(F.mul(_scale(grad_output, counted, weights, reduction), weights))
     zeros = F.zeros(tuple(input.shape), dtype=at_target.dtype, device=grad_output.device)
-    return F.scatter(zeros, cdim, F.unsqueeze(safe, cdim), F.unsqueeze(at_target, cdim))
+    with vouched():  # checked targets, the ignored ones pointed at class 0
+        return F.scatter(zeros, cdim, F.unsqueeze(safe, cdim), F.unsqueeze(at_target, cdim))
 
 
 def _nll_loss_input_derivative(grad, input, target, weight, ignore_index, reduction):
@@ -197,7 +201,7 @@ def _cross_entropy_indices(input, target, weight=None, ignore_index=-100, label_
     """(1 - eps) * nll of log_softmax, plus eps / C times the (weighted) sum of -log_softmax over classes."""
     cdim = _class_dim(input)
     logp = F.log_softmax(input, cdim)
-    counted, safe, weights = _target_weights(target, weight, ignore_index, logp.dtype)
+    counted, safe, weights = _target_weights(target, weight, ignore_index, logp.dtype, input.shape[cdim])
     losses = F.neg(F.mul(_picked(logp, safe, cdim), weights))
     if label_smoothing > 0:
         spread = logp if weight is None else F.mul(logp, _along_classes(weight, input.ndim, cdim))
@@ -213,14 +217,15 @@ def _cross_entropy_indices_backward(grad_output, input, target, weight=None, ign
     cdim = _class_dim(input)
     classes = input.shape[cdim]
     probs = F.softmax(input, cdim)
-    counted, safe, weights = _target_weights(target, weight, ignore_index, probs.dtype)
+    counted, safe, weights = _target_weights(target, weight, ignore_index, probs.dtype, input.shape[cdim])
     scale = _scale(grad_output, counted, weights, reduction)
     smooth = label_smoothing / classes
     smooth_mass = label_smoothing if weight is None else F.mul(F.sum(weight), smooth)
     mass = F.add(F.mul(weights, 1 - label_smoothing), smooth_mass)
     out = F.mul(probs, F.unsqueeze(F.mul(scale, mass), cdim))
     at_target = F.mul(F.mul(scale, weights), label_smoothing - 1)
-    out = F.scatter_add(out, cdim, F.unsqueeze(safe, cdim), F.unsqueeze(at_target, cdim))
+    with vouched():  # checked targets, the ignored ones pointed at class 0
+        out = F.scatter_add(out, cdim, F.unsqueeze(safe, cdim), F.unsqueeze(at_target, cdim))
     if label_smoothing > 0:
         spread = F.unsqueeze(F.mul(scale, smooth), cdim)
         out = F.sub(out, spread if weight is None else F.mul(spread, _along_classes(weight, input.ndim, cdim)))
@@ -492,17 +497,23 @@ defop("cross_entropy_probabilities(Tensor input, Tensor target, Tensor? weight=N
 # -- binary_cross_entropy ---------------------------------------------------------------------------------
 
 def _check_unit_interval(op_name: str, t, what: str) -> None:
-    """PyTorch's data check: every element in [0, 1] (NaN fails it too). Reads the data."""
+    """PyTorch's data check: every element in [0, 1] (NaN fails it too), on the device where the backend defers
+    value checks (PyTorch's CUDA kernel asserts the same), else at once."""
     note_value_read()
-    if not hasattr(t, "_data"):
-        low = high = t  # a Python number
-    elif t.numel() == 0:
-        return
-    else:
-        low, high = F.amin(t).item(), F.amax(t).item()
-    if not (low >= 0 and high <= 1):
-        raise EmberError(f"{op_name}: all elements of {what} should be between 0 and 1, got values from {low} "
-                         f"to {high} ({describe(t)})")
+
+    def verdict(low, high):
+        if low >= 0 and high <= 1:
+            return None
+        return EmberError(f"{op_name}: all elements of {what} should be between 0 and 1, got values from {low} "
+                          f"to {high} ({text})")
+    if not hasattr(t, "_data"):  # a Python number
+        text = f"the number {t}"
+        error = verdict(t, t)
+        if error is not None:
+            raise error
+    elif t.numel() != 0:
+        text = describe(t)
+        check_extremes(t, verdict)
 
 
 def _bce_normalize(op, args) -> None:

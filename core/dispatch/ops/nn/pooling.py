@@ -13,6 +13,7 @@ import numpy as np
 from ...schema import rules
 from ...schema.meta import require, shape
 from ...schema import Sample, defop
+from ..indexing.value_checks import vouched
 from ..namespace import F
 from .spatial import (at_least, expand_attr, flat_padding, int_tuple, onnx_batched, sliding_windows, with_batch,
                       without_batch)
@@ -284,7 +285,9 @@ def _max_pool2d_backward(grad_output, input, kernel_size, stride, padding, dilat
     index = F.reshape(F.add(F.mul(rows, width), cols), (n, c, oh * ow))
     height = h + padding[0] + right[0]
     plane = F.zeros((n, c, height * width), dtype=grad.dtype, device=grad.device)
-    plane = F.reshape(F.scatter_add(plane, 2, index, F.reshape(grad, (n, c, oh * ow))), (n, c, height, width))
+    with vouched():  # every index is a tap inside the padded plane, by construction
+        plane = F.scatter_add(plane, 2, index, F.reshape(grad, (n, c, oh * ow)))
+    plane = F.reshape(plane, (n, c, height, width))
     plane = F.slice(F.slice(plane, 2, padding[0], padding[0] + h), 3, padding[1], padding[1] + w)
     return without_batch(plane, batched)
 
