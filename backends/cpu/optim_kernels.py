@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ember.backends.codegen.multi_tensor import numba_source
+from ember.backends.codegen.multi_tensor import numba_source, written_inputs
 from ember.backends.codegen.optim import adam_mode, adam_program, adam_scalar_inputs
 from ember.dispatch import adam_scalars, multi_tensor_step
 
@@ -116,17 +116,19 @@ def numba_update(program_update, arrays: list, scalars: list, outs: list) -> Non
     """``numpy_update``'s work as one compiled pass: in place on contiguous float32/float64 arrays; half types
     and non-contiguous arrays go through contiguous float copies, written back once."""
     direct = arrays[0].dtype not in LOW_PRECISION and all(a.flags.c_contiguous for a in arrays)
+    into = written_inputs(program_update)
     if direct:
         flat = [a.reshape(-1) for a in arrays]
-        index = {id(a): f for a, f in zip(arrays, flat)}
-        _numba_loop(program_update, arrays[0].dtype)(*flat, *scalars, *(index[id(o)] for o in outs))
+        separate = [o.reshape(-1) for o, at in zip(outs, into) if at is None]
+        _numba_loop(program_update, arrays[0].dtype)(*flat, *scalars, *separate)
         return
     wide = np.dtype(np.float32) if arrays[0].dtype in LOW_PRECISION else arrays[0].dtype
     flat = [np.ascontiguousarray(a, dtype=wide).reshape(-1) for a in arrays]
-    index = {id(a): f for a, f in zip(arrays, flat)}
-    _numba_loop(program_update, wide)(*flat, *scalars, *(index[id(o)] for o in outs))
-    for out in outs:
-        np.copyto(out, index[id(out)].reshape(out.shape), casting="unsafe")
+    separate = [np.empty(o.size, wide) for o, at in zip(outs, into) if at is None]
+    _numba_loop(program_update, wide)(*flat, *scalars, *separate)
+    written = iter(separate)
+    for out, at in zip(outs, into):
+        np.copyto(out, (flat[at] if at is not None else next(written)).reshape(out.shape), casting="unsafe")
 
 
 def multi_tensor_kernel(op_name: str, use_numba: bool | None = None):
