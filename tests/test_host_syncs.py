@@ -246,3 +246,18 @@ def test_binary_cross_entropy_checks_its_probabilities_on_the_device(device):
                                                         r"between 0 and 1, got values from 0\.2.* to 1\.5"):
         ember.synchronize(device)
     assert np.isfinite(loss.item())
+
+
+@pytest.mark.parametrize("device", DEFERRING)
+def test_one_hot_and_margin_targets_are_checked_on_the_device(device):
+    with host_reads.counting() as reads:
+        F.one_hot(ember.tensor([1, 5], device=device), 4)
+    assert reads.total == 0
+    with pytest.raises(ember.dispatch.EmberError, match=r"one_hot: class values must be smaller than "
+                                                        r"num_classes=4, got 5"):
+        ember.synchronize(device)
+    with host_reads.counting() as reads:
+        F.multi_margin_loss(ember.randn(3, 4, device=device), ember.tensor([0, 3, 9], device=device))
+    assert reads.total == 0
+    with pytest.raises(IndexError, match=r"multi_margin_loss: target 9 is out of range: expected values in 0\.\.3"):
+        ember.synchronize(device)

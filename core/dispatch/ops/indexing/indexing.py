@@ -22,6 +22,7 @@ from .._shared import _in_input_dtype, _is_tensor, _with_size
 from ._shared import (_advanced_shape, _along_dim_normalize, _check_gather_shapes, _check_index_dtype,
                       _check_mask_dtype, _check_range, _index_put_meta, _index_put_reference, _index_put_samples,
                       _normalize_indices, _np_key, _scatter_meta, _size)
+from .value_checks import check_extremes, extremes_now
 
 
 # -- argwhere, nonzero, unbind -----------------------------------------------------------------
@@ -542,7 +543,8 @@ defop("masked_select(Tensor input, Index mask)", "indexing", kind="composite", p
 # -- one_hot --------------------------------------------------------------------------------------------------
 
 def _one_hot_normalize(op, args):
-    """Resolves num_classes=-1 and checks the class values: this reads the data, as PyTorch does."""
+    """Resolves num_classes=-1, which reads the data (the result's shape depends on it), as PyTorch does; with
+    num_classes given, the class values are checked on the device where the backend defers value checks."""
     note_value_read()
     x, num_classes = args["tensor"], args["num_classes"]
     if num_classes < -1:
@@ -551,13 +553,21 @@ def _one_hot_normalize(op, args):
         if num_classes == -1:
             raise ArgumentError("one_hot: cannot infer the number of classes from an empty tensor; pass num_classes")
         return
-    low, high = F.amin(x).item(), F.amax(x).item()
-    if low < 0:
-        raise ArgumentError(f"one_hot: class values must be non-negative, got {low}")
-    if num_classes == -1:
-        args["num_classes"] = high + 1
-    elif high >= num_classes:
-        raise ArgumentError(f"one_hot: class values must be smaller than num_classes={num_classes}, got {high}")
+
+    def verdict(low, high):
+        if low < 0:
+            return ArgumentError(f"one_hot: class values must be non-negative, got {low}")
+        if num_classes != -1 and high >= num_classes:
+            return ArgumentError(f"one_hot: class values must be smaller than num_classes={num_classes}, got {high}")
+        return None
+    if num_classes != -1:  # a value out of range matches no class: a row of zeros until the check is judged
+        check_extremes(x, verdict)
+        return
+    low, high = extremes_now(x)
+    error = verdict(low, high)
+    if error is not None:
+        raise error
+    args["num_classes"] = high + 1
 
 
 def _one_hot(x, num_classes=-1):

@@ -20,6 +20,7 @@ from ..namespace import F
 from .distance import distance_reference
 from .losses import check_reduction, reduced, reference_reduced
 from ._shared import _refuse_weight_grad
+from ..indexing.value_checks import check_extremes
 from ..elementwise.opmath import in_opmath
 
 
@@ -51,15 +52,20 @@ def _signs(make, shape_):
 
 
 def _check_class_range(op_name: str, target, low: int, high: int) -> None:
-    """Every target index lies in [low, high); reads the data (a device round trip)."""
+    """Every target index lies in [low, high): at once on host memory, else at the device's next synchronisation
+    (``value_checks.check_extremes``)."""
     note_value_read()
     if target.numel() == 0:
         return
-    smallest, largest = F.amin(target).item(), F.amax(target).item()
-    if smallest < low or largest >= high:
+    text = describe(target)
+
+    def verdict(smallest, largest):
+        if smallest >= low and largest < high:
+            return None
         bad = smallest if smallest < low else largest
-        raise OutOfRangeError(f"{op_name}: target {bad} is out of range: expected values in {low}..{high - 1} "
-                              f"({describe(target)})")
+        return OutOfRangeError(f"{op_name}: target {bad} is out of range: expected values in {low}..{high - 1} "
+                               f"({text})")
+    check_extremes(target, verdict)
 
 
 def _require_index_target(op_name: str, target) -> None:
