@@ -9,7 +9,6 @@ dims. What does not: validation, plan builds and launches, which need libcudnn a
 """
 from __future__ import annotations
 
-import importlib
 import math
 
 import numpy as np
@@ -18,20 +17,10 @@ import pytest
 from ember.backends.arraykernels import build_kernels
 from ember.backends.cpu.library import NUMPY
 from ember.backends.cuda.cudnn import attention, graphs
+from cudnn_frontend import frontend
 
 SHARED = build_kernels(NUMPY)
 FORWARD, BACKWARD = (SHARED[name] for name in attention.OPS)
-
-
-def frontend():
-    """The ``cudnn`` frontend package, or a skip (install ``nvidia-cudnn-frontend`` to run these)."""
-    try:
-        module = importlib.import_module("cudnn")
-    except Exception as exc:  # noqa: BLE001 -- absent, or present but broken: both mean skip
-        pytest.skip(f"nvidia-cudnn-frontend is not importable: {type(exc).__name__}: {exc}")
-    if not hasattr(module, "pygraph"):
-        pytest.skip("the importable 'cudnn' is not NVIDIA's frontend")
-    return module
 
 
 @pytest.mark.parametrize("lead, batch, heads", [((2, 3), 2, 3), ((2, 5, 3), 10, 3), ((4,), 4, 1), ((), 1, 1)])

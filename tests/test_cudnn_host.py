@@ -9,7 +9,6 @@ plumbing around a launch. What does not: the launch itself (``runtime.py``), whi
 from __future__ import annotations
 
 import dataclasses
-import importlib
 
 import numpy as np
 import pytest
@@ -20,17 +19,7 @@ from ember.backends.arraykernels import build_kernels
 from ember.backends.cpu.library import NUMPY
 from ember.backends.cuda import cudnn as path
 from ember.backends.cuda.cudnn import conv, fallback, graphs, specs
-
-
-def frontend():
-    """The ``cudnn`` frontend package, or a skip (install ``nvidia-cudnn-frontend`` to run these)."""
-    try:
-        module = importlib.import_module("cudnn")
-    except Exception as exc:  # noqa: BLE001 -- absent, or present but broken: both mean skip
-        pytest.skip(f"nvidia-cudnn-frontend is not importable: {type(exc).__name__}: {exc}")
-    if not hasattr(module, "pygraph"):
-        pytest.skip("the importable 'cudnn' is not NVIDIA's frontend")
-    return module
+from cudnn_frontend import frontend
 
 
 def tensor(rng, shape, dtype=np.float64):

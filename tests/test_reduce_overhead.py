@@ -38,6 +38,15 @@ def _entry(compiled_fn):
     return entries[0]
 
 
+def _loss_and_grads(model, mode: str):
+    """``(x, y) -> loss`` that also leaves the gradients in ``.grad``: eager, or compiled in ``mode``."""
+    def loss_and_grads(x, y):
+        loss = F.mse_loss(model(x), y)
+        loss.backward()
+        return loss
+    return loss_and_grads if mode == "eager" else ember.compile(loss_and_grads, mode=mode)
+
+
 def _mlp(device: str) -> nn.Module:
     ember.manual_seed(0)
     return nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Dropout(0.25), nn.Linear(16, 3)).to(device)
@@ -56,12 +65,7 @@ def test_mlp_with_dropout_and_adam_trains_as_eager(device):
     for mode in ("eager", "reduce-overhead"):
         model = _mlp(device)
         opt = ember.optim.Adam(model.parameters(), lr=1e-2)
-
-        def loss_and_grads(x, y):
-            loss = F.mse_loss(model(x), y)
-            loss.backward()
-            return loss
-        run = loss_and_grads if mode == "eager" else ember.compile(loss_and_grads, mode="reduce-overhead")
+        run = _loss_and_grads(model, mode)
         ember.manual_seed(7)  # the dropout masks: drawn in the same order in both modes
         losses = []
         for x, y in _batches(device):
@@ -308,12 +312,7 @@ def test_cuda_replays_one_graph_that_allocates_nothing():
         ember.manual_seed(0)
         model = nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 3)).to("cuda")
         opt = ember.optim.Adam(model.parameters(), lr=1e-2)
-
-        def loss_and_grads(x, y):
-            loss = F.mse_loss(model(x), y)
-            loss.backward()
-            return loss
-        run = loss_and_grads if mode == "eager" else ember.compile(loss_and_grads, mode="reduce-overhead")
+        run = _loss_and_grads(model, mode)
         losses = []
         for x, y in _batches("cuda", 6):
             opt.zero_grad()

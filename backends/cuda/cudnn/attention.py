@@ -16,7 +16,6 @@ dropped. Three small copies of (S, D) operands against an S x S computation.
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass
 from typing import Callable
 
@@ -178,13 +177,7 @@ def kernels(xp, planner: Planner, run: Callable, fallbacks: dict, device_of: Cal
             return None
         made = {name: xp.empty(dims, dtype) for name, (dims, dtype) in outputs.items()}
         pack = {name: xp.ascontiguousarray(a).reshape(spec.dims(name)) for name, a in operands.items()}
-        try:
-            run(plan, {**pack, **made}, device)
-        except Exception as exc:  # noqa: BLE001 -- a built plan that cannot run: this key takes the fallback
-            reason = f"{type(exc).__name__}: {exc}".splitlines()[0]
-            planner.refuse(spec, device, reason)
-            warnings.warn(f"cuDNN SDPA {spec.kind} failed for {spec}; using the fallback from now on ({reason})",
-                          RuntimeWarning, stacklevel=3)
+        if not planner.execute(run, plan, {**pack, **made}, spec, device, f"cuDNN SDPA {spec.kind}"):
             return None
         return made
 

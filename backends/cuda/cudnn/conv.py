@@ -7,7 +7,6 @@ launch itself with NumPy (where no plan can be built, so every call takes the fa
 """
 from __future__ import annotations
 
-import warnings
 from typing import Callable
 
 from ember.dispatch import FLAGS
@@ -32,13 +31,7 @@ def kernels(xp, planner: Planner, run: Callable, fallbacks: dict, device_of: Cal
             return None
         operands = {name: xp.ascontiguousarray(a).reshape(getattr(spec, name)) for name, a in inputs.items()}
         out = operands[spec.output] = xp.empty(getattr(spec, spec.output), inputs["w" if "w" in inputs else "x"].dtype)
-        try:
-            run(plan, operands, device)
-        except Exception as exc:  # noqa: BLE001 -- a built plan that cannot run: this key takes the fallback
-            reason = f"{type(exc).__name__}: {exc}".splitlines()[0]
-            planner.refuse(spec, device, reason)
-            warnings.warn(f"cuDNN {spec.kind} failed for {spec}; using the fallback from now on ({reason})",
-                          RuntimeWarning, stacklevel=3)
+        if not planner.execute(run, plan, operands, spec, device, f"cuDNN {spec.kind}"):
             return None
         return out.reshape(spec.shape)
 

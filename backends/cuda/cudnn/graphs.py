@@ -7,6 +7,7 @@ refused, so a configuration cuDNN cannot take is asked once and then goes straig
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -122,6 +123,19 @@ class Planner:
         except Exception as exc:  # noqa: BLE001 -- any failure to build means: use the fallback for this key
             self.refused[key] = f"{type(exc).__name__}: {exc}".splitlines()[0]
         return found
+
+    def execute(self, run: Callable, plan: Plan, operands: dict, spec, device: int, what: str) -> bool:
+        """``run(plan, operands, device)``; False where it raised: the key is refused from then on (with a warning
+        once, naming ``what``), so the caller computes this call, and later ones, with its fallback."""
+        try:
+            run(plan, operands, device)
+        except Exception as exc:  # noqa: BLE001 -- a built plan that cannot run: this key takes the fallback
+            reason = f"{type(exc).__name__}: {exc}".splitlines()[0]
+            self.refuse(spec, device, reason)
+            warnings.warn(f"{what} failed for {spec}; using the fallback from now on ({reason})", RuntimeWarning,
+                          stacklevel=4)
+            return False
+        return True
 
     def refuse(self, spec: ConvSpec, device: int, reason: str, settings: Settings | None = None) -> None:
         """Mark a key refused after the fact (a plan that failed when it ran)."""
