@@ -46,7 +46,8 @@ class Case:
     the comparison needs saying, such as outputs that disagree or why a side did not run).
     ``work`` is the amount of work in one call (FLOPs, batches) for cases reported as a rate;
     ``target`` is the issue-8 bound on the ratio Ember / reference, where one exists;
-    ``settle_s``, where given, replaces the section's pause between turns (see ``Timing``).
+    ``settle_s``, where given, replaces the section's pause between turns (see ``Timing``);
+    ``rounds``, where given, the section's number of rounds (for cases whose one call takes seconds).
     """
     key: str
     name: str
@@ -54,6 +55,7 @@ class Case:
     target: float | None = None
     work: float | None = None
     settle_s: float | None = None
+    rounds: int | None = None
 
 
 @dataclass
@@ -147,6 +149,8 @@ def time_case(case: Case, sides: Sequence, timing: Timing) -> tuple[dict[str, li
     calls, note = case.build(sides)
     if case.settle_s is not None:
         timing = dataclasses.replace(timing, settle_s=case.settle_s)
+    if case.rounds is not None:
+        timing = dataclasses.replace(timing, rounds=min(timing.rounds, case.rounds))
     return interleave(sides, calls, timing), note
 
 
@@ -168,17 +172,20 @@ def failed(case: Case, subject: str, reference: str | None, error: str) -> Resul
 class SharedArrays:
     """NumPy arrays every side of a case must start from alike: initial weights, a reference output.
 
-    In one process every side is built together, so ``get`` just makes the arrays. Across processes
+    In one process they are made by the first side to ask and kept for the others. Across processes
     (the separate-process mode) they are kept as .npz files in a directory the parent chose: the
     first process to ask makes and stores them, later ones load the same arrays.
     """
 
     def __init__(self) -> None:
         self.directory: pathlib.Path | None = None
+        self._made: dict[str, dict[str, np.ndarray]] = {}
 
     def get(self, name: str, make: Callable[[], dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
         if self.directory is None:
-            return make()
+            if name not in self._made:
+                self._made[name] = make()
+            return self._made[name]
         path = self.directory / f"{name}.npz"
         if path.exists():
             with np.load(path) as stored:

@@ -36,6 +36,40 @@ def _chain_backward(side: Side):
     return step
 
 
+def _slice_assignment(side: Side):
+    """makemore's dataset row: ``x[1:1 + n] = ix`` into a fresh int64 row."""
+    row, word = side.tensor(np.zeros(17, np.int64)), side.tensor(np.arange(1, 6, dtype=np.int64))
+
+    def step():
+        row[1:6] = word
+    return step
+
+
+def _logits(side: Side, batch: int = 1):
+    """A sampler's next-token logits (vocabulary 65) and their softmax."""
+    logits = side.tensor(np.random.default_rng(1).standard_normal((batch, 65), dtype=np.float32))
+    return logits, side.lib.nn.functional.softmax(logits, dim=-1)
+
+
+def _top_k_mask(side: Side):
+    """minGPT's top-k mask: ``logits[logits < v[:, [-1]]] = -inf`` (v: the top 10)."""
+    logits, _ = _logits(side)
+    v, _ = side.lib.topk(logits, 10)
+
+    def step():
+        logits[logits < v[:, [-1]]] = -float("inf")
+    return step
+
+
+def _token_cat(side: Side):
+    """The sampled token appended: ``torch.cat((idx, idx_next), dim=1)``."""
+    idx, token = side.tensor(np.zeros((1, 40), np.int64)), side.tensor(np.ones((1, 1), np.int64))
+
+    def step():
+        return side.lib.cat((idx, token), dim=1)
+    return step
+
+
 def _each(make: Callable[[Side], Callable[[], object]]):
     """A ``Case.build`` that makes the call independently for each side."""
     return lambda sides: ([make(side) for side in sides], "")
@@ -62,6 +96,15 @@ def cases() -> list[Case]:
         Case("sum", "x.sum() (10 float32)", _each(_on(vec, lambda x: x.sum())), target=2.0),
         Case("view", "x.view(2, 5) (10 float32)", _each(_on(vec, lambda x: x.view(2, 5))), target=2.0),
         Case("slice", "x[2:5] (10 float32)", _each(_on(vec, lambda x: x[2:5])), target=2.0),
+        Case("setitem_slice", "x[1:6] = ix (17 int64, makemore's dataset)", _each(_slice_assignment)),
+        Case("last_logits", "logits[:, -1, :] / 0.8 (1×8×65 float32)",
+             _each(_on(lambda side: side.tensor(np.ones((1, 8, 65), np.float32)), lambda x: x[:, -1, :] / 0.8))),
+        Case("topk", "topk(logits, 10) (1×65 float32)",
+             _each(_on(lambda side: _logits(side)[0], lambda x: x.topk(10)))),
+        Case("top_k_mask", "logits[logits < v[:, [-1]]] = -inf (1×65 float32)", _each(_top_k_mask)),
+        Case("multinomial", "multinomial(probs, 1) (1×65 float32)",
+             _each(_on(lambda side: _logits(side)[1], lambda p: p.multinomial(1)))),
+        Case("cat_token", "cat((idx, next), 1) (1×40 and 1×1 int64)", _each(_token_cat)),
         Case("matmul64", "m @ m (64×64 float32)", _each(_on(mat, lambda m: m @ m)), settle_s=0.15),  # BLAS threads
         Case("amax", "m.amax(dim=1) (64×64 float32)", _each(_on(mat, lambda m: m.amax(dim=1)))),
     ]

@@ -5,8 +5,10 @@
 
 Sections: per-op overhead, GEMM (on CUDA also TF32, float16 and bfloat16), one training step of an MLP, a
 CNN, a transformer encoder and a small GPT (eager, Ember compiled, and on a GPU Ember compiled with
-mode="reduce-overhead"), DataLoader throughput, peak RSS of the MLP loop (on CUDA: peak device memory of
-each training step), and the first call of ember.compile (fresh subprocesses). By default (``--isolated``,
+mode="reduce-overhead"), the work of well-known public programs (programs.py: recurrent language models,
+LSTMCell + LBFGS, makemore, GPT sampling, small GPTs; CPU), DataLoader throughput, peak RSS of training
+loops (on CUDA: peak device memory of each training step), startup (import and first steps, fresh
+processes), and the first call of ember.compile (fresh subprocesses). By default (``--isolated``,
 the judged figures) every timed section runs in fresh processes that each import one framework only,
 alternating Ember, PyTorch, Ember, PyTorch, ... (``--processes N`` per framework), and reports per
 case the median over processes, their spread and the ratio. ``--in-process`` times all sides in this
@@ -35,12 +37,13 @@ import gpu  # noqa: E402
 import isolated  # noqa: E402
 import machine  # noqa: E402
 import memory  # noqa: E402
+import startup  # noqa: E402
 from harness import Case  # noqa: E402
 from report import DevicePart, render, targets  # noqa: E402
 from sections import SECTIONS  # noqa: E402
 from sides import Lineup, lineup, load_torch  # noqa: E402
 
-ORDER = ["overhead", "gemm", "training", "loading", "sparse", "memory", "compile"]
+ORDER = ["overhead", "gemm", "training", "programs", "loading", "sparse", "memory", "startup", "compile"]
 DEVICES = ["cpu", "cuda", "opencl"]
 
 
@@ -104,7 +107,11 @@ def run_device(line: Lineup, args, with_torch: bool, say) -> tuple[DevicePart, d
                           + ("; the issue-6 targets are (PyTorch CUDA eager as the reference)."
                              if gpu.targets_for(line.device) else "."))
     for key in (k for k in ORDER if k in args.only):
-        if key in ("memory", "compile") and args.cases:
+        if key in ("memory", "startup", "compile") and args.cases:
+            continue
+        if key == "startup":
+            if line.device == "cpu":
+                part.tables.append(startup.table(with_torch, args.quick, say))
             continue
         if key == "memory":
             if line.device == "cpu":

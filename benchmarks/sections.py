@@ -10,11 +10,13 @@ from typing import Callable
 import gemm
 import loading
 import overhead
+import programs
 import sparse_mm
 import training
 from harness import Section
 from sides import Lineup
 
 SECTIONS: dict[str, Callable[[Lineup, bool], Section | None]] = {
-    "overhead": overhead.section, "gemm": gemm.section, "training": training.section, "loading": loading.section,
+    "overhead": overhead.section, "gemm": gemm.section, "training": training.section,
+    "programs": programs.section, "loading": loading.section,
     "sparse": sparse_mm.section}

@@ -964,6 +964,15 @@ def embedding_bag(
     *,
     out: _Sequence[Tensor] | None = None,
 ) -> _EmbeddingBagResult: ...
+def embedding_dense_backward(
+    grad_output: Tensor | _Number,
+    indices: Tensor,
+    num_weights: _int,
+    padding_idx: _int,
+    scale_grad_by_freq: _bool,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
 def empty(
     *size: _int | Sequence[_int],
     out: Any = None,

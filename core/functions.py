@@ -193,7 +193,7 @@ def cat(tensors, dim=0):
     """Tensors joined along dim. PyTorch's legacy rule holds: a 1-D tensor with no elements joins anything
     (``cat([torch.tensor([]), x])``, a common accumulator's start), still taking part in the result's dtype."""
     tensors = list(tensors)
-    kept = [t for t in tensors if not (hasattr(t, "_data") and tuple(t.shape) == (0,))]
+    kept = [t for t in tensors if not (hasattr(t, "_data") and t._data.shape == (0,))]
     if kept and len(kept) < len(tensors):
         joined = F.cat(kept, dim)
         common = functools.reduce(promote_types, (t.dtype for t in tensors))

@@ -15,12 +15,12 @@ from __future__ import annotations
 from typing import Callable
 
 from . import (activations, attention, conv, creation, decompositions, elementwise, indexing, layers, linalg, losses,
-               norm_backward, padding, pooling, random, reduction, views)
+               norm_backward, padding, pooling, random, recurrent, reduction, views)
 from .elementwise import out_kernels
 from .library import ArrayLib, strided_windows
 
 _MODULES = (elementwise, reduction, views, creation, random, linalg, indexing, conv, pooling, activations, padding,
-            layers, norm_backward, losses, decompositions, attention)
+            layers, norm_backward, losses, decompositions, attention, recurrent)
 
 
 def build_kernels(lib: ArrayLib) -> dict[str, Callable]:

@@ -11,6 +11,10 @@ import numpy as np
 from .library import ArrayLib
 
 
+#: Rows up to this long are sorted whole by topk: cheaper than partitioning them, at the sizes samplers use.
+_SHORT_ROW = 128
+
+
 def build(lib: ArrayLib) -> dict:
     xp = lib.xp
     low = lib.low_precision
@@ -135,8 +139,15 @@ def build(lib: ArrayLib) -> dict:
         return values[window].copy(), order[window].copy()
 
     def _topk(a, k, dim, largest, sorted):
-        """partition-style selection: O(n) per row plus a sort of only the k chosen values."""
-        if a.ndim == 0 or k == 0 or 2 * k > a.shape[dim]:
+        """Short rows (a sampler's vocabulary) and k=1 (greedy decoding) as a few whole-array calls on the rows
+        as a matrix: each library call costs more than the arithmetic there. Long rows by partition: O(n) per
+        row plus a sort of only the k chosen values."""
+        if a.ndim == 0 or k == 0:
+            return _topk_by_sort(a, k, dim, largest)
+        n = a.shape[dim]
+        if (k == 1 and largest) or n <= _SHORT_ROW:
+            return _topk_of_rows(a, k, dim, largest)
+        if 2 * k > n:
             return _topk_by_sort(a, k, dim, largest)
         rows = xp.moveaxis(_sort_key(a), dim, -1)
         columns = _topk_columns(rows, k, largest)
@@ -144,6 +155,27 @@ def build(lib: ArrayLib) -> dict:
         columns = xp.take_along_axis(columns, order, -1)
         values = xp.take_along_axis(xp.moveaxis(a, dim, -1), columns, -1)
         return xp.moveaxis(values, -1, dim).copy(), xp.moveaxis(columns, -1, dim).astype(np.int64)
+
+    def _topk_of_rows(a, k, dim, largest):
+        """topk along dim with the other dims flattened into rows: argmax for the largest one (its first
+        occurrence, NaN counting as the largest, as the stable order has it), else a stable sort of each row."""
+        last = dim == a.ndim - 1
+        rows = a if last else xp.moveaxis(a, dim, -1)
+        kept = rows.shape[:-1]
+        rows = rows.reshape(-1, rows.shape[-1])
+        key = _sort_key(rows)
+        if k == 1 and largest:
+            columns = xp.argmax(key, -1)[:, None]
+        elif largest:  # ascending over the reversed rows, reversed: descending, ties in their original order
+            columns = (key.shape[-1] - 1) - argsort(key[:, ::-1], -1)[:, :-k - 1:-1]
+        else:
+            columns = argsort(key, -1)[:, :k]
+        values = rows[xp.arange(rows.shape[0])[:, None], columns]
+        columns = columns.astype(np.int64, copy=False)
+        values, columns = values.reshape(kept + (k,)), columns.reshape(kept + (k,))
+        if last:
+            return values, columns
+        return xp.moveaxis(values, -1, dim).copy(), xp.moveaxis(columns, -1, dim).copy()
 
     def _topk_sorting(a, k, dim, largest, sorted):
         """topk as a stable sort and a slice: for libraries whose partition sorts anyway."""

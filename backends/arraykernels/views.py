@@ -41,6 +41,14 @@ def build(lib: ArrayLib) -> dict:
         corner, size, strides = diagonal_view(a.shape, a.strides, offset, dim1, dim2)
         return as_strided(a[corner], size, strides, True)
 
+    def _stack(tensors, dim):
+        """One library call, not an unsqueeze per tensor and a cat; along dim 0 (a batch of rows) a concatenate,
+        which skips stack's Python-level work per array."""
+        first = tensors[0]
+        if dim == 0 and first.ndim:
+            return xp.concatenate(tensors).reshape((len(tensors),) + first.shape)
+        return xp.stack(tensors, axis=dim)
+
     def _copy_(dst, src):
         xp.copyto(dst, _wrappable(src, dst.dtype), casting="unsafe")
         return dst
@@ -50,10 +58,14 @@ def build(lib: ArrayLib) -> dict:
         "permute": lambda a, dims: xp.transpose(a, dims),
         "expand": _expand,
         "slice": _slice,
+        # overrides of composites (slice and squeeze; view), as one view each: x[i], x[:, -1], x[None] are common
+        "select": lambda a, dim, index: a[(slice(None),) * dim + (index, Ellipsis)],  # Ellipsis: 0-d stays an array
+        "unsqueeze": lambda a, dim: a[(slice(None),) * dim + (None,)],
         "unfold": _unfold,
         "diagonal": _diagonal,
         "clone": lambda a: xp.array(a, order="C", copy=True),
         "to_dtype": lambda a, dtype: _wrappable(a, dtypes[dtype]).astype(dtypes[dtype]),
         "copy_": _copy_,
         "cat": lambda tensors, dim: xp.concatenate(tensors, axis=dim),
+        "stack": _stack,
     }

@@ -12,7 +12,7 @@ from ember.backends import arraykernels
 from ember.dispatch import Backend
 
 from . import fusion
-from .dtypes import NUMPY_DTYPE
+from .dtypes import NUMPY_DTYPE, STORAGE_ONLY
 from .kernels import KERNELS
 from .rng import CpuGenerator
 from .sparse import ScipySparseKernels
@@ -31,6 +31,9 @@ class CpuBackend(Backend):
 
     def default_index(self):
         return None  # one CPU device, spelled "cpu"
+
+    def storage_only_dtypes(self, index):
+        return STORAGE_ONLY  # bfloat16 computes in float32 (see dtypes.py)
 
     def from_numpy(self, array, dtype, index):
         target = NUMPY_DTYPE[dtype]

@@ -12,3 +12,9 @@ NUMPY_DTYPE = {
 }
 EMBER_DTYPE = {v: k for k, v in NUMPY_DTYPE.items()}
 LOW_PRECISION = frozenset({NUMPY_DTYPE[d.float16], NUMPY_DTYPE[d.bfloat16]})
+#: Dtypes the CPU stores but computes in float32 (``Backend.storage_only_dtypes``): NumPy has no bfloat16 loops,
+#: and ml_dtypes' convert each element on its own (mul, relu, max pooling's backward: 5-10x float32's time),
+#: so a kernel call reading or making bfloat16 widens it, runs the float32 kernel (BLAS, the numba loops) and
+#: rounds once, which is PyTorch's float32 opmath. The rounding is ``bfloat16_casts``' vectorized loop; kernels
+#: that read bfloat16 themselves skip the widening (``bfloat16_kernels``).
+STORAGE_ONLY = frozenset({d.bfloat16})

@@ -101,6 +101,7 @@ def numpy_update(program, arrays: list, scalars: list, outs: list) -> None:
 
 
 _numba_loops: dict = {}
+_written: dict = {}
 
 
 def _numba_loop(update, dtype):
@@ -112,11 +113,19 @@ def _numba_loop(update, dtype):
     return loop
 
 
+def _written_inputs(update) -> list:
+    """``written_inputs(update)``, worked out once per update (read for every parameter of every step)."""
+    into = _written.get(id(update))
+    if into is None:
+        into = _written[id(update)] = written_inputs(update)
+    return into
+
+
 def numba_update(program_update, arrays: list, scalars: list, outs: list) -> None:
     """``numpy_update``'s work as one compiled pass: in place on contiguous float32/float64 arrays; half types
     and non-contiguous arrays go through contiguous float copies, written back once."""
     direct = arrays[0].dtype not in LOW_PRECISION and all(a.flags.c_contiguous for a in arrays)
-    into = written_inputs(program_update)
+    into = _written_inputs(program_update)
     if direct:
         flat = [a.reshape(-1) for a in arrays]
         separate = [o.reshape(-1) for o, at in zip(outs, into) if at is None]

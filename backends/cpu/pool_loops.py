@@ -16,27 +16,37 @@ from __future__ import annotations
 
 from numba import njit
 
+from .bfloat16_loops import load, store
+
 _made: dict = {}
 
 
-def loops(kh: int, kw: int, sh: int, sw: int, dh: int, dw: int, padded: bool):
+def loops(kh: int, kw: int, sh: int, sw: int, dh: int, dw: int, padded: bool, bits: bool = False):
     """``(forward, backward)`` for this window geometry, over planes that already hold any padding (filled
-    with the dtype's lowest value); ``padded``: some window reaches into it."""
-    key = (kh, kw, sh, sw, dh, dw, padded)
+    with the dtype's lowest value); ``padded``: some window reaches into it. ``bits``: the planes, the
+    gradient and the forward's output hold bfloat16 as uint16 bits, compared in float32; the backward adds
+    into float32."""
+    key = (kh, kw, sh, sw, dh, dw, padded, bits)
     if key not in _made:
         _made[key] = _build(*key)
     return _made[key]
 
 
-def _build(kh, kw, sh, sw, dh, dw, padded):
+@njit(cache=True, inline="always")
+def _as_is(value):
+    return value
+
+
+def _build(kh, kw, sh, sw, dh, dw, padded, bits):
     taps = kh * kw
+    read, write = (load, store) if bits else (_as_is, _as_is)
 
     @njit(cache=True, error_model="numpy", inline="always")
     def maximum(plane, top, left):
         """The window's largest element, NaN if it holds one."""
-        best = plane[top, left]
+        best = read(plane[top, left])
         for t in range(1, taps):
-            v = plane[top + (t // kw) * dh, left + (t % kw) * dw]
+            v = read(plane[top + (t // kw) * dh, left + (t % kw) * dw])
             best = v if (v > best) | (v != v) else best
         return best
 
@@ -47,10 +57,10 @@ def _build(kh, kw, sh, sw, dh, dw, padded):
         best = maximum(plane, top, left)
         chosen = 0
         for t in range(taps - 1, -1, -1):  # the first tap holding the maximum: a select chain, no branches
-            chosen = t if plane[top + (t // kw) * dh, left + (t % kw) * dw] == best else chosen
+            chosen = t if read(plane[top + (t // kw) * dh, left + (t % kw) * dw]) == best else chosen
         if best != best:  # a NaN wins: the last of them
             for t in range(taps):
-                v = plane[top + (t // kw) * dh, left + (t % kw) * dw]
+                v = read(plane[top + (t // kw) * dh, left + (t % kw) * dw])
                 chosen = t if v != v else chosen
         elif padded and best == lowest:  # maybe the padding's: PyTorch picks the first tap inside the input
             for t in range(taps - 1, -1, -1):
@@ -67,7 +77,7 @@ def _build(kh, kw, sh, sw, dh, dw, padded):
             plane = x[p]
             for i in range(oh):
                 for j in range(ow):
-                    out[p, i, j] = maximum(plane, i * sh, j * sw)
+                    out[p, i, j] = write(maximum(plane, i * sh, j * sw))
 
     @njit(cache=True, error_model="numpy")
     def backward(grad, x, out, inside, lowest):
@@ -79,6 +89,6 @@ def _build(kh, kw, sh, sw, dh, dw, padded):
                 for j in range(ow):
                     top, left = i * sh, j * sw
                     t = pick(plane, top, left, inside, lowest)
-                    out[p, top + (t // kw) * dh, left + (t % kw) * dw] += grad[p, i, j]
+                    out[p, top + (t // kw) * dh, left + (t % kw) * dw] += read(grad[p, i, j])
 
     return forward, backward

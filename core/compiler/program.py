@@ -171,6 +171,8 @@ def _checked_runner(node: OpNode):
         values = _tensors(node.values, operands, natives, given)
         with no_grad():
             result = dispatcher.call(op, tuple(values), {})
+        if result is None:  # an op writing into lists of tensors (_foreach_mul_ ...) returns nothing
+            return ()
         return tuple(t._data for t in (result if isinstance(result, tuple) else (result,)))
     return run_checked
 

@@ -8,14 +8,20 @@ from __future__ import annotations
 import math
 from typing import Callable
 
+from ..dispatch.ops import F
 from ..tensor import Tensor
 
 Evaluate = Callable[[float], "tuple[float, Tensor]"]
 
 
 def dot(a: Tensor, b: Tensor) -> float:
-    """The inner product of two flat tensors, as a Python float."""
-    return (a * b).sum().item()
+    """The inner product of two flat tensors, as a Python float (one host read)."""
+    return F.dot(a, b).item()
+
+
+def max_abs(a: Tensor) -> float:
+    """The largest magnitude in ``a``, as a Python float (one host read)."""
+    return F.amax(F.abs(a)).item()
 
 
 def cubic_minimum(x1: float, f1: float, g1: float, x2: float, f2: float, g2: float,
@@ -44,11 +50,13 @@ class _Point:
 
 
 def strong_wolfe(evaluate: Evaluate, d: Tensor, t: float, f: float, g: Tensor, gtd: float, *, c1: float = 1e-4,
-                 c2: float = 0.9, tolerance_change: float = 1e-9,
-                 max_ls: int = 25) -> tuple[float, Tensor, float, int]:
+                 c2: float = 0.9, tolerance_change: float = 1e-9, max_ls: int = 25,
+                 d_norm: float | None = None) -> tuple[float, Tensor, float, int]:
     """Find a step ``t`` along ``d`` that satisfies the strong Wolfe conditions (sufficient decrease with
-    ``c1``, curvature with ``c2``) starting from ``t``; return ``(loss, flat_grad, t, evaluations)``."""
-    d_norm = d.abs().max().item()
+    ``c1``, curvature with ``c2``) starting from ``t``; return ``(loss, flat_grad, t, evaluations)``.
+    ``d_norm`` is ``max |d|``, where the caller knows it already."""
+    if d_norm is None:
+        d_norm = max_abs(d)
     start = _Point(0.0, f, g, gtd)
     evaluations = 0
 

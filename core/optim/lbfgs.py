@@ -6,7 +6,7 @@ from typing import Any, Callable, Iterable
 from ..autograd import enable_grad, no_grad
 from ..dispatch.ops import F
 from ..tensor import Tensor
-from ._line_search import dot, strong_wolfe
+from ._line_search import dot, max_abs, strong_wolfe
 from .optimizer import Optimizer, check_non_negative
 
 
@@ -23,6 +23,9 @@ class LBFGS(Optimizer):
     ``d`` and step ``t``, the curvature pairs ``old_dirs``/``old_stps`` and ``ro``, ``H_diag``,
     ``prev_flat_grad``, ``prev_loss``, and the counters ``func_evals`` and ``n_iter``.
     """
+
+    #: the last direction and its pieces (``_pieces``); a class default, so that unpickled optimizers have it
+    _direction_pieces: tuple[Tensor, list[Tensor]] | None = None
 
     def __init__(self, params: Iterable, lr: float = 1, max_iter: int = 20, max_eval: int | None = None,
                  tolerance_grad: float = 1e-7, tolerance_change: float = 1e-9, history_size: int = 100,
@@ -42,15 +45,34 @@ class LBFGS(Optimizer):
 
     # -- the parameters as one flat vector -------------------------------------------------------
     def _flat_grad(self) -> Tensor:
-        return F.cat([(p.grad if p.grad is not None else F.zeros_like(p)).reshape(-1) for p in self._params], 0)
+        """The gradients concatenated (zeros for a parameter without one): a new tensor, never written into."""
+        views = []
+        for p in self._params:
+            grad = p.grad
+            if grad is None:
+                views.append(F.zeros((p.numel(),), dtype=p.dtype, device=p.device))
+            else:
+                views.append(F.view(grad, (-1,)) if grad.is_contiguous() else F.reshape(grad, (-1,)))
+        return F.cat(views, 0)
 
-    def _move(self, t: float, direction: Tensor) -> None:
+    def _add_grad(self, t: float, direction: Tensor) -> None:
         """``params += t * direction``, ``direction`` being flat."""
-        offset = 0
+        for p, piece in zip(self._params, self._pieces(direction)):
+            p.add_(piece * t)
+
+    def _pieces(self, direction: Tensor) -> list[Tensor]:
+        """Each parameter's piece of the flat ``direction``, as a view of its shape. Made once per direction:
+        a step along it is taken once per line-search trial and once more to move."""
+        cached = self._direction_pieces
+        if cached is not None and cached[0] is direction:
+            return cached[1]
+        pieces, offset = [], 0
         for p in self._params:
             n = p.numel()
-            p.copy_(p + direction[offset:offset + n].reshape(p.shape) * t)
+            pieces.append(F.view(F.slice(direction, 0, offset, offset + n), tuple(p.shape)))
             offset += n
+        self._direction_pieces = (direction, pieces)
+        return pieces
 
     def _restore(self, values: list[Tensor]) -> None:
         for p, value in zip(self._params, values):
@@ -63,7 +85,10 @@ class LBFGS(Optimizer):
 
     # -- one step: up to max_iter iterations --------------------------------------------------------
     def step(self, closure: Callable[[], Any]):  # type: ignore[override]
-        """Run up to ``max_iter`` L-BFGS iterations; return the loss the closure gave first."""
+        """Run up to ``max_iter`` L-BFGS iterations; return the loss the closure gave first.
+
+        PyTorch's algorithm, in its order of operations. Each iteration reads six numbers to the host (the
+        loss, y.s, y.y, g.d, max |d| and max |g|); the search direction is one ``_lbfgs_direction`` call."""
         if closure is None:
             raise RuntimeError("LBFGS.step() requires a closure that re-evaluates the model and returns the loss")
         group = self.param_groups[0]
@@ -80,7 +105,7 @@ class LBFGS(Optimizer):
             evaluations = 1
             state["func_evals"] += 1
             flat_grad = self._flat_grad()
-            if flat_grad.abs().max().item() <= tolerance_grad:
+            if max_abs(flat_grad) <= tolerance_grad:
                 return orig_loss
 
             d, t = state.get("d"), state.get("t")
@@ -102,23 +127,27 @@ class LBFGS(Optimizer):
                         old_stps.append(s)
                         ro.append(1.0 / ys)
                         H_diag = ys / dot(y, y)
-                    d = two_loop_direction(flat_grad, old_dirs, old_stps, ro, float(H_diag))
-                prev_flat_grad = flat_grad.clone()
+                    if old_dirs:
+                        d = F._lbfgs_direction(flat_grad, old_dirs, old_stps, [float(r) for r in ro], float(H_diag))
+                    else:
+                        d = -flat_grad * float(H_diag)
+                prev_flat_grad = flat_grad  # a new tensor at every evaluation: nothing writes into it
                 prev_loss = loss
 
-                t = min(1.0, 1.0 / flat_grad.abs().sum().item()) * lr if state["n_iter"] == 1 else lr
+                t = min(1.0, 1.0 / F.sum(F.abs(flat_grad)).item()) * lr if state["n_iter"] == 1 else lr
                 gtd = dot(flat_grad, d)
                 if gtd > -tolerance_change:  # not a descent direction
                     break
+                d_norm = max_abs(d)  # max |d * t| below is d_norm * |t|: rounding keeps the order
 
                 step_evaluations = 0
                 if line_search_fn is not None:
                     if line_search_fn != "strong_wolfe":
                         raise RuntimeError("only 'strong_wolfe' is supported")
-                    start = [p.clone() for p in self._params]
+                    start = [F.clone(p) for p in self._params]
 
                     def along_d(step: float) -> tuple[float, Tensor]:
-                        self._move(step, d)
+                        self._add_grad(step, d)
                         value = float(self._evaluate(closure))
                         grad = self._flat_grad()
                         self._restore(start)
@@ -126,40 +155,24 @@ class LBFGS(Optimizer):
 
                     loss, flat_grad, t, step_evaluations = strong_wolfe(
                         along_d, d, t, loss, flat_grad, gtd, tolerance_change=tolerance_change,
-                        max_ls=max_eval - evaluations)
-                    self._move(t, d)
-                    converged = flat_grad.abs().max().item() <= tolerance_grad
+                        max_ls=max_eval - evaluations, d_norm=d_norm)
+                    self._add_grad(t, d)
+                    converged = max_abs(flat_grad) <= tolerance_grad
                 else:
-                    self._move(t, d)
+                    self._add_grad(t, d)
                     converged = False
                     if n_iter != max_iter:
                         loss = float(self._evaluate(closure))
                         flat_grad = self._flat_grad()
-                        converged = flat_grad.abs().max().item() <= tolerance_grad
+                        converged = max_abs(flat_grad) <= tolerance_grad
                         step_evaluations = 1
                 evaluations += step_evaluations
                 state["func_evals"] += step_evaluations
 
                 if (n_iter == max_iter or evaluations >= max_eval or converged
-                        or (d * t).abs().max().item() <= tolerance_change or abs(loss - prev_loss) < tolerance_change):
+                        or d_norm * abs(t) <= tolerance_change or abs(loss - prev_loss) < tolerance_change):
                     break
 
         state.update(d=d, t=t, old_dirs=old_dirs, old_stps=old_stps, ro=ro, H_diag=H_diag,
                      prev_flat_grad=prev_flat_grad, prev_loss=prev_loss)
         return orig_loss
-
-
-def two_loop_direction(flat_grad: Tensor, old_dirs: list[Tensor], old_stps: list[Tensor], ro: list[float],
-                       H_diag: float) -> Tensor:
-    """The quasi-Newton direction ``-H @ flat_grad`` by the L-BFGS two-loop recursion over the stored
-    curvature pairs (``old_dirs`` are gradient changes y, ``old_stps`` the steps s, ``ro`` 1 / y.s)."""
-    q = -flat_grad
-    alphas = [0.0] * len(old_dirs)
-    for i in range(len(old_dirs) - 1, -1, -1):
-        alphas[i] = dot(old_stps[i], q) * ro[i]
-        q = q - old_dirs[i] * alphas[i]
-    r = q * H_diag
-    for i in range(len(old_dirs)):
-        beta = dot(old_dirs[i], r) * ro[i]
-        r = r + old_stps[i] * (alphas[i] - beta)
-    return r

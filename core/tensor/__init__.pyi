@@ -15,6 +15,35 @@ class _AmpUpdateScaleResult(NamedTuple):
     scale: Tensor
     growth_tracker: Tensor
 
+class _LstmLayerFusedResult(NamedTuple):
+    output: Tensor
+    h_n: Tensor
+    c_n: Tensor
+    workspace: Tensor
+
+class _LstmLayerFusedBackwardResult(NamedTuple):
+    grad_input: Tensor
+    grad_hx: Tensor
+    grad_cx: Tensor
+    grad_w_ih: Tensor
+    grad_w_hh: Tensor
+    grad_b_ih: Tensor
+    grad_b_hh: Tensor
+    grad_w_hr: Tensor
+
+class _RnnLayerFusedResult(NamedTuple):
+    output: Tensor
+    h_n: Tensor
+    workspace: Tensor
+
+class _RnnLayerFusedBackwardResult(NamedTuple):
+    grad_input: Tensor
+    grad_hx: Tensor
+    grad_w_ih: Tensor
+    grad_w_hh: Tensor
+    grad_b_ih: Tensor
+    grad_b_hh: Tensor
+
 class _ScaledDotProductFusedAttentionResult(NamedTuple):
     output: Tensor
     logsumexp: Tensor

@@ -7,6 +7,7 @@ from typing import Callable
 
 from ..aliases import ALIASES
 from ..dispatch.execution import dispatcher
+from ..dispatch.execution.fastpath import make_defaults_call
 from ..dispatch.execution.inplace import make_inplace
 from ..dispatch.ops import F
 from ..dispatch.ops.namespace import operator_function
@@ -29,6 +30,7 @@ def _method(op: OpDef) -> Callable:
     fast = getattr(F, op.name)
     if fast.is_fast_path:
         return fast
+    alone = make_defaults_call(op)
     if op.name in _VARARG_SIZE_METHODS:
         sizes_name = op.params[1].name
 
@@ -40,6 +42,11 @@ def _method(op: OpDef) -> Callable:
             if len(size) == 1 and isinstance(size[0], (list, tuple)):
                 size = tuple(size[0])
             return _call(op, (self, size), kwargs)
+    elif alone is not None:  # x.sum(), x.clone(): the plan found by the tensor alone
+        def method(self, *args, **kwargs):
+            if args or kwargs:
+                return _call(op, (self,) + args, kwargs)
+            return alone(self)
     else:
         def method(self, *args, **kwargs):
             return _call(op, (self,) + args, kwargs)

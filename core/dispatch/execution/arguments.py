@@ -52,7 +52,11 @@ class Natives:
         self.one = one
 
     def __call__(self, items) -> list:
-        return [None if t is None else self.one(t) for t in items]
+        one = self.one
+        device, compute = one.device, (one.compute if one.cast is not None else None)
+        # the arrays of tensors already in place as they are (cat's, stack's operands), without a call each
+        return [t._data if t is not None and t._device is device and (compute is None or t._dtype is compute)
+                else None if t is None else one(t) for t in items]
 
 
 class Number:

@@ -30,7 +30,7 @@ from .arguments import DATA, PASS, Native, Natives, Number
 from .executor import runner
 from .into import into_runner
 from .fallback import refuse_or_warn
-from .plan import CallPlan, cached, prefers_composite, store, table
+from .plan import CallPlan, cached, count_miss, prefers_composite, store, table
 from ..schema.promotion import result_type_of, scalar_dtype
 from ..schema import REQUIRED, OpDef
 from .storage_dtypes import through_float32
@@ -69,7 +69,7 @@ def planned(op: OpDef, args: tuple, kwargs: dict) -> tuple:
     if plan is not None and not plan.validates_every_call:
         if plan.converts:  # attributes whose converted form differs from what was passed (dim=-1 -> 0)
             _converted(op, plan, values)
-    else:
+    elif plan is None or not _values_checked(op, plan, values):
         plan = _validate_and_plan(op, values, grad_wanted(op, values), key)
     return plan, values
 
@@ -85,6 +85,7 @@ _activity = 0  # host reads of tensor values: any change during a validation mea
 _reads_values: set = set()  # ops whose validation was seen reading tensor values: validated on every call
 _KEY_ATOMS = frozenset({int, float, bool, str, type(None)})
 _KEY_AS_IS = frozenset({int, str, type(None), DType, Device})  # attribute values that are keys as they are
+_A_GENERATOR = object()  # a generator= argument's place in a key
 _NUMBER_KINDS = frozenset({int, float, bool})
 
 
@@ -119,10 +120,44 @@ def resolve(op: OpDef, args: tuple, kwargs: dict) -> tuple[CallPlan, list]:
 
 def _converted(op: OpDef, plan: CallPlan, values: list) -> None:
     """Put the plan's converted attribute values in place of those passed (unkeyed ones stay as passed)."""
-    keyed = op.keyed_attr_positions
-    for i, v in zip(op.attr_positions, plan.attrs):
-        if i in keyed:
-            values[i] = v
+    for i, v in plan.converts:
+        values[i] = v
+
+
+def _values_checked(op: OpDef, plan: CallPlan, values: list) -> bool:
+    """For a cached plan of an op whose checks read tensor values (index bounds): run the checks that depend
+    on more than the key (the op's ``normalize`` and ``meta``) on this call's values, in place; the rest of
+    validation (devices, dtypes, promotion) depends on the key alone. False, with ``values`` as passed, where
+    ``normalize`` gave an operand of another shape, dtype or device than the one passed (an int32 index made
+    int64): the plan may not fit it, so the call is validated whole."""
+    global _validating
+    if len(op.keyed_attr_positions) != len(op.attr_positions):
+        return False  # unkeyed attributes, which only a whole validation converts
+    passed = values.copy()
+    for i, v in plan.converted_attrs:  # as validation converts them, before the checks
+        values[i] = v
+    _validating += 1
+    try:
+        op.normalize_values(values)
+        result_shapes = op.meta(*values)
+    finally:
+        _validating -= 1
+    if not all(values[i] is passed[i] or _alike(values[i], passed[i]) for i in op.tensor_positions):
+        values[:] = passed
+        return False
+    check_addressable(op, result_shapes, plan.out, plan.device, _tensors_of(op, values), allocates=not op.view)
+    return True
+
+
+def _alike(new, old) -> bool:
+    """Whether ``normalize`` replaced an operand by one of the same kind (a tensor of the same shape, dtype and
+    device; a list of such tensors, or of the same Nones), which a plan made for either serves alike."""
+    Tensor = links.tensor.type
+    if isinstance(new, Tensor) and isinstance(old, Tensor):
+        return new._data.shape == old._data.shape and new._dtype is old._dtype and new._device is old._device
+    if isinstance(new, (list, tuple)) and isinstance(old, (list, tuple)) and len(new) == len(old):
+        return all(a is b or _alike(a, b) for a, b in zip(new, old))
+    return False
 
 
 def validates_every_call(op: OpDef) -> bool:
@@ -140,8 +175,9 @@ def plan_key(op: OpDef, values: list):
     at = op.sole_tensor
     first = values[at] if at is not None else None
     if first.__class__ is links.tensor.type:  # the common case, built quickly
-        key = [op, first.requires_grad and links.recorder.state.enabled, _default_float[0], first._data.shape,
-               first._dtype, first._device, first.requires_grad]
+        requires_grad = first.requires_grad
+        key = [op, requires_grad and links.recorder.state.enabled, _default_float[0], first._data.shape,
+               first._dtype, first._device, requires_grad]
     else:
         key, first = _operands_key(op, values, links.tensor.type)
         if key is None:
@@ -162,6 +198,8 @@ def plan_key(op: OpDef, values: list):
             append(v if v.__class__ is tuple else tuple(v))
         elif c is float or c is bool:
             append((c, v))
+        elif op.params[i].type == "Generator?":  # each call hands its generator to the kernel: no plan depends on it
+            append(_A_GENERATOR)
         else:
             return None
     if first is None:
@@ -194,34 +232,39 @@ def _operands_key(op: OpDef, values: list, Tensor):
     """The start of a key: the op and its tensor operands; and the first tensor. (None, None) where an
     operand cannot be part of a key."""
     key = [op, False, _default_float[0]]  # [1]: grad wanted, filled in below
-    append = key.append
     first = None
     wants_grad = False
     for i in op.tensor_positions:
         v = values[i]
-        if v.__class__ in _KEY_ATOMS:  # a Python number (or None): promotion looks at its kind, a check at its value
-            append(v.__class__)
-            append(v)
+        kind = v.__class__
+        if kind is Tensor:  # the common operand, first
+            key += (v._data.shape, v._dtype, v._device, v.requires_grad)
+            if v.requires_grad:
+                wants_grad = True
+            if first is None:
+                first = v
             continue
-        if v.__class__ is list or v.__class__ is tuple:
-            append(len(v))
+        if kind in _KEY_ATOMS:  # a Python number (or None): promotion looks at its kind, a check at its value
+            key += (kind, v)
+            continue
+        if kind is list or kind is tuple:
+            key.append(len(v))
             items = v
         else:
             items = (v,)
         for t in items:
             if t.__class__ is Tensor or isinstance(t, Tensor):  # nn.Parameter too
-                append(t._data.shape)
-                append(t._dtype)
-                append(t._device)
-                append(t.requires_grad)
-                wants_grad = wants_grad or t.requires_grad
+                key += (t._data.shape, t._dtype, t._device, t.requires_grad)
+                if t.requires_grad:
+                    wants_grad = True
                 if first is None:
                     first = t
             elif t is None and items is v:
-                append(None)  # an empty slot of an index list
+                key.append(None)  # an empty slot of an index list
             else:
                 return None, None
-    key[1] = wants_grad and links.recorder.state.enabled
+    if wants_grad:
+        key[1] = links.recorder.state.enabled
     return key, first
 
 
@@ -266,6 +309,7 @@ def _checked_plan(op: OpDef, values: list, grad: bool, key) -> CallPlan:
     first = tensors[0] if tensors else None
     for i in op.attr_positions:
         values[i] = convert(op, params[i], values[i], ndim, first)
+    converted = tuple((i, values[i]) for i, v in zip(op.attr_positions, passed) if values[i] is not v)
     if dev is None:
         dev_index = op.param_index.get("device")
         dev = values[dev_index] if dev_index is not None and values[dev_index] is not None else None
@@ -283,13 +327,19 @@ def _checked_plan(op: OpDef, values: list, grad: bool, key) -> CallPlan:
         _reads_values.add(op)
         for plan in cached(op):
             plan.validates_every_call = True
-    cacheable = key is not None and all(values[i] is t for i, t in zip(op.tensor_positions, originals))
+    # a plan serves every call of its key where the key's operands reach the kernel as they are; where the checks
+    # replace them (wrapped indices) by ones of the same kind, only if those checks run on every call
+    every_call = op in _reads_values
+    cacheable = key is not None and all(values[i] is t or (every_call and _alike(values[i], t))
+                                        for i, t in zip(op.tensor_positions, originals))
     plan = table.get(key) if cacheable else None
     if plan is None:
+        count_miss()
         plan = make_plan(op, values, dev, backend, compute, out, grad, grad and op.differentiable)
-        plan.converts = any(values[i] is not v for i, v in zip(op.attr_positions, passed)
-                            if i in op.keyed_attr_positions)
-        plan.validates_every_call = op in _reads_values
+        plan.converts = tuple((i, values[i]) for i, v in zip(op.attr_positions, passed)
+                              if i in op.keyed_attr_positions and values[i] is not v)
+        plan.converted_attrs = converted
+        plan.validates_every_call = every_call
         if cacheable:
             store(key, plan)
     return plan

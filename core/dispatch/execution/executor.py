@@ -54,7 +54,7 @@ def _kernel(plan: CallPlan) -> Callable[[list], Any]:
             return outputs
         return run_view
     if shape == "single" and not converted and generator_at is None and check_mutation is None:
-        spelled = None if constants else _spelled_out(plan, impl, data_at, len(op.params), wrap, out, dev, record)
+        spelled = _spelled_out(plan, impl, data_at, len(op.params), wrap, out, dev, record, constants)
         if spelled is not None:
             return spelled
 
@@ -125,27 +125,18 @@ def _list_mutation(plan: CallPlan, impl, check_mutation) -> Callable[[list], Any
     return run
 
 
-def _spelled_out(plan, impl, data_at: tuple, count: int, wrap, out, dev, record):
+def _spelled_out(plan, impl, data_at: tuple, count: int, wrap, out, dev, record, constants: tuple):
     """Runners for the commonest plain calls, with the kernel's arguments spelled out: they run on every
-    small op (``x.exp()``, ``x + y``, ``x * 2``, ``add(x, y, alpha=1)``), where building argument lists
-    would cost as much as the kernel. None for other shapes of call."""
-    if data_at == (0,) and count == 1:
-        compute = lambda values: wrap(impl(values[0]._data), out, dev)  # noqa: E731
-    elif data_at == (0,) and count == 2:
-        compute = lambda values: wrap(impl(values[0]._data, values[1]), out, dev)  # noqa: E731
-    elif data_at == (0, 1) and count == 2:
-        if record is not None:  # x * y with grad: the hottest recorded call, one function
-            def binary_recorded(values: list):
-                outputs = wrap(impl(values[0]._data, values[1]._data), out, dev)
-                record(plan, values, outputs)
-                return outputs
-            return binary_recorded
-        compute = lambda values: wrap(impl(values[0]._data, values[1]._data), out, dev)  # noqa: E731
-    elif data_at == (0, 1) and count == 3:
-        compute = lambda values: wrap(impl(values[0]._data, values[1]._data, values[2]), out, dev)  # noqa: E731
-    else:
-        return None
-    if record is None:
+    small op (``x.exp()``, ``x + y``, ``x * 2``, ``add(x, y, alpha=1)``, ``x.sum()``), where building argument
+    lists would cost as much as the kernel. None for other shapes of call."""
+    if data_at == (0, 1) and count == 2 and record is not None and not constants:
+        def binary_recorded(values: list):  # x * y with grad: the hottest recorded call, one function
+            outputs = wrap(impl(values[0]._data, values[1]._data), out, dev)
+            record(plan, values, outputs)
+            return outputs
+        return binary_recorded
+    compute = _computing(impl, data_at, count, wrap, out, dev, constants)
+    if compute is None or record is None:
         return compute
 
     def run_and_record(values: list):
@@ -153,6 +144,45 @@ def _spelled_out(plan, impl, data_at: tuple, count: int, wrap, out, dev, record)
         record(plan, values, outputs)
         return outputs
     return run_and_record
+
+
+def _computing(impl, data_at: tuple, count: int, wrap, out, dev, constants: tuple):
+    """The call of ``impl`` on the values, its result wrapped, for the shapes of call ``_spelled_out`` serves;
+    None for others."""
+    if constants:  # the result dtype as the last argument: reductions (x.sum()), softmax(x, dim)
+        if not (data_at == (0,) and len(constants) == 1 and constants[0][0] == count - 1 and count in (3, 4)):
+            return None
+        dtype = constants[0][1]
+        if count == 3:
+            def compute(values: list):
+                return wrap(impl(values[0]._data, values[1], dtype), out, dev)
+        else:
+            def compute(values: list):
+                return wrap(impl(values[0]._data, values[1], values[2], dtype), out, dev)
+    elif data_at == (0,) and count == 1:
+        def compute(values: list):
+            return wrap(impl(values[0]._data), out, dev)
+    elif data_at == (0,) and count == 2:
+        def compute(values: list):
+            return wrap(impl(values[0]._data, values[1]), out, dev)
+    elif data_at == (0,) and count == 3:
+        def compute(values: list):
+            return wrap(impl(values[0]._data, values[1], values[2]), out, dev)
+    elif data_at == (0,) and count == 4:  # x.mean(dim), x.amax(dim, keepdim)
+        def compute(values: list):
+            return wrap(impl(values[0]._data, values[1], values[2], values[3]), out, dev)
+    elif data_at == (0,):
+        def compute(values: list):
+            return wrap(impl(values[0]._data, *values[1:]), out, dev)
+    elif data_at == (0, 1) and count == 2:
+        def compute(values: list):
+            return wrap(impl(values[0]._data, values[1]._data), out, dev)
+    elif data_at == (0, 1) and count == 3:
+        def compute(values: list):
+            return wrap(impl(values[0]._data, values[1]._data, values[2]), out, dev)
+    else:
+        return None
+    return compute
 
 
 def _composite(plan: CallPlan) -> Callable[[list], Any]:

@@ -6,16 +6,21 @@ a number. The plan is built once per key by the dispatcher's own validation, run
 tensors, and executed by the executor like any other; per call only the operands' shapes are
 checked (broadcasting). Anything else (keywords, mixed dtypes or devices, an active dispatch mode)
 goes to ``dispatcher.call``, which also raises the proper errors.
+
+``make_defaults_call`` serves ``op(x)`` with every attribute at its default (``x.sum()``, ``x.clone()``), for
+any op whose one tensor comes first: its key is the generic key itself, whose attribute part, fixed by the
+defaults, is worked out once.
 """
 from __future__ import annotations
 
 from . import links, modes
-from .dispatcher import _validate_and_plan, call, passes_as_number, simple_elementwise
+from .dispatcher import _converted, _validate_and_plan, call, passes_as_number, plan_key, simple_elementwise
 from ..schema.errors import EmberError
 from .kernel_errors import KERNEL_ERRORS, kernel_error
 from ..schema.meta import broadcast_shapes
 from .plan import store, table
 from ..schema import OpDef
+from ..schema.dtypes import _default_float
 
 _GENERIC = "generic"  # stored under a fast key whose calls must take the generic path
 _active_modes = modes.active
@@ -103,6 +108,38 @@ def make_binary(op: OpDef, slow=call):
             except KERNEL_ERRORS as error:
                 raise kernel_error(plan, [*args, *plan.attrs], error) from None
         return slow(op, args, kwargs)
+    return function
+
+
+def make_defaults_call(op: OpDef, slow=call):
+    """The entry point of ``op(x)`` with no other argument, for ops whose one tensor parameter comes first and
+    whose attributes all have defaults; None for other ops. It looks up the plan ``dispatcher.call`` would, by
+    the same key, but builds only the tensor's part of it per call: the attributes' part (``plan_key``'s, for
+    the defaults) is taken from the first call. Anything else goes to ``slow``."""
+    if op.sole_tensor != 0 or op.min_args > 1 or op.layout_dependent:
+        return None
+    defaults = op.default_values[1:]
+    lookup = table.get
+    attributes = []  # [the key's attribute part] once known; [None] where the defaults cannot be keyed
+
+    def function(x):
+        if x.__class__ is links.tensor.type and not _active_modes:
+            if not attributes:
+                key = plan_key(op, [x, *defaults])
+                attributes.append(key[7:] if key is not None else None)  # after the tensor's 7 items
+            if attributes[0] is not None:
+                requires_grad = x.requires_grad
+                plan = lookup((op, requires_grad and links.recorder.state.enabled, _default_float[0], x._data.shape,
+                               x._dtype, x._device, requires_grad) + attributes[0])
+                if plan is not None and not plan.validates_every_call:
+                    values = [x, *defaults]
+                    if plan.converts:
+                        _converted(op, plan, values)
+                    try:  # free unless raised (Python 3.11); the same hook as dispatcher.call's
+                        return plan.run(values)
+                    except KERNEL_ERRORS as error:
+                        raise kernel_error(plan, values, error) from None
+        return slow(op, (x,), {})
     return function
 
 

@@ -12,7 +12,8 @@ and the attribute values. Shapes are part of the key because validation checks t
 by (op, device, dtype, grad wanted), for plans built by the same code.
 
 ``use_composite`` is the public switch that makes an op run its composite definition instead of a
-backend kernel (tests compare the two).
+backend kernel (tests compare the two). ``statistics()`` counts the cache's misses (plans made anew) and
+evictions, so that a test can assert a warm loop makes no plans.
 """
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ class CallPlan:
     """One validated kind of call of one op (see the module docstring). ``run(values)`` executes it."""
 
     __slots__ = ("op", "kind", "impl", "device", "backend", "compute", "out", "attrs", "grad_on", "records",
-                 "arguments", "run", "node_plans", "converts", "validates_every_call", "into")
+                 "arguments", "run", "node_plans", "converts", "converted_attrs", "validates_every_call", "into")
 
     def __init__(self, op: OpDef, kind: str, impl: Callable | None, device, backend, compute, out,
                  attrs: tuple, grad_on: bool, records: bool, arguments: tuple) -> None:
@@ -52,7 +53,12 @@ class CallPlan:
         # set by the executor where an in-place call may write into its target with one kernel (``into.py``):
         # ``into(values)`` returns the target, or None where this call must take the copy road
         self.into: Callable[[list], Any] | None = None
-        self.converts = True  # whether a cached call must replace its attribute values by ``attrs``
+        # (position, value) of each keyed attribute whose converted form differs from the one passed (dim=-1
+        # -> 1): what a cached call puts in place of the values passed; empty where they are as passed
+        self.converts: tuple = ()
+        # (position, value) of each attribute that conversion changed, before the op's checks (normalize) ran:
+        # where a plan's checks run on every call (they read values), each call's checks start from these
+        self.converted_attrs: tuple = ()
         self.validates_every_call = False  # the op's checks read tensor values: run them on every call
 
     def __repr__(self) -> str:
@@ -63,11 +69,25 @@ class CallPlan:
 #: The one table of plans. Entry points read it directly (``table.get(key)``): a lookup runs on every call.
 table: dict = {}
 _keys_by_op: dict = {}  # op -> its keys in ``table``, oldest first (a dict as an ordered set)
+#: Counted where the slow paths run, never on a hit: ``misses`` (plans made), ``evictions`` (plans dropped
+#: to stay within the bounds), ``clears`` (the whole table emptied).
+_counts = {"misses": 0, "evictions": 0, "clears": 0}
+
+
+def statistics() -> dict[str, int]:
+    """The plan cache's counts so far (``misses``, ``evictions``, ``clears``) and its current ``size``."""
+    return {**_counts, "size": len(table)}
+
+
+def count_miss() -> None:
+    """Called by the dispatcher each time it makes a plan: the call found none it could use."""
+    _counts["misses"] += 1
 
 
 def store(key, plan: CallPlan) -> None:
     """Cache ``plan`` under ``key`` (whose first item is the op), within both bounds."""
     if len(table) >= _CACHE_SIZE:
+        _counts["evictions"] += len(table)
         clear()
     keys = _keys_by_op.get(key[0])
     if keys is None:
@@ -76,6 +96,7 @@ def store(key, plan: CallPlan) -> None:
         oldest = next(iter(keys))
         del keys[oldest]
         table.pop(oldest, None)
+        _counts["evictions"] += 1
     keys[key] = None
     table[key] = plan
 
@@ -88,6 +109,7 @@ def cached(op: OpDef | str) -> list[CallPlan]:
 
 def clear() -> None:
     """Forget every cached plan; they are rebuilt on the next calls."""
+    _counts["clears"] += 1
     table.clear()
     _keys_by_op.clear()
 
@@ -123,4 +145,5 @@ def use_composite(op: OpDef | str, device_type: str | None = None) -> Iterator[N
         clear()
 
 
-__all__ = ["CallPlan", "table", "store", "cached", "clear", "use_composite", "prefers_composite"]
+__all__ = ["CallPlan", "table", "store", "cached", "clear", "use_composite", "prefers_composite", "statistics",
+           "count_miss"]

@@ -11,6 +11,10 @@ with one rounding per op), so results match it at least as closely as native bfl
 Left alone: views and ops that write into an operand (widening would copy, and the write would be lost),
 ``to_dtype``, which converts to and from the dtype itself, and ``rand_uniform``, whose guard against
 rounding up to ``high`` needs the dtype it returns.
+
+A kernel may bring its own form for these calls: ``kernel.for_storage_dtypes(widened)`` is given the
+float32 road described here and returns the kernel the plan runs instead, one that reads and writes the
+stored dtype where it has loops for it and takes ``widened`` elsewhere (the CPU's bfloat16 kernels).
 """
 from __future__ import annotations
 
@@ -57,7 +61,8 @@ def through_float32(op: OpDef, kernel: Callable, values: list, compute: DType | 
         narrowed = [r if t is None or r is None else cast(r, t) for r, t in zip(result, padded)]
         return tuple(narrowed) if isinstance(result, tuple) else narrowed
     widened.__wrapped__ = kernel
-    return widened
+    native = getattr(kernel, "for_storage_dtypes", None)
+    return widened if native is None else native(widened)
 
 
 def _positions_to_widen(op: OpDef, values: list, compute: DType | None, storage_only: frozenset) -> tuple:

@@ -39,3 +39,6 @@ from .shapes import grids  # noqa: F401
 from .linalg import decompositions, linalg_solvers, linalg_functions, linalg_norms, linalg_householder  # noqa: F401
 from .elementwise import special_elementary, special_erf, special_gamma, special_bessel, special_polynomials  # noqa: F401
 from .training import multi_tensor  # noqa: F401
+from .training import lbfgs  # noqa: F401
+from .nn import recurrent_fused  # noqa: F401
+from .training import foreach  # noqa: F401

@@ -14,7 +14,17 @@ def set_default_device(device) -> None:
 
 
 def get_default_device() -> Device:
-    return _device or registry.resolve_device("cpu")
+    return _device or _cpu or _resolve_cpu()
+
+
+_cpu: Device | None = None  # the cpu device as resolve_device names it, once resolved
+
+
+def _resolve_cpu() -> Device:
+    """Resolved once: every creation call without ``device=`` asks for the default device."""
+    global _cpu
+    _cpu = registry.resolve_device("cpu")
+    return _cpu
 
 
 __all__ = ["set_default_device", "get_default_device"]

@@ -353,6 +353,15 @@ def embedding_bag(
     include_last_offset: _bool = False,
     padding_idx: _int | None = None,
 ) -> Any: ...
+def embedding_dense_backward(
+    grad_output: _Tensor | _Number,
+    indices: _Tensor,
+    num_weights: _int,
+    padding_idx: _int,
+    scale_grad_by_freq: _bool,
+    *,
+    out: _Tensor | None = None,
+) -> _Tensor: ...
 def feature_alpha_dropout(
     input: Any,
     p: _float = 0.5,

@@ -1,8 +1,10 @@
 """Recurrent layers: RNN, LSTM, GRU and their single-step cells, with PyTorch's parameters and formulas.
 
 Each layer and direction is one call of the ops ``rnn_layer`` / ``lstm_layer`` (``ember.dispatch.ops.nn.recurrent``),
-which run the time loop; the cells call the same step functions, so both compute exactly the same thing.
-Everything is Ember ops, so autograd unrolls the loop by itself (backpropagation through time).
+which run the time loop: as one fused op forward and one backward where the backend has kernels for them, else
+as Ember ops that autograd unrolls (backpropagation through time). A cell's step is the same fused op over a
+sequence of one step, or the same step function (``recurrent.cell_step``), so layers and cells compute the same
+thing. A packed sequence runs one layer op per run of steps with the same batch size.
 """
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from ...dispatch.schema.errors import ShapeError
 from ...dispatch.ops import F as ops
 from ...dispatch.ops.nn.recurrent import GATES as _GATES
 from ...dispatch.ops.nn.recurrent import STEPS as _STEPS
+from ...dispatch.ops.nn.recurrent import cell_step as _cell_step
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
@@ -28,6 +31,22 @@ def _uniform_reset(module: Module, hidden_size: int) -> None:
     bound = 1.0 / math.sqrt(hidden_size) if hidden_size > 0 else 0.0
     for param in module.parameters():
         init.uniform_(param, -bound, bound)
+
+
+def _runs(batch_sizes: list) -> list[tuple[int, int, int]]:
+    """``(offset, count, steps)`` of each run of consecutive time steps with the same batch size in packed data."""
+    runs = []
+    for offset, count in packed_steps(batch_sizes):
+        if runs and runs[-1][1] == count:
+            runs[-1] = (runs[-1][0], count, runs[-1][2] + 1)
+        else:
+            runs.append((offset, count, 1))
+    return runs
+
+
+def _run_input(data, offset: int, count: int, steps: int):
+    """A run's rows of packed ``data`` as a time-major ``(steps, count, H_in)`` sequence (a view)."""
+    return data[offset:offset + count * steps].reshape(steps, count, data.shape[1])
 
 
 # -- full layers -----------------------------------------------------------------------------------------------
@@ -173,38 +192,31 @@ class RNNBase(Module):
         output = PackedSequence(data, packed.batch_sizes, packed.sorted_indices, packed.unsorted_indices)
         return output, (final if self.mode == "LSTM" else final[0])
 
-    def _packed_step(self, gi, state: tuple, weights: tuple) -> tuple:
-        _, w_hh, _, b_hh, w_hr = weights
-        return _STEPS[self.mode](gi, state, w_hh, b_hh, w_hr)
-
     def _scan_packed(self, data, batch_sizes: list, state: tuple, weights: tuple):
-        """Forward in time: a sequence leaves the batch (its rows are last) after its final step, and its
-        state at that moment is its final state."""
-        gi = F.linear(data, weights[0], weights[2])
+        """Forward in time, one layer op per run of steps with the same batch: a sequence leaves the batch (its
+        rows are last) after its final step, and its state at that moment is its final state."""
         outputs, done = [], []  # done: finished rows, last ones first
-        for offset, count in packed_steps(batch_sizes):
+        for offset, count, steps in _runs(batch_sizes):
             if count < state[0].shape[0]:
                 done.append(tuple(s[count:] for s in state))
                 state = tuple(s[:count] for s in state)
-            state = self._packed_step(gi[offset:offset + count], state, weights)
-            outputs.append(state[0])
+            output, state = self._scan(_run_input(data, offset, count, steps), state, weights, reverse=False)
+            outputs.append(output.reshape(count * steps, output.shape[-1]))
         done.append(state)
         final = tuple(ops.cat([rows[i] for rows in reversed(done)], 0) for i in range(len(state)))
         return ops.cat(outputs, 0), final
 
     def _scan_packed_reverse(self, data, batch_sizes: list, state: tuple, weights: tuple):
-        """Backward in time: a sequence joins the batch, from its initial state, at its own last step."""
-        gi = F.linear(data, weights[0], weights[2])
-        steps = packed_steps(batch_sizes)
-        initial, outputs = state, [None] * len(steps)
+        """Backward in time, one layer op per run: a sequence joins the batch, from its initial state, at its own
+        last step."""
+        initial, outputs = state, []
         state = tuple(s[:0] for s in initial)
-        for t in reversed(range(len(steps))):
-            offset, count = steps[t]
+        for offset, count, steps in reversed(_runs(batch_sizes)):
             if count > state[0].shape[0]:
                 state = tuple(ops.cat([s, s0[s.shape[0]:count]], 0) for s, s0 in zip(state, initial))
-            state = self._packed_step(gi[offset:offset + count], state, weights)
-            outputs[t] = state[0]
-        return ops.cat(outputs, 0), state
+            output, state = self._scan(_run_input(data, offset, count, steps), state, weights, reverse=True)
+            outputs.append(output.reshape(count * steps, output.shape[-1]))
+        return ops.cat(outputs[::-1], 0), state
 
     def _initial_state(self, x, hx, batched: bool) -> tuple:
         """``hx`` checked and batched as a tuple of ``(layers * directions, N, size)`` tensors; zeros if None."""
@@ -362,7 +374,7 @@ class RNNCellBase(Module):
                 if tuple(s.shape) != (x.shape[0], self.hidden_size):
                     raise ShapeError(f"{name}: expected hidden state of shape {(x.shape[0], self.hidden_size)}, "
                                      f"got {tuple(s.shape)}")
-        state = _STEPS[self.mode](F.linear(x, self.weight_ih, self.bias_ih), state, self.weight_hh, self.bias_hh)
+        state = _cell_step(self.mode, x, state, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh)
         if not batched:
             state = tuple(s.squeeze(0) for s in state)
         return state if self.mode == "LSTM" else state[0]

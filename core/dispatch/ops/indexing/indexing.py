@@ -155,7 +155,16 @@ def _index_samples(make, dtype):
 
 
 def _scattered_back(grad, input, indices):
-    """The gradient of input[indices]: grad added back at the indexed positions (duplicates add up)."""
+    """The gradient of input[indices]: grad added back at the indexed positions (duplicates add up). Rows
+    picked by one integer index tensor (a table looked up as ``C[X]``) are an embedding's lookup: they take
+    its backward, which a backend runs as one pass."""
+    if len(indices) == 1 and indices[0] is not None and input.ndim:  # (index tensors are integer: normalize)
+        index, table = indices[0], tuple(input.shape)
+        width = 1
+        for size in table[1:]:
+            width *= size
+        rows = F.reshape(grad, tuple(index.shape) + (width,))
+        return F.reshape(F.embedding_dense_backward(rows, index, table[0], -1, False), table)
     zeros = F.zeros(tuple(input.shape), dtype=grad.dtype, device=grad.device)
     return F.index_put_(zeros, indices, grad, True)
 

@@ -165,21 +165,23 @@ def _embedding(x, weight, *rest):
 
 
 def _embedding_weight_derivative(grad, input, weight, padding_idx, scale_grad_by_freq):
-    """Each looked-up row's gradient summed into its row of weight; the padding row gets none."""
+    """Each looked-up row's gradient summed into its row of weight (one op); the padding row gets none."""
     with vouched():  # the forward checked the indices (or queued their check: then they are clamped here)
-        return _summed_rows(grad, bounded(input, weight.shape[0]), weight, padding_idx, scale_grad_by_freq)
+        return F.embedding_dense_backward(grad, bounded(input, weight.shape[0]), weight.shape[0],
+                                          -1 if padding_idx is None else padding_idx, scale_grad_by_freq)
 
 
-def _summed_rows(grad, input, weight, padding_idx, scale_grad_by_freq):
+def _summed_rows(grad, input, num_weights, padding_idx=-1, scale_grad_by_freq=False):
     index = F.reshape(input, (-1,))
-    rows = F.reshape(grad, (index.shape[0], weight.shape[1]))
-    if padding_idx is not None:
+    rows = F.reshape(grad, (index.shape[0], grad.shape[-1]))
+    if padding_idx != -1:
         rows = F.where(F.unsqueeze(F.ne(index, padding_idx), 1), rows, 0)
     if scale_grad_by_freq:  # divided by how often each index occurs in this batch
-        counts = F.index_put_(F.zeros((weight.shape[0],), dtype=rows.dtype, device=rows.device), [index],
+        counts = F.index_put_(F.zeros((num_weights,), dtype=rows.dtype, device=rows.device), [index],
                               F.ones(tuple(index.shape), dtype=rows.dtype, device=rows.device), True)
         rows = F.div(rows, F.unsqueeze(F.index(counts, [index]), 1))
-    return F.index_put_(F.zeros(tuple(weight.shape), dtype=rows.dtype, device=rows.device), [index], rows, True)
+    return F.index_put_(F.zeros((num_weights, rows.shape[1]), dtype=rows.dtype, device=rows.device), [index], rows,
+                        True)
 
 
 def _embedding_samples(make, dtype):
@@ -209,6 +211,57 @@ defop("embedding(Index input, Tensor weight, int? padding_idx=None, bool scale_g
       derivative={"weight": _embedding_weight_derivative}, reference=_embedding_reference,
       samples=_embedding_samples, method=False, onnx=_embedding_onnx,
       doc="the rows of weight at the indices; the padding_idx row gets no gradient")
+
+
+# -- embedding's backward: one op, so that a backend adds the rows in one pass -----------------------------
+
+def _dense_backward_normalize(op, args):
+    """Indices of an integer dtype; a padding_idx of -1 (none) or a row of the table (PyTorch's convention).
+    The indices' values are not read: the forward checked them (a kernel must still not write outside)."""
+    indices, num = args["indices"], args["num_weights"]
+    if indices._dtype.is_floating_point or indices._dtype.kind == "bool":
+        raise TypeError(f"embedding_dense_backward: expected integer indices, got {indices._dtype.name}")
+    if num < 0 or not -1 <= args["padding_idx"] < max(num, 1):
+        raise ArgumentError(f"embedding_dense_backward: padding_idx must be -1 (none) or a row of the {num} "
+                            f"embeddings, got {args['padding_idx']}")
+
+
+def _dense_backward_meta(grad, indices, num_weights, padding_idx, scale_grad_by_freq):
+    require(len(shape(grad)) >= 1 and shape(grad)[:-1] == shape(indices), "embedding_dense_backward",
+            "grad_output must have the indices' shape and one more dim (the embedding's)", grad, indices)
+    return (num_weights, shape(grad)[-1])
+
+
+def _dense_backward_reference(grad, indices, num_weights, padding_idx, scale_grad_by_freq):
+    flat = np.asarray(indices).reshape(-1)
+    rows = np.asarray(grad, np.float64).reshape(flat.size, np.shape(grad)[-1])
+    if scale_grad_by_freq:
+        rows = rows / np.bincount(flat, minlength=num_weights)[flat][:, None]
+    if padding_idx != -1:
+        rows = np.where((flat != padding_idx)[:, None], rows, 0.0)
+    out = np.zeros((num_weights, rows.shape[1]))
+    np.add.at(out, flat, rows)
+    return out
+
+
+def _dense_backward_samples(make, dtype):
+    def idx(shape_, num):
+        return make(shape_, dtype=int64, low=0, high=num)
+    yield Sample((make((32, 3, 16)), idx((32, 3), 27), 27, -1, False), note="makemore's lookup, repeated rows")
+    yield Sample((make((6, 3)), idx((6,), 5), 5, 2, False), note="padding row")
+    yield Sample((make((2, 3, 2), noncontiguous=True), idx((2, 3), 4), 4, 0, True),
+                 note="scaled by frequency, non-contiguous")
+    yield Sample((make((0, 4)), idx((0,), 3), 3, -1, False), note="no indices")
+
+
+defop("embedding_dense_backward(Tensor grad_output, Index indices, int num_weights, int padding_idx, "
+      "bool scale_grad_by_freq)", "nn", kind="composite", promotion=rules.same, dtypes="float",
+      normalize=_dense_backward_normalize, meta=_dense_backward_meta, composite=_summed_rows,
+      reference=_dense_backward_reference, samples=_dense_backward_samples, method=False,
+      tolerances={"float16": (1e-2, 1e-2), "bfloat16": (5e-2, 5e-2)},
+      doc="embedding's weight gradient: each row of grad_output added into the indices' row of a zero "
+          "(num_weights, embedding_dim) table, none into padding_idx (-1: none), divided by the index's count in "
+          "the batch with scale_grad_by_freq")
 
 
 # -- dropout -------------------------------------------------------------------------------------------

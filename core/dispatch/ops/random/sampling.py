@@ -18,33 +18,41 @@ from ...schema import Sample, defop
 from ..namespace import F
 from .random import precise_float, uniform_open_below
 from .rejection_sampling import transformed_rejection
-from ._shared import _flags
+from ._shared import _flags, _numbers
 
 
 # -- multinomial -------------------------------------------------------------------------------
 
 def _check_multinomial(op, args):
     weights, num_samples, replacement = args["input"], args["num_samples"], args["replacement"]
-    where = f"multinomial: input {describe(weights)}"
+
+    def refuse(error: type, problem: str):  # the description only when raising: this runs on every call
+        return error(f"multinomial: input {describe(weights)}: {problem}")
     if weights.ndim not in (1, 2):
-        raise ShapeError(f"{where}: prob_dist must be 1 or 2 dim")
+        raise refuse(ShapeError, "prob_dist must be 1 or 2 dim")
     if num_samples <= 0:
-        raise ArgumentError(f"{where}: cannot sample n_sample <= 0 samples (num_samples={num_samples})")
+        raise refuse(ArgumentError, f"cannot sample n_sample <= 0 samples (num_samples={num_samples})")
     categories = weights.shape[-1]
     if not replacement and num_samples > categories:
-        raise ArgumentError(f"{where}: cannot sample n_sample > prob_dist.size(-1) samples without replacement "
-                            f"(num_samples={num_samples}, {categories} categories)")
-    nonzero = F.sum(F.ne(weights, 0), -1)
-    bad, zero_row, too_few = _flags(F.logical_or(F.logical_not(F.isfinite(weights)), F.lt(weights, 0)),
-                                    F.eq(F.sum(weights, -1), 0),
-                                    F.lt(nonzero, 1 if replacement else num_samples))
-    if bad:
-        raise ArgumentError(f"{where}: probability tensor contains either `inf`, `nan` or element < 0")
-    if zero_row:
-        raise ArgumentError(f"{where}: invalid multinomial distribution (sum of probabilities <= 0)")
-    if too_few:
-        raise ArgumentError(f"{where}: invalid multinomial distribution (with replacement=False, not enough "
-                            f"non-zero categories to sample {num_samples})")
+        raise refuse(ArgumentError, f"cannot sample n_sample > prob_dist.size(-1) samples without replacement "
+                                    f"(num_samples={num_samples}, {categories} categories)")
+    zero_sum = "invalid multinomial distribution (sum of probabilities <= 0)"
+    if weights.numel() == 0:  # no rows, or rows of no categories (whose sums are 0)
+        if categories == 0:
+            raise refuse(ArgumentError, zero_sum)
+        return
+    # A sampling loop checks every step: three reductions, read back together. The weights are finite and >= 0
+    # when their smallest is >= 0 and their largest < inf (NaN fails both); then a row has a non-zero weight
+    # exactly when its sum is > 0, and counting non-zero weights matters only for several draws without replacement.
+    sums = F.sum(weights, -1)
+    low, high, least_sum = _numbers(F.amin(weights), F.amax(weights), F.amin(sums) if sums.ndim else sums)
+    if not (low >= 0 and high < math.inf):
+        raise refuse(ArgumentError, "probability tensor contains either `inf`, `nan` or element < 0")
+    if least_sum == 0:
+        raise refuse(ArgumentError, zero_sum)
+    if not replacement and num_samples > 1 and F.amin(F.sum(F.ne(weights, 0), -1)).item() < num_samples:
+        raise refuse(ArgumentError, f"invalid multinomial distribution (with replacement=False, not enough "
+                                    f"non-zero categories to sample {num_samples})")
 
 
 def _multinomial(weights, num_samples, replacement=False, generator=None):

@@ -679,7 +679,7 @@ def _unsqueeze_shape(in_shape, dim):
 
 
 defop("unsqueeze(Tensor input, int dim)", "view", samples=_unsqueeze_samples,
-      kind="composite", promotion=rules.passthrough, normalize=_unsqueeze_normalize,
+      kind="composite", promotion=rules.passthrough, normalize=_unsqueeze_normalize, view=True,
       meta=lambda x, dim: _unsqueeze_shape(shape(x), dim),
       composite=lambda x, dim: F.view(x, _unsqueeze_shape(tuple(x.shape), dim)), onnx=_unsqueeze_onnx,
       reference=lambda x, dim: np.expand_dims(x, dim))
@@ -729,7 +729,7 @@ def _select(x, dim, index):
 
 
 defop("select(Tensor input, dim dim, int index)", "view", samples=_select_samples,
-      kind="composite", promotion=rules.passthrough, normalize=_select_normalize,
+      kind="composite", promotion=rules.passthrough, normalize=_select_normalize, view=True,
       meta=lambda x, dim, index: shape(x)[:dim] + shape(x)[dim + 1:], composite=_select, onnx=_select_onnx,
       reference=lambda x, dim, index: np.take(x, index, axis=dim), doc="input[..., index, ...] as a view")
 

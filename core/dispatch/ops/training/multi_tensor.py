@@ -14,7 +14,7 @@ empty. Neither op increments the counts, as in PyTorch.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
@@ -53,11 +53,20 @@ class MultiTensorStep:
     #: what ``per_param`` reads besides the step (Adam: lr, beta1, beta2, eps; Adagrad: lr, lr_decay), for
     #: kernels that compute the per-parameter scalars on the device from step counters there
     step_constants: tuple = ()
+    #: scalars already made, by step count (a Python number): the parameters of a group mostly share one
+    _made: dict = field(default_factory=dict, repr=False)
 
     def scalars(self, i: int) -> list:
         """Parameter ``i``'s scalar inputs, in the program's order."""
-        values = self.shared if self.per_param is None else {**self.shared, **self.per_param(self.steps[i])}
-        return [values[name] for name in self.update.scalars]
+        step = None if self.per_param is None else self.steps[i]
+        counted = step is None or step.__class__ in (int, float)
+        made = self._made.get(step) if counted else None
+        if made is None:
+            values = self.shared if step is None else {**self.shared, **self.per_param(step)}
+            made = [values[name] for name in self.update.scalars]
+            if counted:
+                self._made[step] = made
+        return made
 
 
 def multi_tensor_step(op_name: str, dt, values: list) -> MultiTensorStep:
