@@ -11,22 +11,13 @@ import pytest
 
 import ember
 from ember.dispatch import multi_tensor_step
-from ember.utils._python_dispatch import TorchDispatchMode
+from op_names import OpNames
 
 torch = pytest.importorskip("torch")
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "examples"))
 from gpt import GPTConfig, gpt, gpt_optimizer  # noqa: E402
 
 SMALL = GPTConfig(vocab_size=11, block_size=8, n_layer=2, n_head=2, n_embd=16)
-
-
-class _OpNames(TorchDispatchMode):
-    def __init__(self) -> None:
-        self.names: list[str] = []
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        self.names.append(func.name())
-        return func(*args, **(kwargs or {}))
 
 
 def _model_and_optimizer(lib, state=None):
@@ -51,7 +42,7 @@ def test_two_groups_step_as_two_multi_tensor_calls_and_match_torch():
     for step in range(3):
         _set_grads(ember, ours, step)
         _set_grads(torch, theirs, step)
-        with _OpNames() as seen:
+        with OpNames() as seen:
             ours_opt.step()
         theirs_opt.step()
         if step:  # after the first step, which makes the state

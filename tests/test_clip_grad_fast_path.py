@@ -12,20 +12,9 @@ from ember import nn
 from ember.dispatch.execution import host_reads
 from ember.dispatch.ops import F
 from ember.dispatch.schema.errors import ShapeError
-from ember.utils._python_dispatch import TorchDispatchMode
+from op_names import OpNames
 
 torch = pytest.importorskip("torch")
-
-
-class _OpNames(TorchDispatchMode):
-    """Records the name of every op called inside it."""
-
-    def __init__(self) -> None:
-        self.names: list[str] = []
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        self.names.append(func.name())
-        return func(*args, **(kwargs or {}))
 
 
 def _gradients(lib, dtypes=("float32",) * 5, seed=0):
@@ -80,11 +69,11 @@ def test_clip_grad_value_matches_torch(foreach):
 
 def test_one_multi_tensor_call_per_device_and_dtype():
     params = _gradients(ember, ("float32", "float64", "float32", "float64", "float32"))
-    with _OpNames() as seen:
+    with OpNames() as seen:
         nn.utils.clip_grad_norm_(params, 1.0)
     assert seen.names.count("_foreach_norm") == 2 and seen.names.count("_foreach_mul_") == 2
     assert "mul" not in seen.names and "copy_" not in seen.names  # no op per gradient
-    with _OpNames() as seen:
+    with OpNames() as seen:
         nn.utils.clip_grad_value_(params, 1.0)
     assert sorted(seen.names) == ["_foreach_clamp_max_"] * 2 + ["_foreach_clamp_min_"] * 2
 

@@ -10,18 +10,9 @@ import ember
 from ember import nn
 from ember.dispatch.ops import F
 from ember.dispatch.schema.errors import ArgumentError, OutOfRangeError
-from ember.utils._python_dispatch import TorchDispatchMode
+from op_names import OpNames
 
 torch = pytest.importorskip("torch")
-
-
-class _OpNames(TorchDispatchMode):
-    def __init__(self) -> None:
-        self.names: list[str] = []
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        self.names.append(func.name())
-        return func(*args, **(kwargs or {}))
 
 
 def _indices(shape, high, seed=0, low=0):
@@ -73,7 +64,7 @@ def test_backward_is_one_dense_backward_call_without_index_put():
     C = ember.randn(27, 16, requires_grad=True)
     index = ember.tensor(_indices((32, 3), 27))
     loss = embedding(index).sum() + C[index].sum()
-    with _OpNames() as seen:
+    with OpNames() as seen:
         loss.backward()
     assert seen.names.count("embedding_dense_backward") == 2
     assert "index_put_" not in seen.names
