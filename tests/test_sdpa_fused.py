@@ -14,6 +14,7 @@ import pytest
 import ember
 import ember.nn.functional as F
 from ember.dispatch import use_composite
+from ember.dispatch.execution.plan import cached
 from ember.dispatch.ops import F as O
 from ember.dispatch.ops.nn.attention import attention
 
@@ -23,8 +24,9 @@ OPENCL = ember.backends.available().get("opencl", "unavailable: not registered")
 
 @pytest.fixture
 def cpu_fused_kernels(monkeypatch):
-    """The shared array kernels of the pair in the cpu backend's table, as cuda has them (cpu leaves them out:
-    slower than its op-by-op composite), so that routing runs here through the very kernels cuda runs."""
+    """The shared array kernels of the pair in the cpu backend's table, as cuda has them (cpu leaves out the
+    backward: in training the pair is slower than its op-by-op composite), so that routing runs here through the
+    very kernels cuda runs."""
     from ember.backends.arraykernels import attention as shared
     from ember.backends.cpu.kernels import KERNELS
     from ember.backends.cpu.library import NUMPY
@@ -123,6 +125,21 @@ def test_bad_input_names_the_op():
 def test_backends_without_the_kernels_keep_the_op_by_op_composite():
     q, k, v = leaves((2, 4, 8), (2, 6, 8), (2, 6, 8))
     assert F.scaled_dot_product_attention(q, k, v).grad_fn.name() != "ScaledDotProductFusedAttentionBackward"
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_unrecorded_calls_on_cpu_take_the_fused_forward(causal):
+    """cpu has the fused forward but not its backward: evaluation and sampling take the one kernel, training the
+    op-by-op composite, with the same values."""
+    q, k, v = leaves((2, 3, 5, 8), (2, 3, 7, 8), (2, 3, 7, 8))
+    ember.dispatch.clear_plans()
+    recorded = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    assert not cached(FUSED) and cached("softmax")
+    ember.dispatch.clear_plans()
+    with ember.no_grad():
+        unrecorded = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    assert cached(FUSED) and not cached("softmax")
+    close([unrecorded], [recorded.detach()], 1e-12)
 
 
 @pytest.mark.skipif(OPENCL != "available", reason=f"opencl {OPENCL}")

@@ -111,6 +111,30 @@ def test_checks_on_every_call_start_from_the_arguments_passed():
         ember.gather(x, -1, ember.full((3, 1), 4))
 
 
+def test_slices_at_new_offsets_reuse_their_family_plan_and_are_still_checked():
+    """``series.split(1, dim=1)`` over a long sequence, ``x[i]`` over a dataset: a slice or select at offsets not
+    seen before takes the plan of its family, checked on its own bounds (negative, past the end), instead of
+    a plan each; the backward of every piece finds its place."""
+    series = ember.arange(2 * 600.0).view(2, 600).requires_grad_()
+    table = ember.arange(50.0).view(5, 10)
+    series.split(1, dim=1), table[0]  # warm: one piece of each family
+    before = _misses()
+    pieces = series.split(1, dim=1)
+    rows = [table[i] for i in range(-5, 5)]
+    assert _misses() == before
+    assert [p.item() for p in pieces[598][:, 0]] == [598.0, 1198.0]
+    assert [r[0].item() for r in rows] == [0.0, 10.0, 20.0, 30.0, 40.0] * 2
+    sum(p.sum() * i for i, p in enumerate(pieces)).backward()
+    assert series.grad[1].tolist() == [float(i) for i in range(600)]
+    x = ember.arange(10.0)
+    assert x[-3:].tolist() == [7.0, 8.0, 9.0] and x[8:20].tolist() == [8.0, 9.0] and x[7:2].tolist() == []
+    assert x.narrow(0, -2, 2).tolist() == [8.0, 9.0]
+    with pytest.raises(IndexError, match="select"):
+        table[7]
+    with pytest.raises(ValueError, match="step must be positive|steps must be positive"):
+        x[::-1]
+
+
 def test_the_sampling_step_matches_pytorch_up_to_the_draw():
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(1)

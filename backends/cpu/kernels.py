@@ -9,13 +9,14 @@ from . import topk_kernels
 from .library import NUMPY
 
 KERNELS: dict = build_kernels(NUMPY)
-# The fused attention pair's shared kernels lose to the op-by-op composite on NumPy (forward and backward at the
-# benchmark's GPT and transformer shapes: 3.3-3.7 ms against 2.9 ms; NumPy's row max over a short last axis and
-# the backward's recomputed weights cost more than the dispatches saved), so scaled_dot_product_attention keeps
-# the composite, with the numba softmax, here. cuda runs them (and cuDNN's).
-FUSED_ATTENTION = ("_scaled_dot_product_fused_attention", "_scaled_dot_product_fused_attention_backward")
-for _name in FUSED_ATTENTION:
-    del KERNELS[_name]
+# The fused attention pair's shared kernels lose to the op-by-op composite on NumPy in training (forward and
+# backward at the benchmark's GPT and transformer shapes: 3.3-3.7 ms against 2.9 ms; NumPy's row max over a short
+# last axis and the backward's recomputed weights cost more than the dispatches saved), so a recorded
+# scaled_dot_product_attention keeps the composite, with the numba softmax, here. Unrecorded calls (evaluation,
+# sampling) take the fused forward: one dispatch instead of about ten (GPT sampling's (1, 3, 32, 16) attention:
+# 166 against 242 us; (16, 4, 64, 32): 2.4 against 5.2 ms). cuda runs both (and cuDNN's).
+FUSED_ATTENTION_BACKWARD = "_scaled_dot_product_fused_attention_backward"
+del KERNELS[FUSED_ATTENTION_BACKWARD]
 KERNELS.update(optim_kernels.KERNELS)  # fused optimizer steps (NumPy-specific, kept apart from the shared ones)
 KERNELS.update(amp_kernels.KERNELS)  # GradScaler's fused inf check and unscale
 KERNELS.update(lbfgs_kernels.KERNELS)  # L-BFGS's two-loop recursion on BLAS dot and axpy

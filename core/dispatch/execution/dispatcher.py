@@ -30,7 +30,7 @@ from .arguments import DATA, PASS, Native, Natives, Number
 from .executor import runner
 from .into import into_runner
 from .fallback import refuse_or_warn
-from .plan import CallPlan, cached, count_miss, prefers_composite, store, table
+from .plan import CallPlan, cached, count_miss, families, prefers_composite, store, store_family, table
 from ..schema.promotion import result_type_of, scalar_dtype
 from ..schema import REQUIRED, OpDef
 from .storage_dtypes import through_float32
@@ -65,11 +65,8 @@ def planned(op: OpDef, args: tuple, kwargs: dict) -> tuple:
     else:
         values = bind(op, args, kwargs)
     key = plan_key(op, values)
-    plan = table.get(key) if key is not None else None
-    if plan is not None and not plan.validates_every_call:
-        if plan.converts:  # attributes whose converted form differs from what was passed (dim=-1 -> 0)
-            _converted(op, plan, values)
-    elif plan is None or not _values_checked(op, plan, values):
+    plan = _cached_plan(op, key, values)
+    if plan is None:
         plan = _validate_and_plan(op, values, grad_wanted(op, values), key)
     return plan, values
 
@@ -110,12 +107,38 @@ def resolve(op: OpDef, args: tuple, kwargs: dict) -> tuple[CallPlan, list]:
     values = bind(op, args, kwargs)
     with links.recorder.no_grad():
         key = plan_key(op, values)
-        plan = table.get(key) if key is not None else None
-        if plan is None or plan.validates_every_call:
+        plan = _cached_plan(op, key, values)
+        if plan is None:
             plan = _validate_and_plan(op, values, False, key)
-        elif plan.converts:
-            _converted(op, plan, values)
     return plan, values
+
+
+def _cached_plan(op: OpDef, key, values: list) -> CallPlan | None:
+    """The cached plan that serves this call, with ``values`` made as it has them (the keyed attributes'
+    converted forms in place; where the plan's checks run on every call, those checks passed); None where the
+    call must be validated whole. A call whose ``varying`` attributes have values not seen before takes the
+    plan of its family (calls differing only in them), checked on its own values."""
+    if key is None:
+        return None
+    plan = table.get(key)
+    if plan is not None:
+        if plan.validates_every_call:
+            return plan if _values_checked(op, plan, values) else None
+        if plan.converts:  # attributes whose converted form differs from what was passed (dim=-1 -> 0)
+            _converted(op, plan, values)
+        return plan
+    if op.varying:
+        plan = families.get(plan_key(op, values, op.family_attr_positions))
+        if plan is not None:
+            passed = values.copy()
+            if _values_checked(op, plan, values):
+                # these values' own plan, so that the next such call checks nothing: the family's, with their
+                # converted forms
+                own = plan.sharing(tuple((i, values[i]) for i in op.keyed_attr_positions
+                                         if values[i] is not passed[i]))
+                store(key, own)
+                return own
+    return None
 
 
 def _converted(op: OpDef, plan: CallPlan, values: list) -> None:
@@ -125,17 +148,24 @@ def _converted(op: OpDef, plan: CallPlan, values: list) -> None:
 
 
 def _values_checked(op: OpDef, plan: CallPlan, values: list) -> bool:
-    """For a cached plan of an op whose checks read tensor values (index bounds): run the checks that depend
-    on more than the key (the op's ``normalize`` and ``meta``) on this call's values, in place; the rest of
+    """For a cached plan of an op whose checks read tensor values (index bounds), or of a call's family (its
+    ``varying`` attributes converted here): run the checks that depend on more than the key (the op's
+    ``normalize`` and ``meta``) on this call's values, in place; the rest of
     validation (devices, dtypes, promotion) depends on the key alone. False, with ``values`` as passed, where
     ``normalize`` gave an operand of another shape, dtype or device than the one passed (an int32 index made
     int64): the plan may not fit it, so the call is validated whole."""
     global _validating
-    if len(op.keyed_attr_positions) != len(op.attr_positions):
-        return False  # unkeyed attributes, which only a whole validation converts
+    if op.unkeyed:
+        return False  # attributes no plan knows, which only a whole validation converts
     passed = values.copy()
     for i, v in plan.converted_attrs:  # as validation converts them, before the checks
         values[i] = v
+    if op.varying:  # this call's own, converted as validation would
+        first = values[op.tensor_positions[0]] if op.tensor_positions else None
+        ndim = len(first._data.shape) if first.__class__ is links.tensor.type else 0
+        params = op.params
+        for i in op.varying_positions:
+            values[i] = convert(op, params[i], values[i], ndim, first)
     _validating += 1
     try:
         op.normalize_values(values)
@@ -165,7 +195,7 @@ def validates_every_call(op: OpDef) -> bool:
     return op in _reads_values
 
 
-def plan_key(op: OpDef, values: list):
+def plan_key(op: OpDef, values: list, attr_positions: tuple | None = None):
     """The plan cache key of this call, or None where an argument cannot be part of a key. The grad mode is
     part of it only where an operand requires grad: otherwise nothing records either way.
 
@@ -183,7 +213,7 @@ def plan_key(op: OpDef, values: list):
         if key is None:
             return None
     append = key.append
-    for i in op.keyed_attr_positions:
+    for i in op.keyed_attr_positions if attr_positions is None else attr_positions:
         v = values[i]
         c = v.__class__
         if c in _KEY_AS_IS:
@@ -301,6 +331,7 @@ def _validate_and_plan(op: OpDef, values: list, grad: bool, key) -> CallPlan:
 
 def _checked_plan(op: OpDef, values: list, grad: bool, key) -> CallPlan:
     before = _activity
+    family = plan_key(op, values, op.family_attr_positions) if op.varying and key is not None else None
     originals = [values[i] for i in op.tensor_positions]
     passed = [values[i] for i in op.attr_positions]
     tensors, scalars, dev = _collect(op, values)
@@ -309,7 +340,8 @@ def _checked_plan(op: OpDef, values: list, grad: bool, key) -> CallPlan:
     first = tensors[0] if tensors else None
     for i in op.attr_positions:
         values[i] = convert(op, params[i], values[i], ndim, first)
-    converted = tuple((i, values[i]) for i, v in zip(op.attr_positions, passed) if values[i] is not v)
+    converted = tuple((i, values[i]) for i, v in zip(op.attr_positions, passed)
+                      if values[i] is not v and i not in op.varying_positions)
     if dev is None:
         dev_index = op.param_index.get("device")
         dev = values[dev_index] if dev_index is not None and values[dev_index] is not None else None
@@ -342,6 +374,8 @@ def _checked_plan(op: OpDef, values: list, grad: bool, key) -> CallPlan:
         plan.validates_every_call = every_call
         if cacheable:
             store(key, plan)
+            if family is not None:
+                store_family(family, plan)
     return plan
 
 

@@ -9,7 +9,9 @@ Plans are cached in one table, keyed by the op and everything validation looked 
 operand's shape, dtype, device and ``requires_grad``, the grad mode, the default dtype and device,
 and the attribute values. Shapes are part of the key because validation checks them (the op's
 ``meta``), so a hit skips every check. The elementwise fast path keys the same table more cheaply,
-by (op, device, dtype, grad wanted), for plans built by the same code.
+by (op, device, dtype, grad wanted), for plans built by the same code. An op's ``varying`` attributes (a
+slice's bounds) are in the key too, but a call with values not seen before takes its family's plan
+(``families``: keyed without them), its checks run on its own values, rather than a whole validation.
 
 ``use_composite`` is the public switch that makes an op run its composite definition instead of a
 backend kernel (tests compare the two). ``statistics()`` counts the cache's misses (plans made anew) and
@@ -18,6 +20,7 @@ evictions, so that a test can assert a warm loop makes no plans.
 from __future__ import annotations
 
 from contextlib import contextmanager
+from copy import copy
 from typing import Any, Callable, Iterator
 
 from ..schema import OPS, OpDef
@@ -61,6 +64,13 @@ class CallPlan:
         self.converted_attrs: tuple = ()
         self.validates_every_call = False  # the op's checks read tensor values: run them on every call
 
+    def sharing(self, converts: tuple) -> CallPlan:
+        """This plan for calls whose keyed attributes convert to ``converts`` instead (another member of a
+        ``varying`` op's family): everything else, the runner and autograd's node plans included, is shared."""
+        twin = copy(self)
+        twin.converts = converts
+        return twin
+
     def __repr__(self) -> str:
         return (f"<CallPlan {self.op.name} {self.kind} on {self.device} compute={getattr(self.compute, 'name', None)} "
                 f"records={self.records}>")
@@ -101,6 +111,17 @@ def store(key, plan: CallPlan) -> None:
     table[key] = plan
 
 
+#: The plan of each family of calls of ``varying`` ops (calls differing only in their varying attributes), by the
+#: key without them: apart from ``table``, so that its members' own plans never evict it.
+families: dict = {}
+
+
+def store_family(key, plan: CallPlan) -> None:
+    if len(families) >= _CACHE_SIZE:
+        families.clear()
+    families[key] = plan
+
+
 def cached(op: OpDef | str) -> list[CallPlan]:
     """The cached plans of ``op`` (for inspection and tests)."""
     op = OPS[op] if isinstance(op, str) else op
@@ -111,6 +132,7 @@ def clear() -> None:
     """Forget every cached plan; they are rebuilt on the next calls."""
     _counts["clears"] += 1
     table.clear()
+    families.clear()
     _keys_by_op.clear()
 
 
@@ -145,5 +167,5 @@ def use_composite(op: OpDef | str, device_type: str | None = None) -> Iterator[N
         clear()
 
 
-__all__ = ["CallPlan", "table", "store", "cached", "clear", "use_composite", "prefers_composite", "statistics",
-           "count_miss"]
+__all__ = ["CallPlan", "table", "store", "families", "store_family", "cached", "clear", "use_composite",
+           "prefers_composite", "statistics", "count_miss"]

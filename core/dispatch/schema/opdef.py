@@ -123,6 +123,11 @@ class OpDef:
     # names of attributes whose values no check looks at and no plan depends on (an optimizer step's count
     # and learning rate): calls differing only in them share one cached plan instead of being validated anew
     unkeyed: tuple = ()
+    # names of attributes that change from call to call and that the checks read (a slice's bounds, ``select``'s
+    # index: ``x[i]`` over a dataset, ``split`` into a thousand pieces): a call with values not seen before reuses
+    # the plan of a call that differed only in them, its checks (``normalize``, ``meta``) run on its own values,
+    # instead of being validated whole; values seen before still find their own plan, which checks nothing
+    varying: tuple = ()
     # the value of one element as a formula of ``ember.dispatch.fusion``'s language, or a callable taking the
     # attribute values by keyword and returning one (None: not fusible); None: the op is never fused
     scalar: str | Callable[..., str | None] | None = None
@@ -154,12 +159,16 @@ class OpDef:
         self.param_index = {p.name: i for i, p in enumerate(self.params)}
         self.tensor_positions = tuple(i for i, p in enumerate(self.params) if p.is_tensor)
         self.attr_positions = tuple(i for i, p in enumerate(self.params) if not p.is_tensor)
-        unknown = set(self.unkeyed) - {self.params[i].name for i in self.attr_positions}
-        if unknown:
-            raise ValueError(f"{self.name}: unkeyed names no attribute: {sorted(unknown)}")
+        for field_name in ("unkeyed", "varying"):
+            unknown = set(getattr(self, field_name)) - {self.params[i].name for i in self.attr_positions}
+            if unknown:
+                raise ValueError(f"{self.name}: {field_name} names no attribute: {sorted(unknown)}")
         if self.gauge is not None:
             _check_gauge(self.name, self.gauge, self.outputs)
         self.keyed_attr_positions = tuple(i for i in self.attr_positions if self.params[i].name not in self.unkeyed)
+        self.varying_positions = tuple(i for i in self.attr_positions if self.params[i].name in self.varying)
+        # the key of a plan shared by calls that differ only in varying attributes
+        self.family_attr_positions = tuple(i for i in self.keyed_attr_positions if i not in self.varying_positions)
         self.single_tensor = [p.type for p in self.params if p.is_tensor] in (["Tensor"], ["Index"])
         self.sole_tensor = self.tensor_positions[0] if self.single_tensor else None  # its position
         self.positional_count = sum(not p.kw_only for p in self.params)

@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 
+from ...execution import links
 from ...schema.dtypes import bool_
 from ...schema.errors import ArgumentError, DtypeError
 from ...schema.meta import broadcast_shapes, require, shape
@@ -100,14 +101,16 @@ def _unfused(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, 
 _unfused_in_opmath = in_opmath(_unfused)
 
 
-def _fused_kernels_on(device) -> bool:
-    """Whether ``device``'s backend runs the fused pair as kernels (cuda: cuDNN, or the shared array kernels).
-    As a composite the pair would be slower than the op-by-op one: its backward recomputes the weights, which a
-    kernel does in one pass and a composite in a dozen dispatched ops."""
+def _fused_kernels_on(device, recording: bool) -> bool:
+    """Whether ``device``'s backend runs the fused pair as kernels (cuda: cuDNN, or the shared array kernels), or,
+    for a call that autograd does not record, the fused forward (cpu keeps only that one: in training its op-by-op
+    composite is quicker). As a composite the pair would be slower than the op-by-op one: its backward recomputes
+    the weights, which a kernel does in one pass and a composite in a dozen dispatched ops."""
     from ...contract import registry
     from ...execution.plan import prefers_composite
-    backend = registry.get_backend(device.type)
-    return _FUSED in backend.kernels and not prefers_composite(OPS[_FUSED], device.type)
+    kernels = registry.get_backend(device.type).kernels
+    return (_FUSED in kernels and not prefers_composite(OPS[_FUSED], device.type)
+            and (not recording or _FUSED_BACKWARD in kernels))
 
 
 def _scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
@@ -117,7 +120,8 @@ def _scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0
     batch dims are expanded first (a view, whose gradient autograd sums back)."""
     if enable_gqa:
         key, value = _repeat_heads(key, query.shape[-3]), _repeat_heads(value, query.shape[-3])
-    if attn_mask is not None or dropout_p > 0.0 or not _fused_kernels_on(query.device):
+    recording = links.recorder.state.enabled and (query.requires_grad or key.requires_grad or value.requires_grad)
+    if attn_mask is not None or dropout_p > 0.0 or not _fused_kernels_on(query.device, recording):
         return _unfused_in_opmath(query, key, value, attn_mask, dropout_p, is_causal, scale)
     batch = tuple(np.broadcast_shapes(*(tuple(t.shape[:-2]) for t in (query, key, value))))
     query, key, value = (t if tuple(t.shape[:-2]) == batch else F.expand(t, batch + tuple(t.shape[-2:]))

@@ -118,7 +118,7 @@ def _narrow(x, dim, start, length):
     return F.slice(x, dim, start, start + length)
 
 
-defop("narrow(Tensor input, dim dim, int start, int length)", "view", kind="composite",
+defop("narrow(Tensor input, dim dim, int start, int length)", "view", kind="composite", varying=("start",),
       promotion=rules.passthrough, normalize=_narrow_normalize, meta=_narrow_meta, composite=_narrow,
       reference=_narrow_reference, samples=_narrow_samples,
       doc="length entries of dim from start (negative: counted from the end; a 0-d integer tensor too), "

@@ -484,7 +484,7 @@ def _slice_meta(x, dim, start, end, step):
 defop("slice(Tensor input, dim dim=0, int? start=None, int? end=None, int step=1)", "view", samples=_slice_samples,
       derivative=lambda grad, input, dim, start, step: place_slice(grad, tuple(input.shape), dim, start, step),
       promotion=rules.passthrough, meta=_slice_meta, normalize=_slice_normalize, view=True, onnx=_slice_onnx,
-      reference=lambda x, dim=0, start=None, end=None, step=1:
+      varying=("start", "end"), reference=lambda x, dim=0, start=None, end=None, step=1:
       x[(slice(None),) * (dim % x.ndim) + (slice(start, end, step),)],
       doc="input[..., start:end:step, ...] along dim, as a view")
 
@@ -729,7 +729,7 @@ def _select(x, dim, index):
 
 
 defop("select(Tensor input, dim dim, int index)", "view", samples=_select_samples,
-      kind="composite", promotion=rules.passthrough, normalize=_select_normalize, view=True,
+      kind="composite", promotion=rules.passthrough, normalize=_select_normalize, view=True, varying=("index",),
       meta=lambda x, dim, index: shape(x)[:dim] + shape(x)[dim + 1:], composite=_select, onnx=_select_onnx,
       reference=lambda x, dim, index: np.take(x, index, axis=dim), doc="input[..., index, ...] as a view")
 
