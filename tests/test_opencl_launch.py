@@ -61,9 +61,18 @@ def test_exact_groups_divide_and_stay_in_range():
     for n in SIZES + [200704, 3 * 7 * 11]:
         group = r._exact_group(n)
         if group:
-            assert n % group == 0 and r.min_exact_group <= group <= r.max_group and group & (group - 1) == 0
+            assert n % group == 0 and r.min_exact_group <= group <= r.max_group and group in r.group_sizes
         else:
-            assert all(n % g for g in (16, 32, 64, 128, 256) if r.min_exact_group <= g <= r.max_group)
+            assert all(n % g for g in r.group_sizes if g >= r.min_exact_group)
+
+
+def test_a_cpu_device_launches_with_two_work_group_sizes():
+    """PoCL compiles a kernel once per work-group size: on a CPU device every launch takes one of two."""
+    r = runtime()
+    if not r.is_cpu:
+        pytest.skip("the device is a GPU: every power of two")
+    chosen = {r.covering_group(n) for n in range(1, 1100)} | {r._exact_group(n) for n in range(1, 1100)} - {0}
+    assert chosen == {r.min_exact_group, r.max_group}
 
 
 @pytest.mark.parametrize("shape,dim", [((128, 256), 0), ((128, 10), 1), ((3, 40, 50), (0, 2)), ((1000,), 0),

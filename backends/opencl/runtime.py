@@ -99,6 +99,11 @@ class DeviceRuntime:
         # the smallest work-group an exact launch uses: a few SIMD widths on a CPU, two warps/wavefronts on a
         # GPU; sizes no such group divides are launched rounded up (the range check then costs little)
         self.min_exact_group = 16 if self.is_cpu else 64
+        # the work-group sizes launches choose from, largest first. PoCL compiles a kernel once per size (about
+        # 0.25 s each: three quarters of a cold conformance run went to compiling); on a CPU device a size makes
+        # no difference to speed worth that, so launches there take two sizes: every power of two on a GPU
+        self.group_sizes = ((self.max_group, self.min_exact_group) if self.is_cpu else
+                            tuple(1 << b for b in range(self.max_group.bit_length() - 1, -1, -1)))
         self._exact_groups: dict[int, int] = {}  # items -> work-group size of an exact launch, or 0
         pragmas = []
         if self.fp64:
@@ -122,7 +127,7 @@ class DeviceRuntime:
     def launch(self, kernel, items: int, *args, local: int | None = None) -> None:
         """Enqueue ``kernel`` over ``items`` work-items; no wait. Where a work-group size in the device's
         range divides ``items`` the launch is exact (the kernel's EMBER_GUARD-free twin), else it is
-        rounded up to whole work-groups of ``local`` work-items (default: see ``_padded_group``)."""
+        rounded up to whole work-groups of ``local`` work-items (default: see ``covering_group``)."""
         if items <= 0:
             return
         if local is None:
@@ -130,7 +135,7 @@ class DeviceRuntime:
             if group:
                 self.programs.exact(kernel)(self.queue, (items,), (group,), *args)
                 return
-        group = local or self._padded_group(items)
+        group = local or self.covering_group(items)
         total = -(-items // group) * group
         kernel(self.queue, (total,), (group,), *args)
 
@@ -143,24 +148,22 @@ class DeviceRuntime:
         if group:
             self.programs.exact(kernel)(self.queue, (inner, rows), (group, 1), *args)
         else:
-            group = self._padded_group(inner)
+            group = self.covering_group(inner)
             kernel(self.queue, (-(-inner // group) * group, rows), (group, 1), *args)
 
     def _exact_group(self, items: int) -> int:
-        """The work-group size of an exact launch of ``items``: the largest power of two from
-        ``min_exact_group`` to ``max_group`` dividing them, or 0. (Powers of two only: PoCL compiles a
-        kernel once per group size.)"""
+        """The work-group size of an exact launch of ``items``: the largest of ``group_sizes`` from
+        ``min_exact_group`` up dividing them, or 0."""
         group = self._exact_groups.get(items)
         if group is None:
-            group = 1 << (self.max_group.bit_length() - 1)
-            while group >= self.min_exact_group and items % group:
-                group //= 2
-            group = self._exact_groups[items] = group if group >= self.min_exact_group else 0
+            group = self._exact_groups[items] = next(
+                (g for g in self.group_sizes if g >= self.min_exact_group and items % g == 0), 0)
         return group
 
-    def _padded_group(self, items: int) -> int:
-        """The work-group size of a rounded-up launch: ``max_group``, or the power of two covering fewer."""
-        return min(self.max_group, 1 << (items - 1).bit_length())
+    def covering_group(self, items: int) -> int:
+        """The work-group size of a rounded-up launch, or of a reduction over ``items`` per work-group: the
+        smallest of ``group_sizes`` covering ``items``, or ``max_group``."""
+        return min((g for g in self.group_sizes if g >= items), default=self.max_group)
 
     def launch_groups(self, kernel, groups: int, group: int, *args) -> None:
         """Enqueue ``groups`` work-groups of ``group`` work-items each (one group per output)."""

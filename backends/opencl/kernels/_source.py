@@ -80,11 +80,9 @@ def cached(runtime, key: tuple, build):
 
 
 def group_size(runtime, count: int) -> int:
-    """The smallest power of two >= count, capped at the device's work-group size."""
-    size = 1
-    while size < min(count, runtime.max_group):
-        size *= 2
-    return size
+    """The work-group size for ``count`` items a group: a power of two covering them where the device has one
+    (``runtime.covering_group``), else the device's largest."""
+    return runtime.covering_group(count)
 
 
 def overlaps(a, b) -> bool:
