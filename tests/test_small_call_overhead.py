@@ -7,6 +7,9 @@ assignments, a sampling step's top-k mask and index ops). Parity tests skip wher
 """
 from __future__ import annotations
 
+import pathlib
+import sys
+
 import numpy as np
 import pytest
 
@@ -16,23 +19,15 @@ from ember.dispatch.contract import registry
 from ember.dispatch.execution import plan
 from ember.dispatch.execution.plan import use_composite
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "benchmarks"))
+from program_models import char_example  # noqa: E402  makemore's CharDataset.__getitem__, as benchmarked
+
 WORDS = [[3, 1, 4], [1, 5, 9, 2, 6], [5, 3], [5, 8, 9, 7, 9, 3, 2, 3], [8, 4, 6, 2, 6, 4, 3], [3, 8]]
 LENGTH = 10
 
 
 def _misses() -> int:
     return plan.statistics()["misses"]
-
-
-def char_example(lib, word: list[int]):
-    """makemore's CharDataset.__getitem__: slice assignments whose bounds and shapes change with the word."""
-    ix = lib.tensor(word, dtype=lib.long)
-    x = lib.zeros(LENGTH + 1, dtype=lib.long)
-    y = lib.zeros(LENGTH + 1, dtype=lib.long)
-    x[1:1 + len(ix)] = ix
-    y[:len(ix)] = ix
-    y[len(ix) + 1:] = -1
-    return x, y
 
 
 def sampling_step(lib, logits, idx, generator, top_k: int = 3):
@@ -48,7 +43,7 @@ def sampling_step(lib, logits, idx, generator, top_k: int = 3):
 
 def _batch(lib):
     """A DataLoader's batch of the examples: the rows stacked."""
-    return [lib.stack(list(rows)) for rows in zip(*(char_example(lib, word) for word in WORDS))]
+    return [lib.stack(list(rows)) for rows in zip(*(char_example(lib, word, LENGTH) for word in WORDS))]
 
 
 def test_a_warm_dataset_loop_makes_no_plans():

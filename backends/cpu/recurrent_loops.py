@@ -20,6 +20,7 @@ processes and a change gets a cache entry of its own). numba is imported on the 
 """
 from __future__ import annotations
 
+import functools
 import math
 
 from ember.dispatch import fast_exp
@@ -187,15 +188,10 @@ def source() -> str:
     return header + exp32 + _EXP64 + "".join(loops)
 
 
-_module = None
-
-
+@functools.cache
 def load():
     """The compiled loops (numba is imported, and the loops compiled or loaded from its cache, on the first call)."""
-    global _module
-    if _module is None:
-        _module = fusion.load_source(source())
-    return _module
+    return fusion.load_source(source())
 
 
 __all__ = ["TANH_SERIES", "load", "source"]

@@ -12,6 +12,8 @@ infinities come out as NumPy's: a NaN or an infinity in a row makes its exp term
 """
 from __future__ import annotations
 
+import functools
+
 from ember.dispatch import fast_exp
 
 from . import fusion
@@ -88,15 +90,10 @@ def source() -> str:
     return header + exp + "\n" + _LOOPS
 
 
-_module = None
-
-
+@functools.cache
 def load():
     """The compiled loops (numba is imported, and the loops compiled or loaded from its cache, on the first call)."""
-    global _module
-    if _module is None:
-        _module = fusion.load_source(source())
-    return _module
+    return fusion.load_source(source())
 
 
 __all__ = ["load", "source"]
