@@ -37,6 +37,8 @@ from . import special  # noqa: E402  (ember.special: torch.special)
 from . import profiler  # noqa: E402  (ember.profiler: torch.profiler on dispatch modes)
 from . import amp, cpu  # noqa: E402  (ember.amp: autocast and GradScaler; ember.cpu: torch.cpu)
 from .amp import autocast  # noqa: E402
+from . import func  # noqa: E402  (ember.func: torch.func's transforms)
+from .func import vmap  # noqa: E402  (torch.vmap is torch.func.vmap)
 from . import compiler, _dynamo  # noqa: E402  (ember.compiler: torch.compiler; ember._dynamo: torch._dynamo)
 from .compiler.api import compile  # noqa: E402,A001  (ember.compile: torch.compile)
 from . import onnx  # noqa: E402  (ember.onnx: torch.onnx; the onnx package is needed only to export)

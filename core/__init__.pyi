@@ -23,6 +23,7 @@ from . import cuda as cuda
 from . import dispatch as dispatch
 from . import distributed as distributed
 from . import distributions as distributions
+from . import func as func
 from . import functions as functions
 from . import interop as interop
 from . import legacy_types as legacy_types
@@ -3105,6 +3106,14 @@ def var_mean(
 def vdot(input: Tensor | _Number, other: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
 def view(input: Tensor | _Number, size: _int | Sequence[_int]) -> Tensor: ...
 def view_copy(input: Tensor | _Number, size: _int | Sequence[_int]) -> Tensor: ...
+def vmap(
+    func: Callable,
+    in_dims: Any = 0,
+    out_dims: Any = 0,
+    randomness: _str = 'error',
+    *,
+    chunk_size: _int | None = None,
+) -> Callable: ...
 def vsplit(input: Tensor | _Number, indices_or_sections: Any) -> _tuple[Tensor, ...]: ...
 def vstack(tensors: Sequence[Tensor], *, out: Tensor | None = None) -> Tensor: ...
 def where(

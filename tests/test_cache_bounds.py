@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import ember
 from ember import nn
-from ember.autograd import functional as autograd_functional
+from ember.autograd import gradients as autograd_functional
 from ember.dispatch.schema import meta
 from ember.dispatch.execution import plan
 

@@ -28,6 +28,10 @@ class FunctionCtx:
         return tuple(None if s is None else s.unpack(self._name, "a tensor saved with save_for_backward")
                      for s in self._saved)
 
+    def save_for_forward(self, *tensors) -> None:
+        """Tensors ``jvp`` reads through ``saved_tensors`` (PyTorch's rule: what it saves for its JVP)."""
+        self.save_for_backward(*tensors)
+
     def mark_non_differentiable(self, *tensors) -> None:
         self._non_differentiable.update(id(t) for t in tensors)
 
@@ -57,6 +61,11 @@ class FunctionNode(Node):
         return [g if isinstance(g, Tensor) else None for g in out]
 
 
+#: ``ember.func``'s forward AD while a forward level is entered: runs a Function's forward and gives its outputs
+#: tangents from ``Function.jvp`` (``ember.func.dual.FunctionTangents``); None otherwise
+forward_levels: list = [None]
+
+
 class Function:
     """Subclass with static ``forward(ctx, *args)`` and ``backward(ctx, *grads)``; call ``apply``."""
 
@@ -68,14 +77,24 @@ class Function:
     def backward(ctx, *grads):
         raise NotImplementedError("a Function subclass must define backward(ctx, ...) to be differentiated")
 
+    @staticmethod
+    def jvp(ctx, *grad_inputs):
+        """Forward-mode AD: the outputs' tangents from the inputs' (None for an input without one)."""
+        raise NotImplementedError("You must implement the jvp function for custom autograd.Function to use it "
+                                  "with forward mode AD.")
+
     @classmethod
     def apply(cls, *args):
         ctx = FunctionCtx()
         ctx._name = cls.__name__
         tensors = [a if isinstance(a, Tensor) else None for a in args]
         ctx.needs_input_grad = tuple(t is not None and t.requires_grad for t in tensors)
+        forward_ad = forward_levels[0]
         with no_grad():
-            outputs = cls.forward(ctx, *args)
+            if forward_ad is None:
+                outputs = cls.forward(ctx, *args)
+            else:
+                outputs, tangents_for = forward_ad.forward(cls, ctx, args)
         single = not isinstance(outputs, tuple)
         outs = (outputs,) if single else outputs
         if state.enabled and any(ctx.needs_input_grad):
@@ -86,6 +105,8 @@ class Function:
                                     for t in tensors)
             node.output_meta = tuple((tuple(o._data.shape), o._dtype, o._device) for o in outs)
             outs = tuple(_attach(o, node, nr, ctx, args) for nr, o in enumerate(outs))
+        if forward_ad is not None:
+            tangents_for(outs)
         return outs[0] if single else outs
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ..dispatch.ops import F
 from ..tensor import Tensor
-from .functional import grad as autograd_grad
+from .gradients import grad as autograd_grad
 from .grad_mode import no_grad
 
 

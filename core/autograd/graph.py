@@ -298,12 +298,7 @@ class OpNode(Node):
         available = [grads[0], grads]
         if self.saved:
             available += self._unpacked()
-        plan = self.plan
-        if plan.single:
-            fn, at = plan.calls[0]
-            out = fn(*[available[i] for i in at])
-        else:
-            out = [None if call is None else call[0](*[available[i] for i in call[1]]) for call in plan.calls]
+        out = _run_calls(self.plan, available)
         if not retain_graph:
             self.saved = None
             self.released = True
@@ -311,6 +306,34 @@ class OpNode(Node):
             if not isinstance(out, (tuple, list)):
                 return (out,)
         return _flatten_list_grads(out, self.op, self.list_sizes) if self.list_sizes else out
+
+
+def run_derivative(op, values: list, outputs: tuple, grads: list, mask: tuple) -> list:
+    """The op's declared derivative for one call, without a node: per flat tensor input (``mask``: which want
+    one), its vector-Jacobian product with ``grads`` (one per output) before it is fitted to the input's shape.
+    Forward AD's derived JVP runs it on a gradient that requires grad, and differentiates the result."""
+    list_sizes = tuple(len(values[i]) for i in op.list_positions)
+    plan = node_plan(op, {}, mask, list_sizes)
+    available = [grads[0], grads]
+    for at in plan.sources:
+        if at is not None and at >= 0:
+            available.append(values[at])
+        elif at is None:
+            available.append(None)
+        else:
+            available.append(outputs[0] if at == _RESULT and len(outputs) == 1 else list(outputs))
+    out = _run_calls(plan, available)
+    if not isinstance(out, (tuple, list)):
+        out = (out,)
+    return _flatten_list_grads(out, op, list_sizes) if list_sizes else list(out)
+
+
+def _run_calls(plan: NodePlan, available: list):
+    """The derivative functions of ``plan`` on ``[grad, grads, *saved]``: one result, or one per tensor input."""
+    if plan.single:
+        fn, at = plan.calls[0]
+        return fn(*[available[i] for i in at])
+    return [None if call is None else call[0](*[available[i] for i in call[1]]) for call in plan.calls]
 
 
 def _flatten_list_grads(out, op, list_sizes: tuple):

@@ -6,12 +6,12 @@ import weakref
 
 from ..dispatch.ops import F
 from ..tensor import Tensor, wrap
-from . import functional, graph
+from . import gradients, graph
 
 
 def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
     """Accumulate this tensor's gradient with respect to every leaf into the leaves' ``.grad``."""
-    functional.backward([self], None if gradient is None else [gradient], retain_graph, create_graph, inputs)
+    gradients.backward([self], None if gradient is None else [gradient], retain_graph, create_graph, inputs)
 
 
 class _RemovableHandle:

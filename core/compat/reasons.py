@@ -46,7 +46,6 @@ REASONS: tuple[Reason, ...] = (
     Reason("FFT and spectral ops (outside issue 15's scope)", r"^(i?stft|i?r?fftn?\d?|fft\w*|has_spectral)$"),
     Reason("nested and jagged tensors", r"nested|jagged|^to_padded_tensor$"),
     Reason("named tensors", r"^(names|rename_?|refine_names|align_to|align_as)$"),
-    Reason("functional transforms and forward-mode AD (torch.func, vmap)", r"^(func|vmap|forward_ad)$"),
     Reason("TorchData DataPipes (deprecated in PyTorch)",
            r"[dD]ata[pP]ipe|^DataChunk$|^(graph|graph_settings|argument_validation|runtime_validation\w*"
            r"|non_deterministic|guaranteed_datapipes_determinism|datapipes)$", ("torch.utils.data",)),

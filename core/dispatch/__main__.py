@@ -5,15 +5,17 @@
     python -m ember.dispatch --kind primitive
     python -m ember.dispatch --markdown      # a Markdown table for docs
     python -m ember.dispatch --autocast      # only the ops autocast casts, with their categories
+    python -m ember.dispatch --transforms    # each op's forward-AD (jvp) and vmap rule, and the counts
 """
 from __future__ import annotations
 
 import argparse
 import difflib
 import sys
+from collections import Counter
 
 from . import ops  # noqa: F401  (declares every op)
-from .op_report import report
+from .op_report import batch_text, jvp_text, report
 from .schema import AUTOCAST_LISTS, CATEGORIES, KINDS, OPS, OpDef
 
 
@@ -31,9 +33,13 @@ def main(argv=None) -> int:
     parser.add_argument("--markdown", action="store_true", help="print a Markdown table")
     parser.add_argument("--autocast", action="store_true",
                         help="only ops with an autocast category (other device types follow the cuda list)")
+    parser.add_argument("--transforms", action="store_true",
+                        help="each op's forward-AD (jvp) and vmap rule: which are derived, decomposed or looped")
     args = parser.parse_args(argv)
     if args.op is not None:
         return _one(args.op)
+    if args.transforms:
+        return _transforms(args.kind, args.category)
     for kind in KINDS:
         if args.kind and kind != args.kind:
             continue
@@ -48,6 +54,20 @@ def main(argv=None) -> int:
             else:
                 cast = autocast_text(op)
                 print(f"  {op.category:<12} {op.signature}" + (f"  [autocast {cast}]" if cast else ""))
+    return 0
+
+
+def _transforms(kind: str | None, category: str | None) -> int:
+    """One line per op with its jvp and vmap rules, then how many ops have each."""
+    chosen = [op for op in OPS.values() if kind in (None, op.kind) and category in (None, op.category)]
+    jvps, batches = Counter(), Counter()
+    for op in sorted(chosen, key=lambda o: (o.kind, CATEGORIES.index(o.category), o.name)):
+        jvp, batch = jvp_text(op), batch_text(op)
+        jvps[jvp] += 1
+        batches[batch] += 1
+        print(f"  {op.kind:<10} {op.category:<12} {op.name:<40} jvp {jvp:<26} vmap {batch}")
+    print(f"jvp:  {', '.join(f'{name} {count}' for name, count in jvps.most_common())}")
+    print(f"vmap: {', '.join(f'{name} {count}' for name, count in batches.most_common())}")
     return 0
 
 

@@ -34,6 +34,29 @@ def derivative_text(op: OpDef) -> str:
     return "none declared"
 
 
+def jvp_text(op: OpDef) -> str:
+    """How forward-mode AD gets the op's tangents (``OpDef.jvp``): a rule's name, "formula", "derived" (from the
+    derivative, by the double-VJP construction) or "decomposed" (through the ops of a composite that declares
+    no derivative)."""
+    if not op.differentiable:
+        return "none: not differentiable"
+    if not op.tensor_positions:
+        return "none: no tensor inputs"
+    if op.jvp is None:
+        return "decomposed" if op.kind == "composite" and op.derivative is None else "derived"
+    return op.jvp if isinstance(op.jvp, str) else "formula"
+
+
+def batch_text(op: OpDef) -> str:
+    """How vmap batches the op (``OpDef.batch``): a family's name, "rule" (the op's own), "decomposed" (a
+    composite's ops batch themselves) or "loop" (once per element, with a warning)."""
+    if not op.tensor_positions and op.batch is None:
+        return "none needed: no tensor inputs"
+    if op.batch is None:
+        return "decomposed" if op.kind == "composite" else "loop"
+    return op.batch if isinstance(op.batch, str) else "rule"
+
+
 def _kernel_description(op: OpDef, kernel) -> str:
     """"own kernel", what it is made from (its formula, rendered) and where its code is."""
     made = "own kernel"
@@ -69,7 +92,8 @@ def report(op: OpDef) -> str:
              f"  signature:   {op.signature}",
              f"  declared at: {declared_at(op)}",
              f"  dtypes:      {op.dtypes} (promotion: {promotion}); outputs: {', '.join(op.outputs)}",
-             f"  derivative:  {derivative_text(op)}"]
+             f"  derivative:  {derivative_text(op)}",
+             f"  transforms:  jvp {jvp_text(op)}; vmap {batch_text(op)}"]
     if flags:
         lines.append(f"  also:        {', '.join(flags)}")
     if op.doc:

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..autograd.function import Function
-from ..autograd.functional import backward as autograd_backward
+from ..autograd.gradients import backward as autograd_backward
 from ..autograd.grad_mode import enable_grad
 from ..dispatch.contract import registry
 from ..tensor import Tensor

@@ -29,6 +29,23 @@ from . import links
 active: list["DispatchMode"] = []
 
 
+#: Per handler running now (innermost last): the modes standing aside for it, the handling one first, then those
+#: that handled the call before it. A handler that must issue ops the modes above it should see (forward AD's
+#: tangent rules, on batched tangents) puts them back for a block with ``restored``.
+standing_above: list[list] = []
+
+
+@contextmanager
+def restored(modes_: list) -> Iterator[None]:
+    """Make ``modes_`` active again on top of the stack for the block (see ``standing_above``)."""
+    at = len(active)
+    active.extend(modes_)
+    try:
+        yield
+    finally:
+        del active[at:at + len(modes_)]
+
+
 class DispatchMode:
     """Base of interception modes. Subclasses override ``__torch_dispatch__`` (the default observes)."""
 
@@ -108,9 +125,11 @@ def dispatch(op, args: tuple, kwargs: dict, run: Callable, level: int | None = N
         return mode.__torch_dispatch__(func, types, args, kwargs)
     hidden = active[level - 1:]
     del active[level - 1:]  # the handling mode, and those that handled the call before it, stand aside
+    standing_above.append(hidden)
     try:
         return mode.__torch_dispatch__(func, types, args, kwargs)
     finally:
+        standing_above.pop()
         active[level - 1:level - 1] = hidden
 
 
@@ -159,4 +178,4 @@ def backward_node(node) -> Iterator[None]:
 
 
 __all__ = ["DispatchMode", "TorchDispatchMode", "OpCall", "active", "dispatch", "backward_node", "standing_aside",
-           "tensors_in"]
+           "tensors_in", "standing_above", "restored"]

@@ -28,6 +28,16 @@ AUTOCAST_LISTS = ("cpu", "cuda")
 #: Ops PyTorch runs in float32 under CUDA autocast (float16's narrow range) but not under CPU autocast,
 #: whose list is made for bfloat16 (float32's range).
 FLOAT32_ON_CUDA = {"cuda": "float32"}
+#: Forward-mode AD (``OpDef.jvp``): "elementwise" (the Jacobian is diagonal, so the derivative applied to an
+#: input's tangent is that input's share of the output's tangent), "linear" (the op applied to the tangents in
+#: place of its inputs), "multilinear" (linear in each input alone, plus an added ``bias``: the sum over inputs
+#: of the op with that one replaced by its tangent), "zero" (piecewise constant: the tangent is 0).
+JVP_RULES = ("elementwise", "linear", "multilinear", "zero")
+#: vmap (``OpDef.batch``), by op family: "elementwise" (inputs broadcast: the batch dim leads), "dims" (one
+#: batched input, every dim attribute moves past the batch dim), "trailing" (the op reads only the last dims, as
+#: ``tril``, ``layer_norm``: the batch dim leads, attributes unchanged), "random" (by vmap's ``randomness``),
+#: "loop" (once per element: ops whose meaning is a memory layout, as ``as_strided``).
+BATCH_RULES = ("elementwise", "dims", "trailing", "random", "loop")
 REQUIRED = object()
 
 #: Parameter types. Tensor inputs: "Tensor" takes part in type promotion (and accepts a Python
@@ -154,6 +164,17 @@ class OpDef:
     # PyTorch lets add, sub, mul, div and floor_divide take two numbers (torch.mul(2, 3) is tensor(6)): the
     # first becomes a 0-d tensor on the default device; every other op needs a tensor operand
     numbers_alone: bool = False
+    # forward-mode AD (``ember.autograd.forward_ad``, ``ember.func.jvp``): how the output's tangent follows from the
+    # inputs' (JVP_RULES), or a function ``jvp(tangents, **bound)`` given one tangent (or None) per tensor input
+    # in parameter order (and the outputs as ``result``, where it names it); None: derived from ``derivative`` by
+    # the double-VJP construction, or for a composite
+    # without one, from its decomposition. Elementwise ops with a derivative default to "elementwise", views to
+    # "linear"
+    jvp: str | Callable[..., Any] | None = None
+    # vmap (``ember.func.vmap``): the batching rule, a family of BATCH_RULES or a function ``batch(vmap_call)``;
+    # None: composites run their decomposition under vmap, primitives run once per batch element with a warning
+    # naming the op. Elementwise ops default to "elementwise", random ops to "random"
+    batch: str | Callable[..., Any] | None = None
 
     def __post_init__(self) -> None:
         self.param_index = {p.name: i for i, p in enumerate(self.params)}
@@ -186,6 +207,7 @@ class OpDef:
         self.leading_tensors = leading if (not self.list_positions
                                            and self.tensor_positions == tuple(range(leading))) else None
         self.autocast_policy = _autocast_policy(self.name, self.autocast)
+        _default_transforms(self)
         self.accepts_out = accepts_out(self)  # the dispatcher takes PyTorch's out= keyword for it
 
     def normalize_values(self, values: list) -> None:
@@ -229,6 +251,24 @@ def _check_gauge(name: str, gauge: Gauge, outputs: tuple) -> None:
     axes = {axis for _, axis in gauge.vectors}
     if not gauge.vectors or not axes <= {-1, -2}:
         raise ValueError(f"{name}: a gauge needs vector outputs counted along axis -1 or -2, not {gauge.vectors}")
+
+
+def _default_transforms(op: OpDef) -> None:
+    """The ``jvp`` and ``batch`` rules an op's category implies, where its declaration gives none; checks both."""
+    if op.jvp is None and op.differentiable:
+        if op.category == "elementwise" and op.derivative is not None:
+            op.jvp = "elementwise"
+        elif op.category == "view" and op.view:
+            op.jvp = "linear"
+    if op.batch is None:
+        if op.category == "elementwise":
+            op.batch = "elementwise"
+        elif op.category == "random":
+            op.batch = "random"
+    for field_name, known in (("jvp", JVP_RULES), ("batch", BATCH_RULES)):
+        rule = getattr(op, field_name)
+        if isinstance(rule, str) and rule not in known:
+            raise ValueError(f"{op.name}: unknown {field_name} rule {rule!r} (known: {known})")
 
 
 def _autocast_policy(name: str, declared) -> dict | None:

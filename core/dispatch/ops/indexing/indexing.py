@@ -17,6 +17,7 @@ from ...schema.meta import broadcast_shapes, numel, require, shape
 from ...schema.overflow import check_fits
 from ...schema import Sample, defop
 from ..namespace import F
+from . import transforms
 from ..onnx_support import as_ordered, index_as_int64, rank, where
 from .._shared import _in_input_dtype, _is_tensor, _with_size
 from ._shared import (_advanced_shape, _along_dim_normalize, _check_gather_shapes, _check_index_dtype,
@@ -166,7 +167,7 @@ def _scattered_back(grad, input, indices):
         rows = F.reshape(grad, tuple(index.shape) + (width,))
         return F.reshape(F.embedding_dense_backward(rows, index, table[0], -1, False), table)
     zeros = F.zeros(tuple(input.shape), dtype=grad.dtype, device=grad.device)
-    return F.index_put_(zeros, indices, grad, True)
+    return F.index_put(zeros, indices, grad, True)  # out of place: under vmap (jacrev) the gradient is a batch
 
 
 def _index_put_self_derivative(grad, indices, accumulate):
@@ -206,7 +207,7 @@ def _index_onnx(g, input, indices):
 defop("index(Tensor input, Index?[] indices)", "indexing", promotion=rules.passthrough, onnx=_index_onnx,
       derivative={"input": _scattered_back},
       meta=lambda x, indices: _advanced_shape("index", shape(x), indices), normalize=_normalize_indices,
-      reference=_index_reference, samples=_index_samples, method=False,
+      reference=_index_reference, samples=_index_samples, method=False, jvp="linear", batch=transforms.index,
       doc="NumPy advanced indexing input[indices] with integer tensors (None = the whole dim); a copy")
 
 
@@ -293,7 +294,7 @@ def _scatter_onnx(reduction):
 defop("gather(Tensor input, dim dim, Index index)", "indexing", promotion=rules.passthrough, onnx=_gather_onnx,
       derivative={"input": _gathered_back},
       meta=_gather_meta, normalize=_along_dim_normalize, reference=_gather_reference,
-      samples=_gather_samples,
+      samples=_gather_samples, jvp="linear", batch=transforms.along_dim,
       doc="out[i][j] = input[index[i][j]][j] for dim 0 (likewise for other dims); out has index's shape")
 
 
@@ -348,7 +349,8 @@ def _declare_scatter(name, accumulate, doc, autocast=None):
           derivative={"input": (lambda grad: grad) if accumulate else
                       (lambda grad, dim, index: F.scatter(grad, dim, index, 0)), "src": _src_derivative},
           reference=_scatter_reference(accumulate), samples=_scatter_samples(distinct=not accumulate),
-          inplace=True, doc=doc, autocast=autocast, torch_keywords={} if accumulate else {"value": "src"})
+          inplace=True, doc=doc, autocast=autocast, batch=transforms.along_dim,
+          torch_keywords={} if accumulate else {"value": "src"})
 
 
 _declare_scatter("scatter", False, "a copy of input with out[index[i][j]][j] = src[i][j] for dim 0; src may be "

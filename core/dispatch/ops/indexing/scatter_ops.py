@@ -18,6 +18,7 @@ from ...schema.meta import broadcast_shapes, check_index, numel, require, requir
 from ...schema.overflow import check_fits
 from ...schema import Sample, defop
 from ..namespace import F
+from . import transforms
 from .indexing import check_index_vector
 from ._shared import (_along_dim_normalize, _check_index_dtype, _check_mask_dtype, _check_range, _index_put_meta,
                       _index_put_reference, _index_put_samples, _normalize_indices, _scatter_meta, _size)
@@ -119,7 +120,7 @@ defop("index_fill(Tensor input, dim dim, Index index, Tensor value)", "indexing"
 defop("index_put(Tensor input, Index?[] indices, Tensor values, bool accumulate=False)", "indexing",
       kind="composite", promotion=_in_input_dtype, meta=_index_put_meta, normalize=_normalize_indices,
       composite=lambda x, indices, values, accumulate=False: F.index_put_(F.clone(x), indices, values, accumulate),
-      reference=_index_put_reference, samples=_index_put_samples,
+      reference=_index_put_reference, samples=_index_put_samples, batch=transforms.index_put,
       doc="the out-of-place index_put_: a copy of input with input[indices] = values (or += with accumulate)")
 
 

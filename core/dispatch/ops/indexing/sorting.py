@@ -87,7 +87,7 @@ defop("sort(Tensor input, dim dim=-1, bool descending=False, *, bool stable=Fals
       onnx=_sort_onnx,
       promotion=rules.with_indices, meta=_sort_meta, reference=_sort_reference, samples=_sort_samples,
       derivative=_sort_derivative,
-      outputs=("values", "indices"),
+      outputs=("values", "indices"), batch="dims",
       doc="values and int64 indices sorted along dim; always stable; NaN sorts as the largest value")
 
 

@@ -76,7 +76,8 @@ def _cholesky_samples(make, dtype):
     yield Sample((spd(make, 1, (2,)),), note="1 x 1 (the only shape finite differences see symmetrically)")
 
 
-defop("linalg_cholesky_ex(Tensor input, *, bool upper=False)", "linalg", promotion=floating_outputs("f", "i"),
+defop("linalg_cholesky_ex(Tensor input, *, bool upper=False)", "linalg", batch="trailing",
+      promotion=floating_outputs("f", "i"),
       dtypes="float", meta=_cholesky_meta, outputs=("L", "info"), derivative=_cholesky_derivative,
       reference=_cholesky_reference, samples=_cholesky_samples, method=False, optional_kernel=True,
       doc="the Cholesky factor of symmetric positive-definite matrices (reading the lower triangle, or the upper "
@@ -155,7 +156,8 @@ def _qr_samples(make, dtype):
     yield Sample((well_conditioned(make, (2, 4)),), note="wide")
 
 
-defop("linalg_qr(Tensor A, str mode='reduced')", "linalg", promotion=floating_outputs("f", "f"), dtypes="float",
+defop("linalg_qr(Tensor A, str mode='reduced')", "linalg", batch="trailing",
+      promotion=floating_outputs("f", "f"), dtypes="float",
       meta=_qr_meta, normalize=_qr_normalize, outputs=("Q", "R"), derivative=_qr_derivative,
       reference=_qr_reference, samples=_qr_samples, method=False, optional_kernel=True,
       doc="A = QR with orthonormal columns in Q and upper-triangular R; mode 'reduced' (k = min(m, n) columns), "
@@ -226,7 +228,8 @@ def _svd_samples(make, dtype):
     yield Sample((make((3, 3)),), note="square, full")
 
 
-defop("linalg_svd(Tensor A, bool full_matrices=True)", "linalg", promotion=floating_outputs("f", "f", "f"),
+defop("linalg_svd(Tensor A, bool full_matrices=True)", "linalg", batch="trailing",
+      promotion=floating_outputs("f", "f", "f"),
       dtypes="float", meta=_svd_meta, outputs=("U", "S", "Vh"), derivative=_svd_derivative,
       reference=_svd_reference, samples=_svd_samples, method=False, optional_kernel=True,
       gauge=Gauge("S", (("U", -1), ("Vh", -2))),
@@ -271,7 +274,8 @@ def _eigh_samples(make, dtype):
     yield Sample((spd(make, 1, (2,)),), note="1 x 1 (the only shape finite differences see symmetrically)")
 
 
-defop("linalg_eigh(Tensor A, str UPLO='L')", "linalg", promotion=floating_outputs("f", "f"), dtypes="float",
+defop("linalg_eigh(Tensor A, str UPLO='L')", "linalg", batch="trailing",
+      promotion=floating_outputs("f", "f"), dtypes="float",
       torch_keywords={"input": "A"},
       meta=_eigh_meta, normalize=_eigh_normalize, outputs=("eigenvalues", "eigenvectors"),
       derivative=_eigh_derivative, reference=_eigh_reference, samples=_eigh_samples, method=False,
@@ -309,7 +313,8 @@ def _pivots_samples(make, dtype):
         yield Sample((F.to_dtype(pivots, make(()).dtype), size[-2]))  # in the dtype under test, refused ones too
 
 
-defop("lu_pivots_to_permutation(Index pivots, int m)", "linalg", promotion=rules.to_int64, dtypes="int",
+defop("lu_pivots_to_permutation(Index pivots, int m)", "linalg", batch="trailing",
+      promotion=rules.to_int64, dtypes="int",
       meta=_pivots_meta, reference=pivots_to_permutation_reference, samples=_pivots_samples, differentiable=False,
       method=False, optional_kernel=True,
       doc="the row order perm with A[..., perm, :] = L U from LU's 1-based sequential row swaps (a loop over the "
@@ -366,7 +371,8 @@ def _lu_samples(make, dtype):
     yield Sample((well_conditioned(make, (2, 3)),), note="wide")
 
 
-defop("linalg_lu_factor_ex(Tensor A, *, bool pivot=True)", "linalg", promotion=floating_outputs("f", "i", "i"),
+defop("linalg_lu_factor_ex(Tensor A, *, bool pivot=True)", "linalg", batch="trailing",
+      promotion=floating_outputs("f", "i", "i"),
       dtypes="float", meta=_lu_factor_meta, outputs=("LU", "pivots", "info"), derivative=_lu_factor_derivative,
       reference=lu_factor_reference, samples=_lu_samples, method=False, optional_kernel=True,
       doc="LU with partial pivoting, packed as LAPACK's getrf: L (unit diagonal) below the diagonal, U on and "
@@ -417,7 +423,8 @@ def _solve_triangular_samples(make, dtype):
 
 
 defop("linalg_solve_triangular(Tensor A, Tensor B, *, bool upper, bool left=True, bool unitriangular=False)",
-      "linalg", torch_keywords={"input": "A"}, promotion=floating, dtypes="float", meta=_solve_triangular_meta,
+      "linalg", batch="elementwise", torch_keywords={"input": "A"}, promotion=floating, dtypes="float",
+      meta=_solve_triangular_meta,
       derivative={"A": _solve_triangular_a_derivative, "B": _solve_triangular_b_derivative},
       reference=solve_triangular_reference, samples=_solve_triangular_samples, method=False, optional_kernel=True,
       doc="X with AX = B (left) or XA = B for triangular A, reading only A's upper or lower triangle")
@@ -449,7 +456,8 @@ def ldl_factor_reference(A, hermitian=False):
             np.array([p[2] for p in pieces], np.int32).reshape(batch))
 
 
-defop("linalg_ldl_factor_ex(Tensor A, *, bool hermitian=False)", "linalg", promotion=floating_outputs("f", "i", "i"),
+defop("linalg_ldl_factor_ex(Tensor A, *, bool hermitian=False)", "linalg", batch="trailing",
+      promotion=floating_outputs("f", "i", "i"),
       torch_keywords={"input": "A"},
       dtypes="float", meta=_ldl_factor_meta, outputs=("LD", "pivots", "info"), reference=ldl_factor_reference,
       samples=lambda make, dtype: (Sample((symmetric(make, 4),)), Sample((symmetric(make, 3, (2,)),))),

@@ -81,8 +81,30 @@ def _einsum_samples(make, dtype):
     yield Sample(("ij,j->i", [make((0, 3)), make((3,))]), note="empty")
 
 
+def _matmul_batch(call):
+    """vmap's rule: vectors become matrices (a row on the left, a column on the right), batched operands get
+    their batch dim first and size-1 dims up to the other's rank, one matmul broadcasts, the added dims go."""
+    a, b = call.values
+    if a.dim() == 0 or b.dim() == 0:
+        return NotImplemented
+    ranks = max(a.dim(), 2), max(b.dim(), 2)
+    operands = []
+    for x, as_matrix in ((a, (1, *a.shape)), (b, (*b.shape, 1))):
+        shape_ = tuple(x.shape) if x.dim() >= 2 else as_matrix
+        if call.is_batched(x):
+            operands.append(F.reshape(call.physical(x), (call.size, *(1,) * (max(ranks) - len(shape_)), *shape_)))
+        else:
+            operands.append(F.reshape(x, shape_) if x.dim() < 2 else x)
+    out = F.matmul(*operands)
+    if b.dim() == 1:
+        out = F.squeeze(out, -1)
+    if a.dim() == 1:
+        out = F.squeeze(out, -1 if b.dim() == 1 else -2)
+    return call.wrap(out)
+
+
 defop("matmul(Tensor input, Tensor other)", "linalg", promotion=rules.same, dtypes="numeric", meta=_matmul_meta,
-      samples=_matmul_samples, autocast="lower", onnx="MatMul",
+      samples=_matmul_samples, autocast="lower", onnx="MatMul", jvp="multilinear", batch=_matmul_batch,
       derivative={"input": _matmul_input_derivative, "other": _matmul_other_derivative},
       reference=np.matmul, doc="matrix product with NumPy/PyTorch broadcasting of batch dims")
 

@@ -340,7 +340,7 @@ def _declare_conv(name: str, n: int, dims: str, composite, samples) -> None:
           derivative=_conv_derivative(_conv_input_derivative, _conv_weight_derivative, spatial=n),
           promotion=rules.same, dtypes="float", meta=_conv_meta(name), normalize=_conv_normalize(n),
           composite=composite, reference=_conv_reference, samples=samples, method=False, autocast="lower",
-          onnx=_conv_onnx, tolerances=_CONV_TOLERANCES,
+          onnx=_conv_onnx, tolerances=_CONV_TOLERANCES, jvp="multilinear",
           doc=f"{n}-D cross-correlation; padding is ints, 'valid' or 'same'; input (N, C, {dims}) or unbatched "
               f"(C, {dims})")
 
@@ -543,7 +543,7 @@ def _declare_conv_transpose(name: str, n: int, dims: str, composite, samples) ->
                                       spatial=n),
           dtypes="float", meta=_conv_transpose_meta(name, n), normalize=_conv_transpose_normalize(n),
           composite=composite, reference=_conv_transpose_reference, samples=samples,
-          autocast="lower", onnx=_conv_transpose_onnx, method=False, tolerances=_CONV_TOLERANCES,
+          autocast="lower", onnx=_conv_transpose_onnx, method=False, tolerances=_CONV_TOLERANCES, jvp="multilinear",
           doc=f"the gradient of conv{n}d with respect to its input ('deconvolution'); weight is "
               f"(in_channels, out_channels / groups, {dims})")
 

@@ -82,7 +82,7 @@ defop("linear(Tensor input, Tensor weight, Tensor? bias=None)", "nn", kind="comp
                   "weight": _linear_weight_derivative,
                   "bias": lambda grad: grad},  # the engine sums the broadcast rows
       reference=lambda x, w, b=None: x @ w.T + (0 if b is None else b), samples=_linear_samples,
-      method=False, tolerances=_HALF_TOLERANCES, onnx=_linear_onnx,
+      method=False, tolerances=_HALF_TOLERANCES, onnx=_linear_onnx, jvp="multilinear",
       doc="input @ weight^T + bias; weight is (out_features, in_features)")
 
 
@@ -180,8 +180,8 @@ def _summed_rows(grad, input, num_weights, padding_idx=-1, scale_grad_by_freq=Fa
         counts = F.index_put_(F.zeros((num_weights,), dtype=rows.dtype, device=rows.device), [index],
                               F.ones(tuple(index.shape), dtype=rows.dtype, device=rows.device), True)
         rows = F.div(rows, F.unsqueeze(F.index(counts, [index]), 1))
-    return F.index_put_(F.zeros((num_weights, rows.shape[1]), dtype=rows.dtype, device=rows.device), [index], rows,
-                        True)
+    return F.index_put(F.zeros((num_weights, rows.shape[1]), dtype=rows.dtype, device=rows.device), [index], rows,
+                       True)  # out of place: under vmap (jacrev) the rows are a batch
 
 
 def _embedding_samples(make, dtype):

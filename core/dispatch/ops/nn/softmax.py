@@ -137,14 +137,27 @@ def _softmax_onnx(op_type: str):
     return lower
 
 
+def _softmax_tangent(tangents, input, dim, dtype, result):
+    """y (t - sum(y t)) along dim."""
+    t = F.to_dtype(tangents[0], result.dtype)
+    return F.mul(result, F.sub(t, F.sum(F.mul(result, t), dim, True)))
+
+
+def _log_softmax_tangent(tangents, input, dim, dtype, result):
+    """t - sum(softmax t) along dim."""
+    t = F.to_dtype(tangents[0], result.dtype)
+    return F.sub(t, F.sum(F.mul(F.exp(result), t), dim, True))
+
+
 defop("softmax(Tensor input, dim dim, dtype? dtype=None)", "nn", kind="composite",
-      derivative=_softmax_derivative,
+      derivative=_softmax_derivative, jvp=_softmax_tangent,
       promotion=rules.float_or_requested, dtypes="float", meta=lambda x, dim, dtype=None: shape(x),
       composite=_softmax, reference=_softmax_reference, samples=_softmax_samples, autocast=FLOAT32_ON_CUDA,
       onnx=_softmax_onnx("Softmax"),
       doc="exp(x) / sum(exp(x)) along dim, shifted by the max for stability; dtype= casts the input first")
 defop("log_softmax(Tensor input, dim dim, dtype? dtype=None)", "nn", kind="composite",
-      derivative=_log_softmax_derivative, promotion=rules.float_or_requested, dtypes="float", meta=lambda x, dim, dtype=None: shape(x),
+      derivative=_log_softmax_derivative, jvp=_log_softmax_tangent, promotion=rules.float_or_requested,
+      dtypes="float", meta=lambda x, dim, dtype=None: shape(x),
       composite=_log_softmax, reference=_log_softmax_reference, samples=_softmax_samples, autocast=FLOAT32_ON_CUDA,
       onnx=_softmax_onnx("LogSoftmax"),
       doc="log(softmax(x)) computed as x - max - log(sum(exp(x - max)))")

@@ -187,11 +187,11 @@ def _accumulate_samples(make, dtype):
 defop("sum(Tensor input, dim[]? dim=None, bool keepdim=False, *, dtype? dtype=None)", "reduction",
       promotion=rules.accumulate, meta=_reduce_meta("sum"), reference=_np_reduce(np.sum),
       derivative=_sum_derivative, samples=_accumulate_samples, autocast=FLOAT32_ON_CUDA,
-      onnx=_reduce_onnx("ReduceSum"), doc="bool and integer inputs sum in int64")
+      onnx=_reduce_onnx("ReduceSum"), jvp="linear", batch="dims", doc="bool and integer inputs sum in int64")
 defop("prod(Tensor input, dim? dim=None, bool keepdim=False, *, dtype? dtype=None)", "reduction",
       promotion=rules.accumulate, meta=_reduce_meta("prod"), reference=_np_reduce(np.prod),
       derivative=_prod_derivative, samples=_accumulate_samples, autocast="float32",
-      onnx=_reduce_onnx("ReduceProd"))
+      onnx=_reduce_onnx("ReduceProd"), batch="dims")
 
 
 def _empty_dims_mean_all(op, args) -> None:
@@ -204,12 +204,12 @@ defop("amax(Tensor input, dim[]? dim=None, bool keepdim=False)", "reduction", pr
       normalize=_empty_dims_mean_all, meta=_reduce_meta("amax", needs_elements=True),
       reference=_np_reduce(np.max), doc="NaN propagates",
       onnx=_reduce_onnx("ReduceMax", propagate_nan=True),
-      derivative=_extremum_derivative)
+      derivative=_extremum_derivative, batch="dims")
 defop("amin(Tensor input, dim[]? dim=None, bool keepdim=False)", "reduction", promotion=rules.same,
       normalize=_empty_dims_mean_all, meta=_reduce_meta("amin", needs_elements=True),
       reference=_np_reduce(np.min), doc="NaN propagates",
       onnx=_reduce_onnx("ReduceMin", propagate_nan=True),
-      derivative=_extremum_derivative)
+      derivative=_extremum_derivative, batch="dims")
 
 
 # -- sum_to_size ------------------------------------------------------------------------------
@@ -277,11 +277,11 @@ def _arg_reference(fn):
 
 defop("argmax(Tensor input, dim? dim=None, bool keepdim=False)", "reduction", promotion=rules.to_int64,
       dtypes="numeric", meta=_reduce_meta("argmax", needs_elements=True), reference=_arg_reference(np.argmax),
-      differentiable=False, onnx=_arg_onnx("ArgMax"),
+      differentiable=False, onnx=_arg_onnx("ArgMax"), batch="dims",
       doc="the first index of the maximum; NaN counts as the maximum")
 defop("argmin(Tensor input, dim? dim=None, bool keepdim=False)", "reduction", promotion=rules.to_int64,
       dtypes="numeric", meta=_reduce_meta("argmin", needs_elements=True), reference=_arg_reference(np.argmin),
-      differentiable=False, onnx=_arg_onnx("ArgMin"))
+      differentiable=False, onnx=_arg_onnx("ArgMin"), batch="dims")
 
 
 def _scan_meta(x, dim, dtype=None):
@@ -291,11 +291,11 @@ def _scan_meta(x, dim, dtype=None):
 defop("cumsum(Tensor input, dim dim, *, dtype? dtype=None)", "reduction", promotion=rules.accumulate,
       meta=_scan_meta, reference=lambda x, dim, dtype=None: np.cumsum(x, axis=dim) if x.ndim else x.copy(),
       derivative=_cumsum_derivative, samples=_accumulate_samples, autocast=FLOAT32_ON_CUDA, onnx=_scan_onnx(_cumsum),
-      inplace=True)
+      inplace=True, jvp="linear", batch="dims")
 defop("cumprod(Tensor input, dim dim, *, dtype? dtype=None)", "reduction", promotion=rules.accumulate,
       meta=_scan_meta, reference=lambda x, dim, dtype=None: np.cumprod(x, axis=dim) if x.ndim else x.copy(),
       derivative=_cumprod_derivative, samples=_accumulate_samples, autocast=FLOAT32_ON_CUDA, onnx=_scan_onnx(_cumprod),
-      inplace=True)
+      inplace=True, batch="dims")
 
 
 # -- composites -------------------------------------------------------------------------------

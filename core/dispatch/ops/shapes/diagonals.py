@@ -81,7 +81,7 @@ def _diagonal_samples(make, dtype):
 
 defop("diagonal(Tensor input, int offset=0, dim dim1=0, dim dim2=1)", "view", promotion=rules.passthrough,
       meta=_diagonal_meta, normalize=_diagonal_normalize, view=True, derivative=_diagonal_derivative,
-      reference=_diagonal_reference, samples=_diagonal_samples,
+      reference=_diagonal_reference, samples=_diagonal_samples, batch="dims",
       doc="the offset diagonal of the dim1 x dim2 matrices as a view, its dim last")
 
 

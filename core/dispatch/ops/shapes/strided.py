@@ -122,7 +122,7 @@ def _as_strided_samples(make, dtype):
 defop("as_strided(Tensor input, int[] size, int[] stride, int? storage_offset=None)", "view", kind="composite",
       promotion=rules.passthrough, normalize=_as_strided_normalize,
       meta=lambda x, size, stride, storage_offset=None: tuple(size), composite=_as_strided,
-      reference=_np_as_strided, samples=_as_strided_samples,
+      reference=_np_as_strided, samples=_as_strided_samples, batch="loop",
       doc="a view of input's storage (its base's, for a view) with the given sizes, strides and offset "
           "(default: input's own)")
 

@@ -12,6 +12,7 @@ from ...schema.errors import ArgumentError, OutOfRangeError, ShapeError
 from ...schema.meta import check_index, numel, require, require_dims, shape
 from ...schema import Sample, defop
 from ..namespace import F
+from . import transforms
 from ..onnx_support import rank, reshape, shape_part, size_of
 
 
@@ -405,7 +406,7 @@ def _view_meta(x, size):
 defop("view(Tensor input, int[] size)", "view", samples=_view_samples, promotion=rules.passthrough, meta=_view_meta,
       derivative=lambda grad, input: F.reshape(grad, tuple(input.shape)),
       normalize=_view_normalize, view=True, layout_dependent=True, reference=lambda x, size: np.reshape(x, size),
-      onnx=_view_onnx,
+      onnx=_view_onnx, batch=transforms.view, jvp=transforms.view_tangent,
       doc="the same storage in another shape; -1 infers one size")
 
 
@@ -421,8 +422,7 @@ def _permute_normalize(op, args):
 defop("permute(Tensor input, int[] dims)", "view", samples=_permute_samples, promotion=rules.passthrough,
       derivative=lambda grad, dims: F.permute(grad, _inverse(dims)),
       meta=lambda x, dims: tuple(shape(x)[d] for d in dims), normalize=_permute_normalize, view=True,
-      onnx=_permute_onnx,
-      reference=lambda x, dims: np.transpose(x, dims))
+      onnx=_permute_onnx, batch=transforms.permute, reference=lambda x, dims: np.transpose(x, dims))
 
 
 def _expand_normalize(op, args):
@@ -451,8 +451,7 @@ defop("expand(Tensor input, int[] size)", "view", samples=_expand_samples,
       promotion=rules.passthrough, meta=lambda x, size: size,
       derivative=lambda grad: grad,  # the engine sums broadcast gradients back to the input's shape
       normalize=_expand_normalize, view=True, reference=lambda x, size: np.broadcast_to(x, _expanded(x, size)),
-      onnx=_expand_onnx,
-      doc="size-1 dimensions repeated without copying; -1 keeps a size")
+      onnx=_expand_onnx, batch=transforms.expand, doc="size-1 dimensions repeated without copying; -1 keeps a size")
 
 
 def _expanded(x, size) -> tuple:
@@ -484,7 +483,7 @@ def _slice_meta(x, dim, start, end, step):
 defop("slice(Tensor input, dim dim=0, int? start=None, int? end=None, int step=1)", "view", samples=_slice_samples,
       derivative=lambda grad, input, dim, start, step: place_slice(grad, tuple(input.shape), dim, start, step),
       promotion=rules.passthrough, meta=_slice_meta, normalize=_slice_normalize, view=True, onnx=_slice_onnx,
-      varying=("start", "end"), reference=lambda x, dim=0, start=None, end=None, step=1:
+      varying=("start", "end"), batch="dims", reference=lambda x, dim=0, start=None, end=None, step=1:
       x[(slice(None),) * (dim % x.ndim) + (slice(start, end, step),)],
       doc="input[..., start:end:step, ...] along dim, as a view")
 
@@ -518,13 +517,13 @@ def _unfold_reference(x, dimension, size, step):
 defop("unfold(Tensor input, dim dimension, int size, int step)", "view", samples=_unfold_samples,
       promotion=rules.passthrough, derivative=_unfold_derivative,
       normalize=_unfold_normalize, meta=_unfold_meta, view=True, reference=_unfold_reference, onnx=_unfold_onnx,
+      batch="dims",
       doc="sliding windows of length size along dimension, as a view with a new last dimension")
 
 # -- copies and casts -------------------------------------------------------------------------
 defop("clone(Tensor input)", "view", samples=_clone_samples, promotion=rules.passthrough, meta=lambda x: shape(x),
-      onnx="Identity",
-      derivative=lambda grad: grad,
-      reference=np.copy, doc="a copy in fresh contiguous memory")
+      onnx="Identity", derivative=lambda grad: grad, jvp="linear", batch="trailing", reference=np.copy,
+      doc="a copy in fresh contiguous memory")
 
 
 def _to_dtype_promotion(rt, op, args):
@@ -534,7 +533,7 @@ def _to_dtype_promotion(rt, op, args):
 defop("to_dtype(Tensor input, dtype dtype)", "view", samples=_to_dtype_samples,
       promotion=_to_dtype_promotion, meta=lambda x, dtype: shape(x),
       derivative=lambda grad: grad,  # the engine casts gradients to each input's dtype
-      reference=lambda x, dtype: x, method=False, onnx=_to_dtype_onnx,
+      reference=lambda x, dtype: x, method=False, onnx=_to_dtype_onnx, jvp="linear", batch="trailing",
       doc="a copy converted to dtype (C-style truncation of floats)")
 
 
@@ -552,7 +551,8 @@ def _copy_meta(dst, src):
 defop("copy_(Index self, Index src)", "view", torch_keywords={"input": "self"}, samples=_copy_samples,
       promotion=rules.passthrough, meta=_copy_meta, mutates=True,
       derivative=lambda grad: (None, grad),  # the old values of self are overwritten
-      method=False, reference=lambda dst, src: np.broadcast_to(src, np.shape(dst)),
+      jvp=transforms.copy_tangent, batch=transforms.copy_, method=False,
+      reference=lambda dst, src: np.broadcast_to(src, np.shape(dst)),
       doc="writes src (broadcast and cast) into self")
 
 
@@ -572,7 +572,7 @@ def _cat_meta(tensors, dim=0):
 
 defop("cat(Tensor[] tensors, dim dim=0)", "view", samples=_cat_samples,
       promotion=rules.same, meta=_cat_meta, method=False, autocast="promote",
-      derivative=_cat_derivative, onnx=_cat_onnx,
+      derivative=_cat_derivative, onnx=_cat_onnx, jvp="linear", batch=transforms.cat,
       reference=lambda tensors, dim=0: np.concatenate(tensors, axis=dim),
       doc="joins tensors along an existing dim (promoting dtypes)")
 

@@ -1,0 +1,14 @@
+"""``ember.func``: PyTorch's ``torch.func`` function transforms.
+
+Each transform is a dispatch mode (``vmap``, the forward-AD levels of ``jvp``) or a use of the autograd engine
+(``grad``, ``vjp``), and the per-op rules they follow are fields of the op schema (``OpDef.batch``,
+``OpDef.jvp``), so every op and every backend gets them at once. Transforms compose to any depth. See
+docs/func.md.
+"""
+from .functional_call import functional_call, stack_module_state
+from .jacobians import hessian, jacfwd, jacrev
+from .transforms import functionalize, grad, grad_and_value, jvp, linearize, vjp
+from .vmap import vmap
+
+__all__ = ["vmap", "grad", "grad_and_value", "vjp", "jvp", "linearize", "jacrev", "jacfwd", "hessian",
+           "functional_call", "stack_module_state", "functionalize"]
