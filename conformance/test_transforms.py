@@ -52,10 +52,14 @@ def test_jvp(op, dtype, make, backend, request):
              if finite_differences_apply(case)]
     if not cases:
         pytest.skip(f"{op.name}: no {dtype.name} sample can be differentiated here")
+    ran = 0
     for case in cases:
-        check_jvp(case, rng, finite_differences=dtype is ember.float64)
-        count(request.config, "forward-mode AD checks (against reverse mode"
-                              f"{' and central differences' if dtype is ember.float64 else ''})")
+        if check_jvp(case, rng, finite_differences=dtype is ember.float64):
+            ran += 1
+            count(request.config, "forward-mode AD checks (against reverse mode"
+                                  f"{' and central differences' if dtype is ember.float64 else ''})")
+    if not ran:
+        pytest.skip(f"{op.name}: {backend.name} refuses it on views, which dual tensors are")
 
 
 def test_vmap(op, dtype, make, backend, request):

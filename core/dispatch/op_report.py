@@ -42,8 +42,8 @@ def jvp_text(op: OpDef) -> str:
         return "none: not differentiable"
     if not op.tensor_positions:
         return "none: no tensor inputs"
-    if op.jvp is None:
-        return "decomposed" if op.kind == "composite" and op.derivative is None else "derived"
+    if op.jvp is None or op.jvp == "derived":
+        return "decomposed" if op.jvp is None and op.kind == "composite" and op.derivative is None else "derived"
     return op.jvp if isinstance(op.jvp, str) else "formula"
 
 

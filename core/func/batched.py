@@ -13,6 +13,7 @@ element of the outer one. The physical dims of a tensor batched at several level
 """
 from __future__ import annotations
 
+from ..dispatch.execution import links
 from ..dispatch.ops import F
 from ..tensor import Size, Tensor
 
@@ -218,6 +219,13 @@ def zeros_leaf_like(t: Tensor) -> Tensor:
 def logical_shape(t) -> Size:
     return Size(t._data.shape)
 
+
+def whole(t):
+    """The plain tensor holding every value ``t`` stands for (its physical tensor, for a batched one)."""
+    return unwrap_all(t)[0] if t.__class__ is BatchedTensor else t
+
+
+links.register_whole(whole)
 
 __all__ = ["BatchedTensor", "LogicalShape", "batched", "level_of", "is_batched_at", "unwrap_all", "rewrap",
            "with_levels", "without_levels", "restored_levels", "requiring_grad", "zeros_leaf_like"]

@@ -57,7 +57,8 @@ class VmapCall:
     def __init__(self, mode: VmapLevel, func, args: tuple, kwargs: dict) -> None:
         self.mode, self.func, self.op = mode, func, func.op
         self.level, self.size = mode.level, mode.size
-        self.values, self.normalized = checked_values(self.op, args, kwargs)
+        with mode:  # the op's checks may compute on batched operands (a tensor q's range): batched, they run
+            self.values, self.normalized = checked_values(self.op, args, kwargs)
 
     # -- reading the call ---------------------------------------------------------------------
     def is_batched(self, value) -> bool:

@@ -77,6 +77,20 @@ def register_tensor(link: TensorLink) -> None:
     tensor = link
 
 
+def _as_is(t):
+    return t
+
+
+#: The tensor holding every value ``t`` stands for: ``t`` itself, or under ``ember.func.vmap`` the whole batch of
+#: a batched tensor (which shows one element). A value check (``value_checks.check_extremes``) judges all of it.
+whole: Callable = _as_is
+
+
+def register_whole(function: Callable) -> None:
+    global whole
+    whole = function
+
+
 def register_recorder(new: Recorder) -> None:
     global recorder
     if recorder is not NO_RECORDING and recorder is not new:
@@ -84,4 +98,5 @@ def register_recorder(new: Recorder) -> None:
     recorder = new
 
 
-__all__ = ["TensorLink", "Recorder", "GradState", "NO_RECORDING", "register_tensor", "register_recorder"]
+__all__ = ["TensorLink", "Recorder", "GradState", "NO_RECORDING", "register_tensor", "register_recorder",
+           "register_whole", "whole"]

@@ -31,8 +31,9 @@ FLOAT32_ON_CUDA = {"cuda": "float32"}
 #: Forward-mode AD (``OpDef.jvp``): "elementwise" (the Jacobian is diagonal, so the derivative applied to an
 #: input's tangent is that input's share of the output's tangent), "linear" (the op applied to the tangents in
 #: place of its inputs), "multilinear" (linear in each input alone, plus an added ``bias``: the sum over inputs
-#: of the op with that one replaced by its tangent), "zero" (piecewise constant: the tangent is 0).
-JVP_RULES = ("elementwise", "linear", "multilinear", "zero")
+#: of the op with that one replaced by its tangent), "zero" (piecewise constant: the tangent is 0), "derived"
+#: (from the derivative, as for ops without a rule: for a view whose meaning is its input's memory, as_strided).
+JVP_RULES = ("elementwise", "linear", "multilinear", "zero", "derived")
 #: vmap (``OpDef.batch``), by op family: "elementwise" (inputs broadcast: the batch dim leads), "dims" (one
 #: batched input, every dim attribute moves past the batch dim), "trailing" (the op reads only the last dims, as
 #: ``tril``, ``layer_norm``: the batch dim leads, attributes unchanged), "random" (by vmap's ``randomness``),

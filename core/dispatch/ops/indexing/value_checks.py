@@ -19,7 +19,7 @@ import weakref
 from typing import Callable
 
 from ...contract import registry
-from ...execution import deferred_checks
+from ...execution import deferred_checks, links
 from ..namespace import F
 
 MISSING = object()
@@ -86,7 +86,8 @@ def check_extremes(tensor, verdict: Callable[[int | float, int | float], "Except
                    ignore: int | None = None) -> None:
     """Raise ``verdict(smallest, largest)`` of the (non-empty) ``tensor``'s values when it is an error: now on
     a host-memory backend, else at the device's next synchronisation. Elements equal to ``ignore`` count as
-    0 (a loss's ignore_index, which may lie anywhere)."""
+    0 (a loss's ignore_index, which may lie anywhere). Under vmap the whole batch is judged (``links.whole``)."""
+    tensor = links.whole(tensor)
     extremes = (F.amin(tensor), F.amax(tensor))
     if ignore is not None:
         if not defers(tensor) and verdict(*deferred_checks.numbers(extremes)) is None:
