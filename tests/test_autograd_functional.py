@@ -11,6 +11,18 @@ TF = torch.autograd.functional
 import ember as E  # noqa: E402
 from ember.autograd import functional as AF  # noqa: E402
 
+@pytest.fixture(autouse=True, params=[
+    pytest.param(name, marks=pytest.mark.skipif(E.backends.available().get(name) != "available",
+                                                reason=f"{name} is not available here"))
+    for name in ("cpu", "opencl")])
+def device(request):
+    """Every test on cpu and on opencl: the ember tensors it makes go to that device."""
+    previous = E.get_default_device()
+    E.set_default_device(request.param)
+    yield request.param
+    E.set_default_device(previous)
+
+
 RNG = np.random.default_rng(7)
 
 
@@ -34,7 +46,7 @@ def assert_same(ours, theirs, grad=None):
     assert isinstance(ours, E.Tensor), type(ours)
     assert tuple(ours.shape) == tuple(theirs.shape)
     assert ours.dtype == E.float64
-    np.testing.assert_allclose(ours.detach().numpy(), theirs.detach().numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(ours.detach().cpu().numpy(), theirs.detach().cpu().numpy(), rtol=1e-10, atol=1e-12)
     if grad is not None:
         assert ours.requires_grad == theirs.requires_grad == grad
 
@@ -136,9 +148,9 @@ def test_hvp_vhp_match_torch(name, op):
 def test_hvp_equals_hessian_times_v():
     """Independent of torch: H v from the double-backward trick equals the explicit Hessian applied to v."""
     x, v = E.tensor(arr(4)), E.tensor(arr(4))
-    h = AF.hessian(scalar_fn, x).numpy()
+    h = AF.hessian(scalar_fn, x).cpu().numpy()
     _, hv = AF.hvp(scalar_fn, x, v)
-    np.testing.assert_allclose(hv.numpy(), h @ v.numpy(), rtol=1e-10)
+    np.testing.assert_allclose(hv.cpu().numpy(), h @ v.cpu().numpy(), rtol=1e-10)
 
 
 def test_v_may_be_omitted_for_single_elements():
@@ -165,7 +177,7 @@ def test_captured_input_is_a_constant():
     x = pair(arr(3))
     ours = AF.jacobian(lambda a: a * x[0], x[0])
     assert_same(ours, TF.jacobian(lambda a: a * x[1], x[1]))
-    np.testing.assert_allclose(ours.numpy(), np.diag(x[0].numpy()))
+    np.testing.assert_allclose(ours.cpu().numpy(), np.diag(x[0].cpu().numpy()))
 
 
 def test_works_under_no_grad():
@@ -192,9 +204,9 @@ def test_unused_input_gives_zeros_without_strict():
     ours, theirs = (pair(arr(3)), pair(arr(2)))
     j = AF.jacobian(fn, (ours[0], theirs[0]))
     assert_same(j, TF.jacobian(fn, (ours[1], theirs[1])))
-    assert not j[1].numpy().any()
+    assert not j[1].cpu().numpy().any()
     _, vj = AF.vjp(fn, (ours[0], theirs[0]), E.ones(3, dtype=E.float64))
-    assert not vj[1].numpy().any() and tuple(vj[1].shape) == (2,)
+    assert not vj[1].cpu().numpy().any() and tuple(vj[1].shape) == (2,)
 
 
 def test_constant_output_gives_zeros_without_strict():
@@ -261,7 +273,7 @@ def test_third_derivative_through_hessian():
     x = E.tensor(arr(2)).requires_grad_()
     h = AF.hessian(lambda a: (a ** 4).sum(), x, create_graph=True)
     (third,) = E.autograd.grad(h.sum(), [x])
-    np.testing.assert_allclose(third.numpy(), 24 * x.detach().numpy(), rtol=1e-12)
+    np.testing.assert_allclose(third.cpu().numpy(), 24 * x.detach().cpu().numpy(), rtol=1e-12)
 
 
 # -- strict mode -------------------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
-"""ember.func against torch.func (float64), one function per op family, every transform on each; then the
-transforms' arguments, composition, randomness and errors."""
+"""ember.func against torch.func (float64), one function per op family, every transform on each, on cpu and
+opencl; then the transforms' arguments, composition, randomness and errors."""
 from __future__ import annotations
 
 import warnings
@@ -31,7 +31,7 @@ def both(values):
 
 
 def host(t):
-    return t.detach().numpy()
+    return t.detach().cpu().numpy()
 
 
 def assert_same(ours, theirs, tol=1e-9):
@@ -43,6 +43,23 @@ def assert_same(ours, theirs, tol=1e-9):
     assert isinstance(ours, ember.Tensor), type(ours)
     assert tuple(ours.shape) == tuple(theirs.shape), (tuple(ours.shape), tuple(theirs.shape))
     np.testing.assert_allclose(host(ours), host(theirs), rtol=tol, atol=tol)
+
+
+DEVICES = [pytest.param(name, marks=pytest.mark.skipif(ember.backends.available().get(name) != "available",
+                                                      reason=f"{name} is not available here"))
+           for name in ("cpu", "opencl")]
+
+
+@pytest.fixture(params=DEVICES)
+def device(request):
+    """Every ember tensor of the test on this device (the default device for the test's duration); LAPACK's
+    decompositions, which OpenCL leaves out, run through the documented CPU fallback as a user runs them."""
+    previous, fallback = ember.get_default_device(), ember.backends.get_fallback()
+    ember.set_default_device(request.param)
+    ember.backends.set_fallback("cpu")
+    yield request.param
+    ember.set_default_device(previous)
+    ember.backends.set_fallback(fallback)
 
 
 def _consts(T):
@@ -88,7 +105,7 @@ def _pair(name):
 
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))
-def test_values_and_vmap(family):
+def test_values_and_vmap(family, device):
     f, g, ours, theirs = _pair(family)
     assert_same(f(*ours), g(*theirs))
     batch_ours, batch_theirs = _inputs([(3, *x.shape) for x in ours])
@@ -99,7 +116,7 @@ def test_values_and_vmap(family):
 
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))
-def test_grad_jvp_and_jacobians(family):
+def test_grad_jvp_and_jacobians(family, device):
     f, g, ours, theirs = _pair(family)
     argnums = tuple(range(len(ours)))
     total_f, total_g = (lambda *a: f(*a).sum()), (lambda *a: g(*a).sum())
@@ -111,7 +128,7 @@ def test_grad_jvp_and_jacobians(family):
 
 
 @pytest.mark.parametrize("family", ["elementwise", "softmax", "losses", "normalization", "matmul"])
-def test_hessian_and_per_sample_gradients(family):
+def test_hessian_and_per_sample_gradients(family, device):
     f, g, ours, theirs = _pair(family)
     total_f, total_g = (lambda *a: f(*a).sum()), (lambda *a: g(*a).sum())
     assert_same(func.hessian(total_f)(*ours), tfunc.hessian(total_g)(*theirs), tol=1e-7)
@@ -121,7 +138,7 @@ def test_hessian_and_per_sample_gradients(family):
                 tfunc.vmap(tfunc.grad(total_g), in_dims=in_dims)(batch_theirs[0], *theirs[1:]))
 
 
-def test_higher_orders_compose():
+def test_higher_orders_compose(device):
     x, tx = both(arr(4))
     f = lambda T: (lambda v: (v.sin() * v.exp()).sum())  # noqa: E731
     expected = tfunc.hessian(f(torch))(tx)
@@ -227,12 +244,12 @@ def test_ensemble_with_stack_module_state():
     np.testing.assert_allclose(ours.detach().numpy(), expected.detach().numpy(), rtol=1e-12)
 
 
-def test_per_sample_gradients_of_a_module_match_torch():
+def test_per_sample_gradients_of_a_module_match_torch(device):
     model = ember.nn.Sequential(ember.nn.Linear(3, 4), ember.nn.ReLU(), ember.nn.Linear(4, 2)).double()
     tmodel = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2)).double()
     with torch.no_grad():
         for p, tp in zip(model.parameters(), tmodel.parameters()):
-            tp.copy_(torch.tensor(p.detach().numpy()))
+            tp.copy_(torch.tensor(p.detach().cpu().numpy()))
     data, tdata = both(arr(6, 3))
     target, ttarget = both(np.array([0, 1, 1, 0, 1, 0]))
     params = {k: v.detach() for k, v in model.named_parameters()}

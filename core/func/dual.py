@@ -25,6 +25,8 @@ from .batched import BatchedTensor, batched, with_levels
 class ForwardLevel(modes.DispatchMode):
     """One level of dual tensors (see the module docstring)."""
 
+    reads_types = False
+
     def __init__(self, level: int) -> None:
         self.level = level
         self._tangents: dict = {}  # id(primal's array) -> (weak reference to the primal, tangent)

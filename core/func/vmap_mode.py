@@ -25,6 +25,8 @@ RANDOMNESS = ("error", "different", "same")
 class VmapLevel(modes.DispatchMode):
     """The mode of one ``vmap`` call: its level, batch size and randomness."""
 
+    reads_types = False
+
     def __init__(self, level: int, size: int, randomness: str) -> None:
         self.level, self.size, self.randomness = level, size, randomness
 

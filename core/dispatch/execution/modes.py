@@ -55,6 +55,9 @@ class DispatchMode:
     #: False (the default): it sees the op's out-of-place call and then ``copy_`` writing the result into
     #: the target, which a tracer or autocast can replace; only a mode that observes should set True.
     sees_inplace_calls: bool = False
+    #: Whether the handler reads ``types`` (the operands' tensor classes, PyTorch's argument); the function
+    #: transforms' modes, which see every call, do not, and are spared collecting them.
+    reads_types: bool = True
 
     def __torch_dispatch__(self, func: "OpCall", types: tuple, args: tuple = (), kwargs: dict | None = None) -> Any:
         return func(*args, **(kwargs or {}))
@@ -120,7 +123,7 @@ def dispatch(op, args: tuple, kwargs: dict, run: Callable, level: int | None = N
         return run(op, args, kwargs)
     mode = active[level - 1]
     func = OpCall(op, level - 1, run)
-    types = _tensor_types(args, kwargs)
+    types = _tensor_types(args, kwargs) if mode.reads_types else ()
     if mode.observes_nested:
         return mode.__torch_dispatch__(func, types, args, kwargs)
     hidden = active[level - 1:]
