@@ -46,7 +46,7 @@ def assert_same(ours, theirs, tol=1e-9):
 
 
 DEVICES = [pytest.param(name, marks=pytest.mark.skipif(ember.backends.available().get(name) != "available",
-                                                      reason=f"{name} is not available here"))
+                                                       reason=f"{name} is not available here"))
            for name in ("cpu", "opencl")]
 
 
@@ -331,3 +331,32 @@ def test_functionalize_is_the_function():
     assert_same(func.functionalize(f)(x), 2 * tx)
     assert_same(func.vmap(f)(x.reshape(3, 1)), 2 * tx.reshape(3, 1))
     assert_same(func.jvp(f, (x,), (ember.ones_like(x),))[1], 2 * torch.ones(3, dtype=torch.float64))
+
+
+@pytest.mark.parametrize("pattern,lengths", [
+    ("b h w c -> (b h) w c", {}), ("b h w c -> b c h w", {}), ("b (h1 h2) w c -> b h1 h2 w c", {"h1": 2}),
+    ("b ... c -> c b ...", {}), ("... c -> (...) c", {}), ("b h w c -> b h w () c 1", {}),
+    ("b (h h2) (w w2) c -> (h w) (b h2 w2 c)", {"h2": 2, "w2": 2})])
+def test_rearrange_matches_torch(pattern, lengths):
+    x, tx = both(arr(2, 6, 4, 3))
+    assert_same(func.rearrange(x, pattern, **lengths), tfunc.rearrange(tx, pattern, **lengths))
+    stacked = "n b h w c -> (n b) c h w"
+    assert_same(func.rearrange([x, x], stacked), tfunc.rearrange([tx, tx], stacked))
+    with pytest.raises(ValueError, match="same axes"):
+        func.rearrange(x, "b h w c -> b h w")
+    with pytest.raises(ValueError, match="names 2 dims"):
+        func.rearrange(x, "b h -> h b")
+
+
+def test_debug_unwrap_and_batch_norm_replacement():
+    x = ember.tensor(arr(3, 2), dtype=ember.float64)
+    seen = []
+    func.vmap(lambda a: seen.append(func.debug_unwrap(a)) or a)(x)
+    np.testing.assert_array_equal(seen[0].numpy(), x.numpy())
+    assert func.debug_unwrap(x) is x
+    model = ember.nn.Sequential(ember.nn.Linear(2, 4), ember.nn.BatchNorm1d(4)).double()
+    assert func.replace_all_batch_norm_modules_(model) is model
+    norm = model[1]
+    assert not norm.track_running_stats and norm.running_mean is None and norm.running_var is None
+    out = func.vmap(model, in_dims=1)(x.reshape(3, 1, 2).expand(3, 2, 2))  # per element, batch statistics
+    assert out.shape == (2, 3, 4)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from ..dispatch.execution import links
 from ..dispatch.ops import F
-from ..tensor import Size, Tensor
+from ..tensor import Tensor
 
 _new = object.__new__
 
@@ -121,11 +121,6 @@ def batched(value: Tensor, level: int) -> BatchedTensor:
     return t
 
 
-def level_of(t) -> int:
-    """The vmap level ``t`` is batched at (its innermost); 0 for a plain tensor or a non-tensor."""
-    return t._level if t.__class__ is BatchedTensor else 0
-
-
 def is_batched_at(t, level: int) -> bool:
     """Whether ``t`` is batched at ``level`` (at any depth of its wrappers)."""
     while t.__class__ is BatchedTensor:
@@ -216,8 +211,12 @@ def zeros_leaf_like(t: Tensor) -> Tensor:
     return rewrap(F.zeros_like(physical).requires_grad_(), levels)
 
 
-def logical_shape(t) -> Size:
-    return Size(t._data.shape)
+def debug_unwrap(tensor: Tensor, *, recurse: bool = True) -> Tensor:
+    """The tensor a batched tensor stands on: its physical tensor (all the way down with ``recurse``); any other
+    tensor as it is. For looking at values in a debugger, as ``torch.func.debug_unwrap``."""
+    if tensor.__class__ is not BatchedTensor:
+        return tensor
+    return unwrap_all(tensor)[0] if recurse else tensor._value
 
 
 def whole(t):
@@ -227,5 +226,6 @@ def whole(t):
 
 links.register_whole(whole)
 
-__all__ = ["BatchedTensor", "LogicalShape", "batched", "level_of", "is_batched_at", "unwrap_all", "rewrap",
-           "with_levels", "without_levels", "restored_levels", "requiring_grad", "zeros_leaf_like"]
+__all__ = ["debug_unwrap", "BatchedTensor", "LogicalShape", "VmapUnsupported", "batched", "is_batched_at",
+           "unwrap_all", "rewrap", "with_levels", "without_levels", "restored_levels", "requiring_grad",
+           "zeros_leaf_like", "whole"]

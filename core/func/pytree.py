@@ -2,8 +2,6 @@
 transforms walk a function's inputs and outputs, as ``torch.utils._pytree`` does for torch.func."""
 from __future__ import annotations
 
-from typing import Any, Callable
-
 
 class TreeSpec:
     """The shape of a nested container: its type, its keys (dicts) and its children's specs; a leaf has none."""
@@ -73,11 +71,6 @@ def _build(spec: TreeSpec, it):
     return spec.kind(items)
 
 
-def tree_map(function: Callable, tree) -> Any:
-    leaves, spec = tree_flatten(tree)
-    return tree_unflatten([function(x) for x in leaves], spec)
-
-
 def broadcast_prefix(prefix, tree, name: str = "in_dims") -> list:
     """One value of ``prefix`` per leaf of ``tree``: ``prefix`` is a tree whose leaves stand for whole
     subtrees of ``tree`` (``in_dims=(0, None)`` for ``(x, {"a": y, "b": z})``)."""
@@ -103,4 +96,4 @@ def _broadcast(prefix, tree, out: list, name: str) -> None:
         _broadcast(p, t, out, name)
 
 
-__all__ = ["TreeSpec", "tree_flatten", "tree_unflatten", "tree_map", "broadcast_prefix"]
+__all__ = ["TreeSpec", "tree_flatten", "tree_unflatten", "broadcast_prefix"]
