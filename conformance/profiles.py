@@ -25,6 +25,19 @@ def requested(config) -> str | None:
     return config.getoption("--hypothesis-profile", None) or os.environ.get(ENV_VAR) or None
 
 
+#: Under ``quick``, the samples per op that the function-transform checks take (``test_transforms``): the
+#: smallest and the largest, which keeps CI's cold OpenCL run (every new kernel compiled) within its time.
+QUICK_TRANSFORM_SAMPLES = 2
+
+
+def transform_samples(config, samples: list) -> list:
+    """The samples of an op that ``test_transforms`` checks: all under ``thorough``; under ``quick`` the first and
+    the last (the op's samples go from the simplest, 0-d, to the largest shapes)."""
+    if (requested(config) or DEFAULT) != "quick" or len(samples) <= QUICK_TRANSFORM_SAMPLES:
+        return samples
+    return [samples[0], samples[-1]]
+
+
 def load_for_conformance(config) -> str:
     """Make the chosen profile (default ``quick``) current; called when the suite is collected."""
     from hypothesis import settings

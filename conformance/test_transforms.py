@@ -5,6 +5,9 @@
   differences; on a backend without float64, against reverse mode in float32.
 - ``test_vmap[op-dtype]``: vmap of the op (its ``batch`` rule, its decomposition, or the per-element loop)
   against a Python loop, batching every operand, the first only, and along the last dim.
+
+Under the ``quick`` profile (CI) each op's first and last samples are checked (the first batched one way only);
+``thorough`` checks every sample every way.
 """
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ import numpy as np
 import pytest
 
 import ember
+from ember.conformance import profiles
 from ember.conformance.cases import accepts, target_dtypes
 from ember.conformance.gradients import finite_differences_apply, gradient_cases, is_gradient_op
 from ember.conformance.plugin import count
@@ -48,8 +52,9 @@ def _rng(request):
 
 def test_jvp(op, dtype, make, backend, request):
     rng = _rng(request)
-    cases = [case for case in gradient_cases(op, make, dtype, fixed_samples(op, make, dtype))
-             if finite_differences_apply(case)]
+    cases = profiles.transform_samples(request.config, [
+        case for case in gradient_cases(op, make, dtype, fixed_samples(op, make, dtype))
+        if finite_differences_apply(case)])
     if not cases:
         pytest.skip(f"{op.name}: no {dtype.name} sample can be differentiated here")
     ran = 0
@@ -65,7 +70,9 @@ def test_jvp(op, dtype, make, backend, request):
 def test_vmap(op, dtype, make, backend, request):
     rng = _rng(request)
     samples = fixed_samples(op, make, dtype)
-    ran = sum(check_vmap(op, sample, rng) for sample in samples)
+    chosen = profiles.transform_samples(request.config, samples)
+    ran = sum(check_vmap(op, sample, rng, every_batching=i == len(chosen) - 1 or len(chosen) == len(samples))
+              for i, sample in enumerate(chosen))
     if not ran:
         pytest.skip(f"{op.name}: no sample whose elements a loop can stack")
     count(request.config, "vmap checks (against a loop)")

@@ -114,11 +114,13 @@ def vmap_cases(op, sample, rng) -> list[tuple[str, list, list, tuple]]:
     return cases
 
 
-def check_vmap(op, sample, rng) -> bool:
-    """Compare vmap of ``op`` at ``sample`` with a loop; False where the loop itself cannot run (the op refuses
-    the perturbed copy, or its elements' outputs differ in shape: nothing to batch)."""
+def check_vmap(op, sample, rng, every_batching: bool = True) -> bool:
+    """Compare vmap of ``op`` at ``sample`` with a loop (every batching, or only with every operand batched);
+    False where the loop itself cannot run (the op refuses the perturbed copy, or its elements' outputs differ
+    in shape: nothing to batch)."""
     ran = False
-    for label, slots, batches, in_dims in vmap_cases(op, sample, rng):
+    batchings = vmap_cases(op, sample, rng)
+    for label, slots, batches, in_dims in batchings if every_batching else batchings[:1]:
         def function(*tensors, slots=slots):
             called = substitute(sample, dict(zip(slots, tensors)))
             return tuple(_outputs(op, _fresh(called) if _writes(op) else called))
