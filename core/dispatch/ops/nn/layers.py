@@ -180,8 +180,8 @@ def _summed_rows(grad, input, num_weights, padding_idx=-1, scale_grad_by_freq=Fa
         counts = F.index_put_(F.zeros((num_weights,), dtype=rows.dtype, device=rows.device), [index],
                               F.ones(tuple(index.shape), dtype=rows.dtype, device=rows.device), True)
         rows = F.div(rows, F.unsqueeze(F.index(counts, [index]), 1))
-    return F.index_put(F.zeros((num_weights, rows.shape[1]), dtype=rows.dtype, device=rows.device), [index], rows,
-                       True)  # out of place: under vmap (jacrev) the rows are a batch
+    return F.index_put_(F.zeros((num_weights, rows.shape[1]), dtype=rows.dtype, device=rows.device), [index], rows,
+                        True)
 
 
 def _embedding_samples(make, dtype):
