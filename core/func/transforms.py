@@ -64,6 +64,34 @@ def _finish(t, keep: bool):
     return t.detach()
 
 
+def _split_aux(out, has_aux: bool, name: str):
+    """``(output, aux)`` of a function's result (aux None without ``has_aux``), checked as PyTorch checks it."""
+    if not has_aux:
+        return out, None
+    if not (isinstance(out, tuple) and len(out) == 2):
+        raise RuntimeError(f"{name}: output of function f should be a tuple: (output, aux) if has_aux is True")
+    return out
+
+
+def _tensor_leaves(out, name: str) -> tuple[list, object]:
+    """The tensors of a function's (nested) output and its structure; anything else is refused."""
+    outs, spec = tree_flatten(out)
+    for o in outs:
+        if not isinstance(o, Tensor):
+            raise RuntimeError(f"{name}: Expected f(*primals) to return only tensors, got unsupported type {type(o)}")
+    return outs, spec
+
+
+@contextlib.contextmanager
+def _reverse_transform():
+    """While a reverse transform runs its function: inner ones keep their graphs for it."""
+    _reverse_depth[0] += 1
+    try:
+        yield
+    finally:
+        _reverse_depth[0] -= 1
+
+
 def grad_and_value(func: Callable, argnums: int | tuple[int, ...] = 0, has_aux: bool = False) -> Callable:
     """``func``'s gradient with respect to its inputs at ``argnums``, and its value: ``(grad, value)``; with
     ``has_aux``, ``(grad, (value, aux))`` (``torch.func.grad_and_value``)."""
@@ -85,17 +113,9 @@ def grad_and_value(func: Callable, argnums: int | tuple[int, ...] = 0, has_aux: 
                 keep = keep or any(unwrap_all(x)[0].grad_fn is not None for x in leaves)
                 flat_inputs[a] = (leaves, spec)
                 args[a] = tree_unflatten(leaves, spec)
-            _reverse_depth[0] += 1
-            try:
+            with _reverse_transform():
                 out = func(*args, **kwargs)
-            finally:
-                _reverse_depth[0] -= 1
-            aux = None
-            if has_aux:
-                if not (isinstance(out, tuple) and len(out) == 2):
-                    raise RuntimeError(f"{name}: output of function f should be a tuple: (output, aux) if "
-                                       f"has_aux is True")
-                out, aux = out
+            out, aux = _split_aux(out, has_aux, name)
             if not isinstance(out, Tensor):
                 raise RuntimeError(f"{name}: Expected f(*args) to return a Tensor, got {type(out)}")
             if out.dim() != 0:
@@ -140,21 +160,10 @@ def vjp(func: Callable, *primals, has_aux: bool = False):
         leaves, spec = tree_flatten(primals)
         leaves = [_leaf_of(x, sizes, name) for x in leaves]
         keep = keep or any(unwrap_all(x)[0].grad_fn is not None for x in leaves)
-        _reverse_depth[0] += 1
-        try:
+        with _reverse_transform():
             out = func(*tree_unflatten(leaves, spec))
-        finally:
-            _reverse_depth[0] -= 1
-    aux = None
-    if has_aux:
-        if not (isinstance(out, tuple) and len(out) == 2):
-            raise RuntimeError(f"{name}: output of function f should be a tuple: (output, aux) if has_aux is True")
-        out, aux = out
-    outs, out_spec = tree_flatten(out)
-    for o in outs:
-        if not isinstance(o, Tensor):
-            raise RuntimeError(f"{name}: Expected f(*primals) to return only tensors, got unsupported type "
-                               f"{type(o)}")
+    out, aux = _split_aux(out, has_aux, name)
+    outs, out_spec = _tensor_leaves(out, name)
 
     def vjp_fn(*cotangents, retain_graph: bool = True, create_graph: bool | None = None):
         given = cotangents[0] if len(cotangents) == 1 else cotangents  # the outputs' structure, as one argument
@@ -206,18 +215,8 @@ def jvp(func: Callable, primals: Any, tangents: Any, *, strict: bool = False, ha
             made = F.view(p, tuple(p.shape))
             level.set_tangent(made, t)
             duals.append(made)
-        out = func(*tree_unflatten(duals, p_spec))
-        aux = None
-        if has_aux:
-            if not (isinstance(out, tuple) and len(out) == 2):
-                raise RuntimeError(f"{name}: output of function f should be a tuple: (output, aux) if has_aux "
-                                   f"is True")
-            out, aux = out
-        outs, out_spec = tree_flatten(out)
-        for o in outs:
-            if not isinstance(o, Tensor):
-                raise RuntimeError(f"{name}: Expected f(*primals) to return only tensors, got unsupported type "
-                                   f"{type(o)}")
+        out, aux = _split_aux(func(*tree_unflatten(duals, p_spec)), has_aux, name)
+        outs, out_spec = _tensor_leaves(out, name)
         found = [level.tangent_of(o) for o in outs]
     out_tangents = [F.zeros_like(o) if t is None else t for o, t in zip(outs, found)]
     result = (tree_unflatten(outs, out_spec), tree_unflatten(out_tangents, out_spec))
