@@ -43,7 +43,8 @@ from report import DevicePart, render, targets  # noqa: E402
 from sections import SECTIONS  # noqa: E402
 from sides import Lineup, lineup, load_torch  # noqa: E402
 
-ORDER = ["overhead", "gemm", "training", "programs", "loading", "sparse", "func", "memory", "startup", "compile"]
+ORDER = ["overhead", "gemm", "training", "programs", "loading", "sparse", "func", "export", "memory", "startup",
+         "compile"]
 DEVICES = ["cpu", "cuda", "opencl"]
 
 

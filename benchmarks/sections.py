@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+import export_load
 import func_transforms
 import gemm
 import loading
@@ -20,4 +21,4 @@ from sides import Lineup
 SECTIONS: dict[str, Callable[[Lineup, bool], Section | None]] = {
     "overhead": overhead.section, "gemm": gemm.section, "training": training.section,
     "programs": programs.section, "loading": loading.section,
-    "sparse": sparse_mm.section, "func": func_transforms.section}
+    "sparse": sparse_mm.section, "func": func_transforms.section, "export": export_load.section}

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from ember.dispatch import OPS
+from ember.dispatch import builtin_ops
 from ember.dispatch.execution.dispatcher import CATEGORY_ACCEPTS
 from ember.dispatch.schema import REQUIRED
 
@@ -51,12 +51,12 @@ def op_dtype_params(config, *, accepted: bool = True, where=lambda op: True) -> 
     """``pytest.param(op, dtype, id="add-float32")`` for every op and dtype it accepts (or refuses)."""
     dtypes = target_dtypes(config)
     return [pytest.param(op, dt, id=f"{op.name}-{dt.name}")
-            for op in OPS.values() if where(op)
+            for op in builtin_ops() if where(op)
             for dt in dtypes if accepts(op, dt, dtypes) == accepted]
 
 
 def op_params(where=lambda op: True) -> list:
-    return [pytest.param(op, id=op.name) for op in OPS.values() if where(op)]
+    return [pytest.param(op, id=op.name) for op in builtin_ops() if where(op)]
 
 
 def dtype_params(config) -> list:

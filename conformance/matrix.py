@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
-from ember.dispatch import ALL_DTYPES, OPS
+from ember.dispatch import ALL_DTYPES, builtin_ops
 
 from .cases import accepts
 from .record import Result
@@ -62,6 +62,6 @@ def build(results: list[Result], target) -> Matrix:
     dtypes = [d.name for d in ALL_DTYPES]
     rows = {op.name: {d.name: _cell(by_cell.get((op.name, d.name), []), accepts(op, d, target.dtypes))
                       for d in ALL_DTYPES}
-            for op in OPS.values()}
-    implementation = {op.name: implementation_of(op, target.impl.kernels) for op in OPS.values()}
+            for op in builtin_ops()}
+    implementation = {op.name: implementation_of(op, target.impl.kernels) for op in builtin_ops()}
     return Matrix(dtypes, rows, implementation, dict(by_cell), dict(other))

@@ -23,7 +23,7 @@ from ember.conformance.gradients import finite_differences_apply, gradient_cases
 from ember.conformance.plugin import count
 from ember.conformance.samples import fixed_samples
 from ember.conformance.transforms import check_jvp, check_vmap
-from ember.dispatch import OPS
+from ember.dispatch import builtin_ops
 
 
 def _vmap_dtype(op, dtypes):
@@ -38,10 +38,10 @@ def pytest_generate_tests(metafunc) -> None:
     dtypes = target_dtypes(metafunc.config)
     if metafunc.definition.name == "test_jvp":
         dt = ember.float64 if ember.float64 in dtypes else ember.float32
-        params = [pytest.param(op, dt, id=f"{op.name}-{dt.name}") for op in OPS.values()
+        params = [pytest.param(op, dt, id=f"{op.name}-{dt.name}") for op in builtin_ops()
                   if is_gradient_op(op) and accepts(op, dt, dtypes)]
     else:
-        params = [pytest.param(op, dt, id=f"{op.name}-{dt.name}") for op in OPS.values()
+        params = [pytest.param(op, dt, id=f"{op.name}-{dt.name}") for op in builtin_ops()
                   if op.tensor_positions and op.category != "random" and (dt := _vmap_dtype(op, dtypes)) is not None]
     metafunc.parametrize("op,dtype", params)
 

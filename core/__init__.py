@@ -42,7 +42,11 @@ from .func import vmap  # noqa: E402  (torch.vmap is torch.func.vmap)
 from . import compiler, _dynamo  # noqa: E402  (ember.compiler: torch.compiler; ember._dynamo: torch._dynamo)
 from .compiler.api import compile  # noqa: E402,A001  (ember.compile: torch.compile)
 from . import onnx  # noqa: E402  (ember.onnx: torch.onnx; the onnx package is needed only to export)
+from . import export  # noqa: E402  (ember.export: torch.export, a program saved without its source)
+from . import jit  # noqa: E402  (ember.jit: torch.jit on the export machinery and ember.compile)
 from . import distributed  # noqa: E402  (ember.distributed: torch.distributed; MPI starts only on init)
+from . import library  # noqa: E402  (ember.library: torch.library, custom ops)
+from .library import ops  # noqa: E402  (ember.ops.<namespace>.<op>: torch.ops, the custom ops by namespace)
 from .amp.state import *  # noqa: E402,F403  (is_autocast_enabled, get_autocast_dtype, ...: torch's names)
 
 half, float, double = float16, float32, float64

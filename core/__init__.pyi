@@ -3,6 +3,7 @@
 from builtins import bool as _bool, dict as _dict, float as _float, int as _int, str as _str, tuple as _tuple
 from collections.abc import Sequence
 from ember.legacy_types import LegacyTensorType as _LegacyTensorType
+from ember.library.namespace import Ops as _Ops
 from ember.random import _DefaultGenerator
 from ember.sparse.tensor import SparseTensor as _SparseTensor
 from ember.tensor import _AdamStepResult, _AdaptiveMaxPool1dResult, _AdaptiveMaxPool2dResult, _AdaptiveMaxPool3dResult, _AminmaxResult, _CummaxResult, _CumminResult, _EmbeddingBagResult, _FractionalMaxPool2dResult, _FractionalMaxPool3dResult, _FrexpResult, _GeqrfResult, _HistogramResult, _KthvalueResult, _LayerNormBackwardResult, _LinalgCholeskyExResult, _LinalgEighResult, _LinalgInvExResult, _LinalgLdlFactorExResult, _LinalgLdlFactorResult, _LinalgLstsqResult, _LinalgLuFactorExResult, _LinalgLuFactorResult, _LinalgLuResult, _LinalgQrResult, _LinalgSlogdetResult, _LinalgSolveExResult, _LinalgSvdResult, _LstmLayerResult, _LuUnpackResult, _MaxPool1dWithIndicesResult, _MaxPool2dWithIndicesResult, _MaxPool3dWithIndicesResult, _ModeResult, _NativeBatchNormResult, _Number, _QrResult, _RnnLayerResult, _SlogdetResult, _SortResult, _SvdResult, _TopkResult, _TriangularSolveResult
@@ -23,10 +24,13 @@ from . import cuda as cuda
 from . import dispatch as dispatch
 from . import distributed as distributed
 from . import distributions as distributions
+from . import export as export
 from . import func as func
 from . import functions as functions
 from . import interop as interop
+from . import jit as jit
 from . import legacy_types as legacy_types
+from . import library as library
 from . import linalg as linalg
 from . import nn as nn
 from . import onnx as onnx
@@ -122,6 +126,7 @@ legacy_contiguous_format: memory_format
 long: dtype
 nan: _float
 newaxis: None
+ops: _Ops
 pi: _float
 preserve_format: memory_format
 short: dtype

@@ -592,13 +592,18 @@ def summary(outcomes: list[Outcome]) -> str:
     return "\n".join(lines)
 
 
+def print_run(outcomes: list, table: str, verbose: bool = False) -> None:
+    """An attack run's summary table, its total, and each unclean outcome (every one with ``verbose``)."""
+    print(table)
+    print(f"total: {len(outcomes)} files, {sum(o.clean for o in outcomes)} clean")
+    for outcome in outcomes:
+        if not outcome.clean or verbose:
+            print(f"  [{outcome.case.category}] {outcome.case.name}: {outcome.result}: {outcome.message[:160]} "
+                  f"(peak {outcome.peak / 2 ** 20:.1f} MiB, file {outcome.size / 2 ** 20:.1f} MiB)")
+
+
 if __name__ == "__main__":
     import tempfile
     with tempfile.TemporaryDirectory() as directory:
         results = run_all(directory)
-    print(summary(results))
-    print(f"total: {len(results)} files, {sum(o.clean for o in results)} clean")
-    for outcome in results:
-        if not outcome.clean or "-v" in sys.argv:
-            print(f"  [{outcome.case.category}] {outcome.case.name}: {outcome.result}: {outcome.message[:160]} "
-                  f"(peak {outcome.peak / 2 ** 20:.1f} MiB, file {outcome.size / 2 ** 20:.1f} MiB)")
+    print_run(results, summary(results), "-v" in sys.argv)

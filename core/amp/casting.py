@@ -10,7 +10,8 @@ so neither the casts nor the op's insides are cast again:
 - "float32": low-precision operands to float32 (for an op with a ``dtype`` argument, only where it is
   not given: that argument already names the computation dtype);
 - "promote": operands to the widest floating dtype among them;
-- "banned": refused, as PyTorch refuses ``binary_cross_entropy`` under CUDA autocast.
+- "banned": refused, as PyTorch refuses ``binary_cross_entropy`` under CUDA autocast;
+- a dtype (a custom op's ``register_autocast(op, device_type, cast_inputs)``): operands to that dtype.
 
 Only floating operands that are not float64, on the region's device type, are cast (PyTorch's rule).
 The casts are ordinary ``to_dtype`` calls, so autograd records them and gradients reach float32
@@ -62,8 +63,10 @@ class AutocastMode(DispatchMode):
             return func(*args, **kwargs)
 
     @staticmethod
-    def _target(op, category: str, low, device_type: str, args: tuple, kwargs: dict):
+    def _target(op, category, low, device_type: str, args: tuple, kwargs: dict):
         """The dtype the call's eligible operands are cast to; None where nothing is cast."""
+        if category.__class__ is not str:  # a dtype: a custom op's cast_inputs (ember.library.register_autocast)
+            return category
         if category == "lower":
             return low
         if category == "float32":

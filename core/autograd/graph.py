@@ -276,8 +276,8 @@ class OpNode(Node):
     def forward_op(self) -> str:
         return self.op.name
 
-    def name(self) -> str:
-        return "".join(part.capitalize() for part in self.op.name.split("_")) + "Backward"
+    def name(self) -> str:  # a custom op's "mylib::bias_gelu" as MylibBiasGeluBackward
+        return "".join(part.capitalize() for part in self.op.name.replace("::", "_").split("_")) + "Backward"
 
     def _unpacked(self) -> list:
         """The saved values, checked against in-place changes made since they were saved."""

@@ -51,7 +51,7 @@ REASONS: tuple[Reason, ...] = (
            r"|non_deterministic|guaranteed_datapipes_determinism|datapipes)$", ("torch.utils.data",)),
     Reason("device-specific (CUDA, cuDNN, MKL-DNN, MPS, XPU, ...)",
            r"cuda|cudnn|cufft|nccl|miopen|mkldnn|^mkl|mps|xpu|mtia|vulkan|(^|_)(hip|hpu|ipu|xla|maia)(_|$)"),
-    Reason(_TORCHSCRIPT, r"^(jit|fx|compiler|export|package|library|ops|classes|cpp|compile|script"
+    Reason(_TORCHSCRIPT, r"^(fx|compiler|package|ops|classes|cpp|compile|script"
                          r"|is_compiling|fork|wait|cond|while_loop|overrides|types|JITException"
                          r"|DisableTorchFunction(Subclass)?)$|^[sS]ym[A-Z_]"
                          r"|^(parse_ir|parse_schema|parse_type_comment|import_ir_module\w*"

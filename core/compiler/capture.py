@@ -33,7 +33,7 @@ class GraphBreak(RuntimeError):
 def user_line() -> str:
     """``file:line`` of the innermost frame outside Ember: where the user's program did it."""
     for frame in reversed(traceback.extract_stack()):
-        if not frame.filename.startswith(_OWN_FOLDERS) and "contextlib" not in frame.filename:
+        if not frame.filename.startswith(_OWN_FOLDERS + ("<formula of ",)) and "contextlib" not in frame.filename:
             return f"{frame.filename}:{frame.lineno} ({frame.line})"
     return "?"
 
@@ -101,9 +101,9 @@ class Tracer(DispatchMode):
         finally:
             self.depth -= 1
         checked = plan.validates_every_call or plan.kind == "fallback"
-        if op.mutates:
-            target = template[op.tensor_positions[0]]
-            outputs = (target,) if isinstance(target, Value) else ()
+        if op.mutates:  # the values it writes into are its outputs
+            targets = [template[i] for i in op.written_positions]
+            outputs = tuple(targets) if all(isinstance(t, Value) for t in targets) else ()
             checked = checked or not outputs  # writes into a list of tensors: through the dispatcher
         else:
             outputs = tuple(self.new_value(t) for t in (result if isinstance(result, tuple) else (result,)))

@@ -28,8 +28,7 @@ class _Inputs:
         self.inputs = inputs
         self.values = [i.value for i in inputs]
         self.objects = {i.value.slot: i.where for i in inputs if i.kind == "object"}
-        written = {step.values[step.op.tensor_positions[0]].slot for step in steps
-                   if isinstance(step, OpNode) and step.op.mutates and isinstance(step.values[step.op.tensor_positions[0]], Value)}
+        written = {v.slot for step in steps if isinstance(step, OpNode) and step.op.mutates for v in step.outputs}
         self.written = [i for i in inputs if i.value.slot in written and i.kind in ("object", "arg")]
 
     def read(self, args: tuple, kwargs: dict) -> list:

@@ -86,8 +86,7 @@ def replayed(entry):
 
 def _written(graph: Graph, inputs: list) -> list[int]:
     """Positions of inputs that steps write in place (copied ones go back to the caller after each run)."""
-    slots = {s.values[s.op.tensor_positions[0]].slot for s in graph.steps
-             if isinstance(s, OpNode) and s.op.mutates and hasattr(s.values[s.op.tensor_positions[0]], "slot")}
+    slots = {v.slot for s in graph.steps if isinstance(s, OpNode) and s.op.mutates for v in s.outputs}
     return [k for k, i in enumerate(inputs) if i.value.slot in slots]
 
 

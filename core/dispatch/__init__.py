@@ -35,7 +35,7 @@ from .execution.plan import cached as cached_plans, clear as clear_plans, use_co
 from .schema.promotion import can_cast, promote_types
 from .ops.shapes.diagonals import diagonal_view
 from .ops.shapes.views import view_strides
-from .schema import OPS, OpDef, composites, primitives
+from .schema import OPS, OpDef, builtin_ops, composites, primitives
 from .contract import registry
 from .execution.fallback import get_fallback, set_fallback
 from .contract.flags import FLAGS, watch as watch_flags
@@ -73,8 +73,9 @@ def __getattr__(name: str):
 
 
 __all__ = ["Backend", "DeviceTimer", "device", "dtype", "dtypes", "hookimpl", "hookspec", "PLUGIN_API_VERSION", "OPS", "OpDef",
-           "primitives", "composites", "promote_types", "can_cast", "ALL_DTYPES", "FLOAT_DTYPES", "INT_DTYPES",
-           "bool_", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32", "float64",
+           "builtin_ops", "primitives", "composites", "promote_types", "can_cast", "ALL_DTYPES", "FLOAT_DTYPES",
+           "INT_DTYPES", "bool_", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32",
+           "float64",
            "view_strides", "diagonal_view", "EmberError", "DeviceError", "DtypeError", "ShapeError", "BackendError", "OutOfRangeError",
            "ArgumentError", "UnsupportedDtypeError",
            "OutOfMemoryError", "NumberOverflowError", "DispatchMode",

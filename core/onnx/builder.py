@@ -3,7 +3,7 @@
 An op's ``onnx`` lowering (declared with the op in the schema) is called as ``lower(g, **bound)``: ``bound``
 holds the call's values by parameter name, tensors as ONNX value names (``None`` where absent, lists of
 names for list parameters) and attributes as Python values, where an integer that follows a dynamic axis is
-a ``Dim``. The lowering emits nodes with ``g.op`` and returns its output name (a tuple for several outputs).
+a ``SymbolicSize``. The lowering emits nodes with ``g.op`` and returns its output name (a tuple for several outputs).
 Before the call, promoted tensor operands are cast to the op's compute dtype and Python numbers among the
 tensor operands become constants of it, so a lowering sees operands of one dtype as the kernel does.
 """
@@ -14,7 +14,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from .dims import Dim, Unfitted
+from ..export.dims import SymbolicSize, Unfitted
 from .errors import SymbolicValueError, UnsupportedOperatorError
 
 _ONNX_TYPES = {
@@ -95,13 +95,13 @@ class GraphBuilder:
 
     # -- integers that may follow dynamic axes --------------------------------------------------
     def ints(self, values) -> str:
-        """A 1-D int64 tensor of ``values`` (ints and ``Dim``s): a constant where every one is fixed."""
+        """A 1-D int64 tensor of ``values`` (ints and ``SymbolicSize``s): a constant where every one is fixed."""
         values = list(values)
         if not _has_dim(values):
             return self.const(np.asarray(values, dtype=np.int64).reshape(len(values)))
         pieces, run = [], []
         for v in values:
-            if isinstance(v, Dim):
+            if isinstance(v, SymbolicSize):
                 if run:
                     pieces.append(self.const(np.asarray(run, dtype=np.int64)))
                     run = []
@@ -113,7 +113,7 @@ class GraphBuilder:
         return pieces[0] if len(pieces) == 1 else self.op("Concat", *pieces, axis=0)
 
     def scalar(self, value, dtype=np.int64) -> str:
-        """A 0-d tensor of ``value`` (a number or a ``Dim``) in ``dtype``."""
+        """A 0-d tensor of ``value`` (a number or a ``SymbolicSize``) in ``dtype``."""
         if not _has_dim(value):
             return self.const(np.asarray(value, dtype=_numpy_dtype(dtype)))
         scalar = self.op("Squeeze", self._dim_tensor(value), self.const(np.asarray([0], dtype=np.int64)))
@@ -127,7 +127,7 @@ class GraphBuilder:
                 f"needs it fixed")
         return value
 
-    def _dim_tensor(self, dim: Dim) -> str:
+    def _dim_tensor(self, dim: SymbolicSize) -> str:
         cached = self._symbol_cache.get(dim)
         if cached is not None:
             return cached
@@ -172,7 +172,7 @@ class GraphBuilder:
         return self.op("Squeeze", name, self.ints(axes))
 
     def shape_of(self, name: str):
-        """The captured shape of a value this op received or made (with ``Dim``s where it follows an axis)."""
+        """The captured shape of a value this op received or made (with ``SymbolicSize``s where it follows an axis)."""
         return self.known[name][0]
 
     def dtype_of(self, name: str):
@@ -196,7 +196,7 @@ _IR_VERSION_FOR_OPSET = {17: 8, 18: 8, 19: 9, 20: 9, 21: 10, 22: 10}
 
 
 def value_info(name: str, dtype, shape) -> onnx.ValueInfoProto:
-    """A graph input/output: ``shape`` holds ints, and strings (or ``Dim``s) for symbolic sizes."""
+    """A graph input/output: ``shape`` holds ints, and strings (or ``SymbolicSize``s) for symbolic sizes."""
     dims = [d if isinstance(d, int) else str(d) for d in shape]
     return helper.make_tensor_value_info(name, onnx_type(dtype), dims)
 
@@ -205,7 +205,7 @@ def _has_dim(value) -> bool:
     if isinstance(value, Unfitted):
         raise SymbolicValueError(f"ember.onnx.export: a size ({value}) changes with the dynamic axes in a way the "
                                  f"exporter cannot write as a function of them")
-    if isinstance(value, Dim):
+    if isinstance(value, SymbolicSize):
         return True
     return isinstance(value, (list, tuple)) and any(_has_dim(v) for v in value)
 

@@ -11,12 +11,12 @@ import onnx
 from ..compiler.graph import Value, leaves
 from ..dispatch.execution import links
 from ..serialization.atomic import atomic_path
-from .errors import CheckerError, OnnxExporterError
+from .errors import CheckerError, OnnxExporterError, SymbolicValueError
 from .folding import fold_constants
 from .lowering import Naming, lower
 from . import DEFAULT_OPSET
 from .options import TrainingMode
-from .symbolic import fixed_forms, follow_axes, tensor_leaves
+from ..export.symbolic import fixed_forms, follow_axes, tensor_leaves
 from .tracing import capture
 
 #: The opsets the lowerings are written for: LayerNormalization needs 17; onnxruntime 1.18+ runs up to 21.
@@ -53,8 +53,10 @@ def export(model, args: Any = (), f=None, *, kwargs: dict | None = None, export_
         by_path = {path: name for (path, _), name in zip(inputs, names)}
         path_of = {name: path for path, name in by_path.items()}
         if input_axes:
-            forms = follow_axes(model, args, kwargs, graph, {path_of[n]: axes for n, axes in input_axes.items()},
-                                describe=lambda path: by_path[path])
+            forms = follow_axes(lambda a, k: capture(model, a, k)[0], args, kwargs, graph,
+                                {path_of[n]: axes for n, axes in input_axes.items()},
+                                describe=lambda path: by_path[path], who="ember.onnx.export", error=SymbolicValueError,
+                                ranges={s: (1, None) for axes in input_axes.values() for s in axes.values()})
         else:
             forms = fixed_forms(graph)
         naming = Naming(inputs=by_path, outputs=outputs, input_axes=input_axes, output_axes=output_axes,

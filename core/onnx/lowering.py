@@ -13,9 +13,9 @@ import numpy as np
 from ..compiler.graph import Graph, OpNode, Value, leaves
 from ..dispatch.schema.dtypes import bool_, float32, int64
 from .builder import GraphBuilder, value_info
-from .dims import Dim
+from ..export.dims import SymbolicSize
 from .errors import OnnxExporterError, UnsupportedOperatorError
-from .symbolic import SymbolicForms
+from ..export.symbolic import SymbolicForms
 
 
 @dataclass
@@ -131,7 +131,7 @@ def _operand(g: GraphBuilder, value, env: dict, compute, plan) -> str | None:
             return cast
         return name
     dtype = compute if compute is not None else _number_dtype(value, plan)
-    if isinstance(value, Dim):
+    if isinstance(value, SymbolicSize):
         name = g.scalar(value, dtype)
     else:
         name = g.const(np.asarray(value), dtype)
@@ -143,7 +143,7 @@ def _number_dtype(value, plan):
     out = plan.out if not isinstance(plan.out, tuple) else plan.out[0]
     if isinstance(value, bool):
         return bool_
-    if isinstance(value, (int, Dim)):
+    if isinstance(value, (int, SymbolicSize)):
         return out if out is not None and out.kind == "int" else int64
     return out if out is not None and out.is_floating_point else float32
 

@@ -114,7 +114,8 @@ class Recorder(DispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         options = self.options
         shapes, dtypes = input_shapes_and_dtypes(args, kwargs) if options.record_shapes else (None, None)
-        event = self._begin("ember::" + func.__name__, OP, "cpu", shapes, dtypes)
+        name = func.__name__  # Ember's ops as ember::<op>; a custom op by its own qualified name (mylib::op)
+        event = self._begin(name if "::" in name else "ember::" + name, OP, "cpu", shapes, dtypes)
         device = call_device(args, kwargs)  # (inside the op's time: finding the default device may load backends)
         event.device = str(device)
         clock = self._device_clock(device) if self._timed else None

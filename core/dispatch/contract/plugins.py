@@ -201,6 +201,14 @@ def why_unknown(device_type: str) -> str:
     return text if failure is None else f"{text}; plugin {device_type!r} {failure}"
 
 
+def known_device_types() -> set[str]:
+    """The device types registered so far and the names of the plugins not imported yet (a plugin is usually
+    named after its device type), importing nothing: what a name given for a device type is checked against
+    while a plugin may still be importing (``ember.library.register_kernel`` inside a plugin's module)."""
+    discover()
+    return set(_backends) | set(_pending or ()) | set(_failures)
+
+
 def loaded() -> dict[str, Backend]:
     """The backends registered so far, importing nothing (for acting on every backend in use)."""
     discover()

@@ -13,6 +13,9 @@ from a memo call themselves.
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
+
 import numpy as np
 
 from . import links, modes
@@ -29,6 +32,7 @@ from ..schema.errors import (ArgumentError, BackendError, DeviceError, DtypeErro
 from .arguments import DATA, PASS, Native, Natives, Number
 from .executor import runner
 from .into import into_runner
+from . import user_kernels
 from .fallback import refuse_or_warn
 from .plan import CallPlan, cached, count_miss, families, prefers_composite, store, store_family, table
 from ..schema.promotion import result_type_of, scalar_dtype
@@ -111,6 +115,40 @@ def resolve(op: OpDef, args: tuple, kwargs: dict) -> tuple[CallPlan, list]:
         if plan is None:
             plan = _validate_and_plan(op, values, False, key)
     return plan, values
+
+
+def infer(op: OpDef, args: tuple, kwargs: dict) -> tuple[CallPlan, list, Any]:
+    """A call validated as its first call would be, without running it and without caching its plan: the plan,
+    the bound values (converted and normalized) and the op's meta result (the outputs' shapes). ``ember.library``'s
+    fake tensors take the shapes and dtypes of their ops' results from here."""
+    global _validating
+    values = bind(op, args, kwargs)
+    with links.recorder.no_grad():
+        plan = _validate_and_plan(op, values, False, None)
+    _validating += 1
+    try:
+        shapes = op.meta(*values)
+    finally:
+        _validating -= 1
+    return plan, values, shapes
+
+
+@contextmanager
+def reads_apart(refuse: Callable[[str], None] | None = None) -> Iterator[None]:
+    """Run the block, inside a validation, as a program of its own: its reads of tensor values are not the
+    validated op's (they do not make the op validate every call) and no tracer hears of them or of its device
+    transfers. With ``refuse``, every read and transfer calls it first, and it raises: ``ember.library`` runs a
+    custom op's fake function so, since a fake function may look at shapes, never at values."""
+    global _validating, _activity
+    saved = _validating, _activity, value_read_hooks[:]
+    if refuse is not None:
+        _validating = 0  # the block's reads are the program's: hooks hear of them (validations inside it aside)
+    value_read_hooks[:] = [] if refuse is None else [refuse]
+    try:
+        yield
+    finally:
+        _validating, _activity = saved[0], saved[1]
+        value_read_hooks[:] = saved[2]
 
 
 def _cached_plan(op: OpDef, key, values: list) -> CallPlan | None:
@@ -382,7 +420,10 @@ def _checked_plan(op: OpDef, values: list, grad: bool, key) -> CallPlan:
 def make_plan(op: OpDef, values: list, dev: Device, backend, compute, out, grad_on: bool,
               records: bool) -> CallPlan:
     """The plan for validated ``values``: which implementation runs and how each operand reaches it."""
-    kernel = backend.kernels.get(op.name)
+    if op.kernels is None:
+        kernel = backend.kernels.get(op.name)
+    else:  # a custom op (ember.library): its user's function for the device, run on tensors
+        kernel = user_kernels.kernel(op, backend, values, dev, out)
     if records and op.kind == "composite" and op.derivative is None:
         kind, impl = "composite", op.composite  # decompose, so that every inner op records its node
     elif kernel is not None and not (op.composite is not None and prefers_composite(op, dev.type)):
@@ -396,7 +437,7 @@ def make_plan(op: OpDef, values: list, dev: Device, backend, compute, out, grad_
         raise EmberError(f"{op.name}: no derivative is declared for this op, so it cannot be differentiated; "
                          f"inputs: {', '.join(describe(t) for t in _tensors_of(op, values))}")
     arguments = _arguments(op, values, compute, backend, dev) if kind == "kernel" else ()
-    if kind == "kernel":
+    if kind == "kernel" and not hasattr(impl, "on_tensors"):
         impl = through_float32(op, impl, values, compute, out, backend.storage_only_dtypes(dev.index),
                                backend.kernels["to_dtype"]) or impl
     plan = CallPlan(op, kind, impl, dev, backend, compute, out, tuple(values[i] for i in op.attr_positions),
@@ -577,6 +618,6 @@ def _check_dtypes(op: OpDef, compute: DType | None, out, tensors, backend, dev: 
                              f"{', '.join(x.name for x in sorted(supported, key=lambda x: x._rank))}")
 
 
-__all__ = ["call", "planned", "run", "resolve", "value_read_hooks", "simple_elementwise", "passes_as_number",
-           "CATEGORY_ACCEPTS", "validates_every_call", "bind", "plan_key", "make_plan", "transfer", "wrap_dim",
-           "note_value_read", "ShapeError", "BackendError"]
+__all__ = ["call", "planned", "run", "resolve", "infer", "reads_apart", "value_read_hooks", "simple_elementwise",
+           "passes_as_number", "CATEGORY_ACCEPTS", "validates_every_call", "bind", "plan_key", "make_plan", "transfer",
+           "wrap_dim", "note_value_read", "ShapeError", "BackendError"]

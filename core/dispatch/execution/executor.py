@@ -99,9 +99,10 @@ def _kernel(plan: CallPlan) -> Callable[[list], Any]:
 
 
 def _list_mutation(plan: CallPlan, impl, check_mutation) -> Callable[[list], Any]:
-    """The runner of an op writing into the tensors of its lists ``op.mutates`` (the multi-tensor optimizer
-    steps): the kernel gets every list as native arrays and writes into them; each written tensor's version
-    counts the write; the call returns None, as PyTorch's ``_fused_adam_`` returns nothing."""
+    """The runner of an op writing into the tensors its ``op.mutates`` names (the lists of the multi-tensor
+    optimizer steps, or single tensors: a custom op's mutated arguments): the kernel gets them as native arrays
+    and writes into them; each written tensor's version counts the write; the call returns None, as PyTorch's
+    ``_fused_adam_`` returns nothing."""
     op = plan.op
     converted = tuple((i, how) for i, how in plan.arguments if how != DATA and how != PASS)
     data_at = tuple(i for i, how in plan.arguments if how == DATA)
@@ -110,7 +111,7 @@ def _list_mutation(plan: CallPlan, impl, check_mutation) -> Callable[[list], Any
     def run(values: list):
         if check_mutation is not None:
             for i in written:
-                for t in values[i]:
+                for t in _written(values[i]):
                     check_mutation(op, [t] * len(values))
         args = values.copy()
         for i in data_at:
@@ -119,10 +120,17 @@ def _list_mutation(plan: CallPlan, impl, check_mutation) -> Callable[[list], Any
             args[i] = convert(values[i])
         impl(*args)
         for i in written:
-            for t in values[i]:
+            for t in _written(values[i]):
                 t._version[0] += 1
         return None
     return run
+
+
+def _written(value) -> tuple:
+    """The tensors a mutating op's argument holds: a list's (Nones left out), or the tensor itself."""
+    if isinstance(value, (list, tuple)):
+        return tuple(t for t in value if t is not None)
+    return () if value is None else (value,)
 
 
 def _spelled_out(plan, impl, data_at: tuple, count: int, wrap, out, dev, record, constants: tuple):

@@ -23,6 +23,7 @@ from ..schema.errors import BackendError
 from ..contract.flags import FLAGS
 from ..schema import OPS, OpDef
 from .transfer import transfer
+from .user_kernels import missing_kernel
 
 ENV_VAR = "EMBER_FALLBACK"
 _CHOICES = ("cpu",)
@@ -65,9 +66,15 @@ def refuse_or_warn(op: OpDef, dev: Device) -> None:
     unless the fallback is on and can run the op, and warns the first time each (op, backend) falls back."""
     target = _target
     if target is None or target == dev.type:
+        if op.kernels is not None:  # a custom op: say where it has kernels
+            raise BackendError(f"{missing_kernel(op, dev)}, or set {ENV_VAR}=cpu or call "
+                               f"ember.backends.set_fallback('cpu') to run it on the CPU")
         raise BackendError(f"{op.name}: the {dev.type} backend has no kernel for this primitive op; set "
                            f"{ENV_VAR}=cpu or call ember.backends.set_fallback('cpu') to run it on the CPU "
                            f"(its inputs are copied there and its results back)")
+    if op.mutates.__class__ is tuple and op.kernels is not None:
+        raise BackendError(f"{missing_kernel(op, dev)}; the {target} fallback cannot run it, since it writes into "
+                           f"its arguments ({', '.join(op.mutates)}), which stay on {dev}")
     if op.view:
         raise BackendError(f"{op.name}: the {dev.type} backend has no kernel for this view op, and the {target} "
                            f"fallback cannot run it: a view must share memory with its input on {dev}")

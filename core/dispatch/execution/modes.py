@@ -114,6 +114,20 @@ class OpCall:
         return hash(self.op.name)
 
 
+#: Handlers registered for one op and one mode class (``ember.library.register_torch_dispatch``, PyTorch's
+#: rule): ``rules[(op, cls)](mode, func, types, args, kwargs)`` handles the op's calls in place of the
+#: ``__torch_dispatch__`` of a mode of exactly that class.
+rules: dict = {}
+
+
+def _handler(mode: DispatchMode, op) -> Callable:
+    """The mode's handler for calls of ``op``: a rule registered for the pair, else its ``__torch_dispatch__``."""
+    rule = rules.get((op, mode.__class__))
+    if rule is None:
+        return mode.__torch_dispatch__
+    return lambda func, types, args, kwargs: rule(mode, func, types, args, kwargs)
+
+
 def dispatch(op, args: tuple, kwargs: dict, run: Callable, level: int | None = None):
     """Hand an op call to the innermost mode below ``level`` (all of them when None); below the last
     mode, ``run(op, args, kwargs)`` executes the op. Called by the dispatcher when ``active`` is non-empty."""
@@ -124,13 +138,14 @@ def dispatch(op, args: tuple, kwargs: dict, run: Callable, level: int | None = N
     mode = active[level - 1]
     func = OpCall(op, level - 1, run)
     types = _tensor_types(args, kwargs) if mode.reads_types else ()
+    handler = _handler(mode, op) if rules else mode.__torch_dispatch__
     if mode.observes_nested:
-        return mode.__torch_dispatch__(func, types, args, kwargs)
+        return handler(func, types, args, kwargs)
     hidden = active[level - 1:]
     del active[level - 1:]  # the handling mode, and those that handled the call before it, stand aside
     standing_above.append(hidden)
     try:
-        return mode.__torch_dispatch__(func, types, args, kwargs)
+        return handler(func, types, args, kwargs)
     finally:
         standing_above.pop()
         active[level - 1:level - 1] = hidden
@@ -181,4 +196,4 @@ def backward_node(node) -> Iterator[None]:
 
 
 __all__ = ["DispatchMode", "TorchDispatchMode", "OpCall", "active", "dispatch", "backward_node", "standing_aside",
-           "tensors_in", "standing_above", "restored"]
+           "tensors_in", "standing_above", "restored", "rules"]

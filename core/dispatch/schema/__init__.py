@@ -12,9 +12,9 @@ It is a room of its own because everything else stands on it: the declarations i
 still asks the contract or the tensor link).
 """
 from .opdef import (ATTR_TYPES, AUTOCAST_CATEGORIES, AUTOCAST_LISTS, CATEGORIES, FLOAT32_ON_CUDA, KINDS, OPS,
-                    REQUIRED, TENSOR_TYPES, Gauge, OpDef, Param, Sample, composites, defop, parse_signature,
-                    primitives)
+                    REQUIRED, TENSOR_TYPES, Gauge, OpDef, Param, Sample, builtin_ops, composites, declare, defop,
+                    parse_signature, primitives, undeclare)
 
 __all__ = ["ATTR_TYPES", "AUTOCAST_CATEGORIES", "AUTOCAST_LISTS", "CATEGORIES", "FLOAT32_ON_CUDA", "KINDS", "OPS",
-           "REQUIRED", "TENSOR_TYPES", "Gauge", "OpDef", "Param", "Sample", "composites", "defop",
-           "parse_signature", "primitives"]
+           "REQUIRED", "TENSOR_TYPES", "Gauge", "OpDef", "Param", "Sample", "builtin_ops", "composites", "declare",
+           "defop", "parse_signature", "primitives", "undeclare"]

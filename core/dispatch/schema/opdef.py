@@ -16,12 +16,16 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from .bound import BoundArgs
+from .dtypes import dtype
 
-CATEGORIES = ("elementwise", "reduction", "view", "linalg", "indexing", "creation", "random", "nn")
+#: "custom": an op made at run time by ``ember.library`` (named ``namespace::name``), not one of Ember's own: the
+#: lists of Ember's ops (``builtin_ops``, ``primitives``, ``composites``: conformance, stubs, docs) leave it out.
+CATEGORIES = ("elementwise", "reduction", "view", "linalg", "indexing", "creation", "random", "nn", "custom")
 KINDS = ("primitive", "composite")
 #: Autocast's cast categories (``ember.autocast``), as PyTorch's lists define them: "lower" runs the op in
 #: the region's low-precision dtype, "float32" in float32, "promote" in the widest floating dtype among the
-#: operands; "banned" refuses the op (it is unsafe to autocast). See ``OpDef.autocast``.
+#: operands; "banned" refuses the op (it is unsafe to autocast). A dtype in place of a category casts the
+#: operands to that dtype (``ember.library.register_autocast``, PyTorch's ``cast_inputs``). See ``OpDef.autocast``.
 AUTOCAST_CATEGORIES = ("lower", "float32", "promote", "banned")
 #: The device types with lists of their own; every other device type follows the "cuda" list.
 AUTOCAST_LISTS = ("cpu", "cuda")
@@ -176,6 +180,10 @@ class OpDef:
     # None: composites run their decomposition under vmap, primitives run once per batch element with a warning
     # naming the op. Elementwise ops default to "elementwise", random ops to "random"
     batch: str | Callable[..., Any] | None = None
+    # a custom op's own kernels (``ember.library``): device type -> a function on Ember tensors, with the key
+    # None for every device type and "privateuse1" for every device type but cpu and cuda; the dispatcher runs
+    # one as a plan's kernel (``execution/user_kernels.py``). None for Ember's ops, whose kernels are backends'
+    kernels: dict | None = None
 
     def __post_init__(self) -> None:
         self.param_index = {p.name: i for i, p in enumerate(self.params)}
@@ -207,7 +215,11 @@ class OpDef:
         leading = len(self.tensor_positions)
         self.leading_tensors = leading if (not self.list_positions
                                            and self.tensor_positions == tuple(range(leading))) else None
-        self.autocast_policy = _autocast_policy(self.name, self.autocast)
+        # the parameters a mutating op writes into: its first input (mutates=True), or those ``mutates`` names
+        self.written_positions = ((self.tensor_positions[0],) if self.mutates is True else
+                                  tuple(self.param_index[n] for n in self.mutates) if self.mutates.__class__ is tuple
+                                  else ())
+        self.autocast_policy = _autocast_policy(self.name, self.autocast, own_lists=self.category == "custom")
         _default_transforms(self)
         self.accepts_out = accepts_out(self)  # the dispatcher takes PyTorch's out= keyword for it
 
@@ -220,12 +232,20 @@ class OpDef:
         """``(compute_dtype, out_dtype)`` by this op's promotion rule, which reads the values by name."""
         return self.promotion(result_type, self, BoundArgs(self, values))
 
-    def autocast_category(self, device_type: str) -> str | None:
-        """This op's autocast category on ``device_type`` (None: it runs as called)."""
+    def autocast_category(self, device_type: str):
+        """This op's autocast category on ``device_type`` (or the dtype it casts to; None: it runs as called)."""
         policy = self.autocast_policy
         if policy is None:
             return None
-        return policy["cpu" if device_type == "cpu" else "cuda"]
+        return policy[device_type] if device_type in policy else policy[None]
+
+    def redeclare(self, **fields) -> None:
+        """Change declared fields of an op made at run time (``ember.library``'s registrations complete a custom
+        op's declaration one by one) and work out again what follows from them. Plans made before are stale:
+        the caller clears them (``execution.plan.clear``)."""
+        for name, value in fields.items():
+            setattr(self, name, value)
+        self.__post_init__()
 
     @property
     def tensor_params(self) -> tuple[Param, ...]:
@@ -272,24 +292,30 @@ def _default_transforms(op: OpDef) -> None:
             raise ValueError(f"{op.name}: unknown {field_name} rule {rule!r} (known: {known})")
 
 
-def _autocast_policy(name: str, declared) -> dict | None:
-    """``OpDef.autocast`` as a dict with a category (or None) for each of AUTOCAST_LISTS; None for no policy."""
+def _autocast_policy(name: str, declared, own_lists: bool = False) -> dict | None:
+    """``OpDef.autocast`` as a dict with a category (or None) for each of AUTOCAST_LISTS, and under the key None
+    the one device types without a list of their own follow (cuda's); None for no policy. With ``own_lists`` (a
+    custom op), any device type may have a list, and device types without one run as called."""
     if declared is None:
         return None
-    policy = dict.fromkeys(AUTOCAST_LISTS, declared) if isinstance(declared, str) else dict(declared)
+    policy = dict.fromkeys(AUTOCAST_LISTS, declared) if not isinstance(declared, dict) else dict(declared)
     unknown = set(policy) - set(AUTOCAST_LISTS)
-    if unknown:
+    if unknown and not own_lists:
         raise ValueError(f"{name}: autocast lists are {AUTOCAST_LISTS}, not {sorted(unknown)}")
     for category in policy.values():
-        if category is not None and category not in AUTOCAST_CATEGORIES:
-            raise ValueError(f"{name}: unknown autocast category {category!r} (known: {AUTOCAST_CATEGORIES})")
-    return {key: policy.get(key) for key in AUTOCAST_LISTS}
+        if category is not None and category not in AUTOCAST_CATEGORIES and not isinstance(category, dtype):
+            raise ValueError(f"{name}: unknown autocast category {category!r} (known: {AUTOCAST_CATEGORIES}, or "
+                             f"a dtype to cast to)")
+    lists = {key: policy.get(key) for key in AUTOCAST_LISTS}
+    if own_lists:
+        return {**lists, **policy, None: None}
+    return {**lists, None: lists["cuda"]}
 
 
 def accepts_out(op) -> bool:
     """Ops that make new tensors take ``out=``; views, in-place and mutating ops do not, nor do the shape ops
     but the joins (``cat``, ``stack``, ``hstack`` ...), as in PyTorch."""
-    if op.view or op.mutates or op.name.endswith("_") or "out" in op.param_index:
+    if op.view or op.mutates or op.name.endswith("_") or "out" in op.param_index or op.category == "custom":
         return False
     return op.category != "view" or op.name.endswith(("cat", "stack"))
 
@@ -359,6 +385,14 @@ def defop(signature: str, category: str, *, kind: str = "primitive", promotion, 
           composite: Callable | None = None, **fields) -> OpDef:
     """Declare one operator. Called once per op, at import of the ``ember.dispatch.ops`` modules."""
     name, params = parse_signature(signature)
+    return declare(name, params, category, kind=kind, promotion=promotion, meta=meta, composite=composite,
+                   **fields)
+
+
+def declare(name: str, params: tuple[Param, ...], category: str, *, kind: str = "primitive", promotion, meta,
+            composite: Callable | None = None, **fields) -> OpDef:
+    """Declare one operator from its parsed signature: ``defop``'s work after the parsing, and how
+    ``ember.library`` declares the custom ops it makes at run time (``category="custom"``)."""
     if name in OPS:
         raise ValueError(f"op {name!r} is declared twice")
     if category not in CATEGORIES:
@@ -383,9 +417,22 @@ def _declaring_statement() -> tuple[str, int] | None:
     return None if frame is None else (frame.f_code.co_filename, frame.f_lineno)
 
 
+def undeclare(name: str) -> OpDef:
+    """Remove a custom op from OPS (``ember.library``: a library destroyed, an op redefined); Ember's own ops stay."""
+    op = OPS.get(name)
+    if op is None or op.category != "custom":
+        raise ValueError(f"{name!r} is not a custom op (only ops made by ember.library can be removed)")
+    return OPS.pop(name)
+
+
+def builtin_ops() -> list[OpDef]:
+    """Ember's own ops: OPS without the custom ops of ``ember.library`` (what conformance, stubs and docs cover)."""
+    return [op for op in OPS.values() if op.category != "custom"]
+
+
 def primitives() -> list[OpDef]:
-    return [op for op in OPS.values() if op.kind == "primitive"]
+    return [op for op in OPS.values() if op.kind == "primitive" and op.category != "custom"]
 
 
 def composites() -> list[OpDef]:
-    return [op for op in OPS.values() if op.kind == "composite"]
+    return [op for op in OPS.values() if op.kind == "composite" and op.category != "custom"]

@@ -8,18 +8,17 @@ export's own inputs by repeating or dropping entries along the axis, so token id
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
 
 from ..compiler.capture import _paths, at_path
 from ..compiler.graph import Graph, Value
 from ..dispatch.execution import links
 from .dims import NotFitted, Probe, Unfitted, fit, fit_tree, probe_sizes
-from .errors import SymbolicValueError
-from .tracing import capture
 
 
 @dataclass
 class SymbolicForms:
-    """The graph's integers with ``Dim``s where they follow an axis: per node (by position in ``steps``) its
+    """The graph's integers with ``SymbolicSize``s where they follow an axis: per node (by position in ``steps``) its
     values, and per value slot its shape; ``sources`` maps each symbol to one (input path, axis) holding it."""
     node_values: list = field(default_factory=list)
     shapes: dict = field(default_factory=dict)
@@ -34,28 +33,38 @@ def fixed_forms(graph: Graph) -> SymbolicForms:
     return forms
 
 
-def follow_axes(model, args: tuple, kwargs: dict, graph: Graph, axes: dict, describe) -> SymbolicForms:
-    """``axes`` maps an input's path to ``{axis: symbol}``; ``describe(path)`` names that input for errors."""
+def follow_axes(capture: Callable, args: tuple, kwargs: dict, graph: Graph, axes: dict, describe: Callable, *,
+                who: str, error: type, ranges: dict | None = None) -> SymbolicForms:
+    """``axes`` maps an input's path to ``{axis: symbol}``; ``describe(path)`` names that input for errors;
+    ``capture(args, kwargs)`` captures the program again at other sizes; ``ranges`` bounds each symbol's sizes
+    (``(low, high)``, high None for none). Errors are ``error``s naming ``who``."""
     sizes: dict = {}
     for path, per_axis in axes.items():
         shape = tuple(at_path((args, kwargs), path).shape)
         for axis, symbol in per_axis.items():
             if axis >= len(shape):
-                raise SymbolicValueError(f"ember.onnx.export: dynamic axis {axis} ('{symbol}') of input "
-                                         f"'{describe(path)}' does not exist: its shape is {shape}")
+                raise error(f"{who}: dynamic axis {axis} ('{symbol}') of input '{describe(path)}' does not exist: "
+                            f"its shape is {shape}")
             if sizes.setdefault(symbol, shape[axis]) != shape[axis]:
-                raise SymbolicValueError(f"ember.onnx.export: dynamic axis '{symbol}' has size {sizes[symbol]} "
-                                         f"in one input and {shape[axis]} in '{describe(path)}'")
+                raise error(f"{who}: dynamic axis '{symbol}' has size {sizes[symbol]} in one input and "
+                            f"{shape[axis]} in '{describe(path)}'")
     base = Probe(dict(sizes))
-    moved = {s: probe_sizes(n, 2) for s, n in sizes.items()}
+    ranges = ranges or {}
+    moved = {}
+    for s, n in sizes.items():
+        low, high = ranges.get(s, (2, None))
+        moved[s] = probe_sizes(n, 2, low, high)
+        if moved[s] is None:
+            raise error(f"{who}: the dynamic dimension '{s}' (size {n} in the example inputs) has no other size in its "
+                        f"range [{low}, {'inf' if high is None else high}] to check how the program follows it")
     probes = [base] + [Probe({**sizes, s: moved[s][0]}) for s in sizes] + [
         Probe({s: moved[s][1] for s in sizes})]
-    graphs = [graph] + [_capture_at(model, args, kwargs, axes, p, base, describe) for p in probes[1:]]
+    graphs = [graph] + [_capture_at(capture, args, kwargs, axes, p, base, who, error) for p in probes[1:]]
     forms = SymbolicForms(sources={})
     for path, per_axis in axes.items():
         for axis, symbol in per_axis.items():
             forms.sources.setdefault(symbol, (path, axis))
-    _check_same_program(graphs, probes)
+    _check_same_program(graphs, probes, who, error)
     for index, step in enumerate(graph.steps):
         values = []
         for position, value in enumerate(step.values):
@@ -66,8 +75,8 @@ def follow_axes(model, args: tuple, kwargs: dict, graph: Graph, axes: dict, desc
             try:
                 values.append(fit_tree([g.steps[index].values[position] for g in graphs], probes, where))
             except NotFitted as error:
-                raise SymbolicValueError(
-                    f"ember.onnx.export: {where}: a value changes with the dynamic axes in a way the exporter "
+                raise error(
+                    f"{who}: {where}: a value changes with the dynamic axes in a way the exporter "
                     f"cannot write as a function of them ({error}); make it a fixed size or an input") from None
         forms.node_values.append(values)
     by_slot = [{v.slot: v for v in _all_values(g)} for g in graphs]
@@ -87,18 +96,16 @@ def _fit_size(sizes: list, probes: list, label: str):
         return Unfitted(f"size_{label}")
 
 
-def _capture_at(model, args, kwargs, axes, probe: Probe, base: Probe, describe) -> Graph:
+def _capture_at(capture: Callable, args, kwargs, axes, probe: Probe, base: Probe, who: str, error: type) -> Graph:
     moved_args, moved_kwargs = _resized(args, kwargs, axes, probe.sizes, base.sizes)
     changes = ", ".join(f"'{s}' {base.sizes[s]} -> {n}" for s, n in probe.sizes.items() if n != base.sizes[s])
     try:
-        graph, _, _ = capture(model, moved_args, moved_kwargs)
-    except SymbolicValueError:
+        return capture(moved_args, moved_kwargs)
+    except error:
         raise
-    except Exception as error:  # noqa: BLE001  the model's own error, reported with what changed
-        raise SymbolicValueError(
-            f"ember.onnx.export: to find how sizes follow the dynamic axes, the model runs with other sizes "
-            f"({changes}), and it failed: {type(error).__name__}: {error}") from error
-    return graph
+    except Exception as exc:  # noqa: BLE001  the model's own error, reported with what changed
+        raise error(f"{who}: to find how sizes follow the dynamic axes, the model runs with other sizes ({changes}), "
+                    f"and it failed: {type(exc).__name__}: {exc}") from exc
 
 
 def _resized(args, kwargs, axes: dict, sizes: dict, base: dict):
@@ -127,7 +134,7 @@ def _resized(args, kwargs, axes: dict, sizes: dict, base: dict):
     return rebuild(args, (0,)), rebuild(kwargs, (1,))
 
 
-def _check_same_program(graphs: list, probes: list) -> None:
+def _check_same_program(graphs: list, probes: list, who: str, error: type) -> None:
     first = graphs[0]
     for graph, probe in zip(graphs[1:], probes[1:]):
         ops_a = [step.op.name for step in first.steps]
@@ -136,8 +143,8 @@ def _check_same_program(graphs: list, probes: list) -> None:
         wiring_b = [[_slots(v) for v in step.values] for step in graph.steps]
         if ops_a != ops_b or wiring_a != wiring_b:
             at = next((i for i, (a, b) in enumerate(zip(ops_a, ops_b)) if a != b), min(len(ops_a), len(ops_b)))
-            raise SymbolicValueError(
-                f"ember.onnx.export: the model runs different ops when the dynamic axes change size (sizes "
+            raise error(
+                f"{who}: the model runs different ops when the dynamic axes change size (sizes "
                 f"{probe.sizes}: {len(ops_b)} ops instead of {len(ops_a)}, first difference at op {at}: "
                 f"{ops_a[at] if at < len(ops_a) else 'end'} vs {ops_b[at] if at < len(ops_b) else 'end'}); Python "
                 f"control flow over a dynamic size (a loop over the sequence) cannot be exported with that axis "

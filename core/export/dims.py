@@ -2,9 +2,9 @@
 
 A captured graph holds plain integers: ``x.view(B * T, C)`` is recorded as ``view(x, (128, 32))``. To find
 which integers follow a dynamic axis, the exporter captures the model again with the dynamic axes at other
-sizes and compares: an integer that moves with the axes is written as a ``Dim``, a small polynomial in
+sizes and compares: an integer that moves with the axes is written as a ``SymbolicSize``, a small polynomial in
 the axes' symbols (``batch * seq``, ``seq - 1``, ``3 * batch``), fitted to the captures and confirmed on
-one more capture with every axis moved at once. The ONNX graph computes a ``Dim`` from the inputs' shapes.
+one more capture with every axis moved at once. The ONNX graph computes a ``SymbolicSize`` from the inputs' shapes.
 """
 from __future__ import annotations
 
@@ -14,14 +14,14 @@ from fractions import Fraction
 
 
 @dataclass(frozen=True)
-class Dim:
+class SymbolicSize:
     """``sum(coef * prod(symbols))`` over ``terms``: a tuple of (symbols, coef) pairs; symbols is a sorted
     tuple of names (repeated for powers), ``()`` for the constant term."""
     terms: tuple
 
     @staticmethod
-    def of(symbol: str) -> "Dim":
-        return Dim(((((symbol,), 1),)))
+    def of(symbol: str) -> "SymbolicSize":
+        return SymbolicSize(((((symbol,), 1),)))
 
     def evaluate(self, sizes: dict) -> int:
         return sum(coef * math.prod(sizes[s] for s in symbols) for symbols, coef in self.terms)
@@ -61,17 +61,17 @@ class Probe:
 
 
 class NotFitted(ValueError):
-    """An integer that changes with the dynamic axes in a way no ``Dim`` of the fitted family describes."""
+    """An integer that changes with the dynamic axes in a way no ``SymbolicSize`` of the fitted family describes."""
 
 
-def fit(values: list, probes: list) -> int | Dim:
-    """The integer or ``Dim`` that takes ``values[i]`` at ``probes[i]``.
+def fit(values: list, probes: list) -> int | SymbolicSize:
+    """The integer or ``SymbolicSize`` that takes ``values[i]`` at ``probes[i]``.
 
     ``probes[0]`` is the export's own sizes, ``probes[1:-1]`` move one symbol each, ``probes[-1]`` moves all
     of them; the last one only confirms the fit. Families tried: constant; ``a*s + b`` in one symbol; a
     monomial ``c * s1 * s2 ...`` over several.
     """
-    base, single, check = values[0], values[1:-1], values[-1]
+    base, single = values[0], values[1:-1]
     if all(v == base for v in values):
         return base
     moved = [i for i, v in enumerate(single) if v != base]
@@ -84,12 +84,12 @@ def fit(values: list, probes: list) -> int | Dim:
         offset = base - slope * probes[0].sizes[s]
         if slope.denominator == 1 and offset.denominator == 1:
             terms = ((((s,), int(slope)),) + ((((), int(offset)),) if offset else ()))
-            candidate = Dim(terms)
+            candidate = SymbolicSize(terms)
     elif moved:
         symbols = tuple(sorted(names[i] for i in moved))
         coef = Fraction(base, math.prod(probes[0].sizes[s] for s in symbols))
         if coef.denominator == 1:
-            candidate = Dim(((symbols, int(coef)),))
+            candidate = SymbolicSize(((symbols, int(coef)),))
     if candidate is None or any(candidate.evaluate(p.sizes) != v for p, v in zip(probes, values)):
         raise NotFitted(f"values {values} at sizes {[p.sizes for p in probes]}")
     return candidate
@@ -124,12 +124,13 @@ def _same(a, b) -> bool:
         return a is b
 
 
-def probe_sizes(size: int, moves: int) -> list:
-    """Other sizes for an axis now of ``size``: smaller ones where possible (models cap lengths at a block
-    size), larger ones for axes of 1 or 2."""
-    if size - moves >= 1 and size > 2:
-        return [size - k for k in range(1, moves + 1)]
-    return [size + k for k in range(1, moves + 1)]
+def probe_sizes(size: int, moves: int, low: int = 2, high: int | None = None) -> list | None:
+    """``moves`` other sizes for an axis now of ``size``, within ``[low, high]``: smaller ones where possible
+    (models cap lengths at a block size), larger ones otherwise; None where the range holds too few."""
+    smaller = [n for n in range(size - 1, low - 1, -1)][:moves]
+    larger = [n for n in range(size + 1, size + 1 + moves) if high is None or n <= high]
+    picks = (smaller + larger)[:moves] if size > 2 else (larger + smaller)[:moves]
+    return picks if len(picks) == moves else None
 
 
-__all__ = ["Dim", "Unfitted", "Probe", "NotFitted", "fit", "fit_tree", "probe_sizes"]
+__all__ = ["SymbolicSize", "Unfitted", "Probe", "NotFitted", "fit", "fit_tree", "probe_sizes"]
