@@ -49,11 +49,15 @@ class RunawayRead(Exception):
     """The reader went on reading an endless stream far beyond any sensible bound."""
 
 
-class EndlessStream(io.RawIOBase):
-    """A pipe that never ends: zeros after an Ember magic number."""
+_ZEROS = memoryview(bytes(2 ** 20))  # made before any measurement, so that the stream itself allocates nothing
 
-    def __init__(self) -> None:
+
+class EndlessStream(io.RawIOBase):
+    """A pipe that never ends: zeros after ``head`` (an Ember magic number by default)."""
+
+    def __init__(self, head: bytes = b"\x89EMBER\r\n") -> None:
         self.sent = 0
+        self.head = head
 
     def readable(self) -> bool:
         return True
@@ -62,9 +66,12 @@ class EndlessStream(io.RawIOBase):
         if self.sent > RUNAWAY:
             raise RunawayRead(f"read {self.sent} bytes of an endless stream")
         view = memoryview(buffer).cast("B")
-        view[:] = bytes(len(view)) if self.sent else b"\x89EMBER\r\n".ljust(len(view), b"\0")[:len(view)]
-        self.sent += len(view)
-        return len(view)
+        count = min(len(view), len(_ZEROS))
+        view[:count] = _ZEROS[:count]
+        if self.sent == 0:
+            view[:len(self.head)] = self.head
+        self.sent += count
+        return count
 
 
 # -- Ember format --------------------------------------------------------------------------------------------

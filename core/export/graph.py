@@ -166,13 +166,14 @@ def _program_device(graph, tracer):
 
 
 def _lifted(value, device):
-    if isinstance(value, Value):
-        return Ref(value.slot)
-    if isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
-        return type(value)(_lifted(v, device) for v in value)
-    if isinstance(value, Device) and device is not None and value == device:
-        return PROGRAM_DEVICE
-    return value
+    """A captured argument as the program keeps it: ``Ref``s for tensors, ``PROGRAM_DEVICE`` for its device."""
+    def leaf(x):
+        if isinstance(x, Value):
+            return Ref(x.slot)
+        if isinstance(x, Device) and device is not None and x == device:
+            return PROGRAM_DEVICE
+        return x
+    return rebuild(value, leaf)
 
 
 def _as_ref(x):

@@ -176,15 +176,14 @@ def _device(program: ProgramGraph, env: dict):
 
 
 def _value(v, env: dict, sizes: dict, device):
-    if isinstance(v, Ref):
-        return env[v.slot]
-    if isinstance(v, SymbolicSize):
-        return v.evaluate(sizes)
-    if v is PROGRAM_DEVICE:
-        return device
-    if isinstance(v, (list, tuple)) and not hasattr(v, "_fields"):
-        return type(v)(_value(x, env, sizes, device) for x in v)
-    return v
+    """A node's argument as this run has it: tensors, sizes and the program's device put in."""
+    def leaf(x):
+        if isinstance(x, Ref):
+            return env[x.slot]
+        if isinstance(x, SymbolicSize):
+            return x.evaluate(sizes)
+        return device if x is PROGRAM_DEVICE else x
+    return rebuild(v, leaf)
 
 
 __all__ = ["run", "bind_inputs", "check_guards"]
