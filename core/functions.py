@@ -12,7 +12,7 @@ from .dispatch.ops.reductions import histograms as _histograms
 from .dispatch.ops.indexing import sets as _sets
 from .dispatch.execution.out_argument import accepting_out
 from .dispatch.schema import OPS
-from .dispatch.schema.binding import float_argument, int_argument
+from .dispatch.schema.binding import bool_argument, float_argument, int_argument
 from .dispatch.schema.promotion import promote_types
 from .dispatch.schema.errors import ArgumentError
 from .memory_format import (channels_last, channels_last_3d, check_layout, contiguous_format, preserve_format,
@@ -266,11 +266,14 @@ def _with_factory_keywords(function, op):
     default_layout = None if op.name in _LIKE else strided  # PyTorch's defaults: the *_like ones follow the input
 
     def creator(*args, requires_grad: bool = False, **kwargs):
-        if factory:
+        requires_grad = requires_grad is not None and bool_argument(op.name, "requires_grad", requires_grad)
+        if factory:  # None: the default, as PyTorch's parser reads it for these two
             check_layout(op.name, kwargs.pop("layout", default_layout))
             pin = kwargs.pop("pin_memory", False)
+            pin = pin is not None and bool_argument(op.name, "pin_memory", pin)
         if formats:
-            fmt = kwargs.pop("memory_format", None) or default_format  # None: the default, as in PyTorch
+            fmt = kwargs.pop("memory_format", None)
+            fmt = default_format if fmt is None else fmt  # None: the default, as in PyTorch
         out = function(*args, **kwargs)
         if formats:
             out = laid_out(out, fmt, args[0] if op.name in _LIKE and args else kwargs.get("input"), op.name)

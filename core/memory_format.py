@@ -54,6 +54,8 @@ channels_last_3d = memory_format("channels_last_3d", (0, 2, 3, 4, 1))
 
 def check_layout(function: str, value) -> None:
     """PyTorch's ``layout=`` keyword of dense factories: ``ember.strided`` (or None)."""
+    if value is not None and not isinstance(value, layout):
+        raise TypeError(f"{function}(): argument 'layout' must be layout, not {type(value).__name__}")
     if value is not None and value is not strided:
         raise ValueError(f"{function}: layout={value!r} is not supported here: this factory makes strided "
                          f"tensors; make sparse ones with ember.sparse_coo_tensor, ember.sparse_csr_tensor or "

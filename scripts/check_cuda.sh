@@ -57,12 +57,16 @@ fi
 
 step conformance 200 conformance.log "$python" -m pytest -p no:cacheprovider -q -rf -n "$workers" \
     --pyargs ember.conformance --backend cuda
+# a timed fuzz campaign on cuda (crashes counted in a child process) and the differential fuzzer against PyTorch's
+# CPU, with the summary line at the end of the log (the conformance step ran the quick fuzz profile already)
+step fuzz 150 conformance.log "$python" -m ember.conformance.fuzzing --backend cuda --seconds 60 --seed 11 \
+    --pytorch-calls 2 --pytorch-seconds 60
 step project-tests 100 tests.log "$python" -m pytest -p no:cacheprovider -q -rf -n "$workers" \
     tests/test_cuda_module.py tests/test_cuda_probe.py tests/test_cuda_streams.py tests/test_cuda_host_logic.py \
     tests/test_arraykernels.py tests/test_autocast.py tests/test_grad_scaler.py tests/test_dlpack.py \
     tests/test_fusion_devices.py tests/test_cuda_nvrtc.py tests/test_host_syncs.py tests/test_reduce_overhead.py \
     tests/test_cuda_graphs_api.py tests/test_optim_multi_tensor.py tests/test_sdpa_fused.py \
-    tests/test_cudnn_host.py tests/test_cudnn_attention_host.py
+    tests/test_cudnn_host.py tests/test_cudnn_attention_host.py tests/test_device_oom.py
 # cuDNN (ember.backends.cuda.cudnn) against the im2col path: values and gradients in float32/float16/bfloat16, and
 # forward+backward time per conv layer of the benchmark CNN; says "skipped" where cudnn is not importable
 step cudnn 45 cudnn.log "$python" scripts/check_cudnn.py

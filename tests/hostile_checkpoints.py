@@ -16,9 +16,12 @@ from __future__ import annotations
 import collections
 import io
 import json
+import os
 import pickle
+import signal
 import struct
 import sys
+import tempfile
 import tracemalloc
 import zipfile
 import zlib
@@ -32,8 +35,13 @@ from ember.serialization import CheckpointError, load_safetensors
 
 SLACK = 4 * 2 ** 20  # what loading may allocate beyond the file's size: parsing, small objects, one read chunk
 BLOB = 8 * 2 ** 20  # the blob that alias bombs point 96 records at
-STREAM_LIMIT = 16 * 2 ** 20  # MAX_STREAM_BYTES during the endless-stream case
+STREAM_LIMIT = 64 * 2 ** 20  # MAX_STREAM_BYTES during the endless-stream cases: far more than they may hold in memory
 RUNAWAY = 256 * 2 ** 20  # an endless stream stops the run by itself after this much, if the reader does not
+DEADLINE_S = 60  # a load still running after this long counts as a hang
+CANARY = os.path.join(tempfile.gettempdir(), f"ember-hostile-canary-{os.getpid()}")
+#: ``os.system('touch "$EMBER_HOSTILE_CANARY"')`` as a protocol-0 pickle: if any loader ever runs it, the canary
+#: file shows it (the run sets the variable to ``CANARY``).
+RUN_CODE = b"cos\nsystem\n(S'touch \"$EMBER_HOSTILE_CANARY\"'\ntR."
 
 
 @dataclass
@@ -52,10 +60,15 @@ class RunawayRead(Exception):
 _ZEROS = memoryview(bytes(2 ** 20))  # made before any measurement, so that the stream itself allocates nothing
 
 
-class EndlessStream(io.RawIOBase):
-    """A pipe that never ends: zeros after ``head`` (an Ember magic number by default)."""
+EMBER_MAGIC_ONLY = b"\x89EMBER\r\n"  # Ember's magic number, then zeros: format version 0
+EMBER_HEAD = struct.pack("<8sII", EMBER_MAGIC_ONLY, 2, 0)  # a head this Ember reads, then zeros without end
+ZIP_HEAD = struct.pack("<4s5H3I2H", b"PK\x03\x04", 20, 0, 0, 0, 0, 0, 0, 0, 16, 0) + b"archive/data.pkl"
 
-    def __init__(self, head: bytes = b"\x89EMBER\r\n") -> None:
+
+class EndlessStream(io.RawIOBase):
+    """A pipe that never ends: zeros after ``head`` (Ember's magic number by default)."""
+
+    def __init__(self, head: bytes = EMBER_MAGIC_ONLY) -> None:
         self.sent = 0
         self.head = head
 
@@ -215,7 +228,7 @@ def _ember_pickle_cases() -> list[Case]:
         "not a list": pickle.dumps({"a": 1}, protocol=4),
         "memo bomb": _memo_bomb(2 ** 24),
         "bytearray bomb": _bytearray_bomb(2 ** 28),
-        "os.system": b"cos\nsystem\n(S'true'\ntR.",
+        "os.system": RUN_CODE,
         "unknown persistent id": b"\x80\x04(X\x03\x00\x00\x00evilK\x00tQ\x85.",
         "huge BINBYTES8": b"\x80\x04\x8e" + struct.pack("<Q", 2 ** 62) + b"x.",
         "huge frame": b"\x80\x04\x95" + struct.pack("<Q", 2 ** 40) + b"].",
@@ -383,7 +396,7 @@ def _torch_zip_cases() -> list[Case]:
             {"sd": Call(ODICT, state={"_metadata": {}, "get": "x"})})),
     ]
     for name, payload in [("garbage", b"\x80\x02garbage"), ("empty", b""), ("bytearray bomb", _bytearray_bomb(2 ** 28)),
-                          ("os.system", b"cos\nsystem\n(S'true'\ntR."),
+                          ("os.system", RUN_CODE),
                           ("torch.nn.Linear", b"\x80\x02ctorch.nn\nLinear\n)R.")]:
         cases.append(Case("torch zip: pickles", name, lambda payload=payload: _zip({"archive/data.pkl": payload})))
     cases.append(Case("torch zip: pickles", "memo bomb (a valid pickle of [])",
@@ -525,7 +538,9 @@ def _safetensors_cases() -> list[Case]:
 
 def cases() -> list[Case]:
     return (_ember_cases() + _torch_zip_cases() + _legacy_cases() + _safetensors_cases()
-            + [Case("streams", "endless non-seekable stream", EndlessStream)])
+            + [Case("streams", f"endless non-seekable stream: {name}", lambda head=head: EndlessStream(head))
+               for name, head in [("magic, then zeros", EMBER_MAGIC_ONLY), ("Ember head, then zeros", EMBER_HEAD),
+                                  ("zip entry header, then zeros", ZIP_HEAD), ("junk", b"\x00junk")]])
 
 
 # -- the run ------------------------------------------------------------------------------------------------
@@ -533,35 +548,60 @@ def cases() -> list[Case]:
 @dataclass
 class Outcome:
     case: Case
-    result: str  # "CheckpointError", "loaded", or the name of whatever else was raised
+    result: str  # the refusal's class name, "loaded", "hang", or the name of whatever else was raised
     message: str
-    size: int
+    size: int  # what loading may hold in memory beyond SLACK: the file's size (a stream's: the spool's memory)
     peak: int
+    ran_code: bool = False
+    refusal: str = "CheckpointError"
+
+    @property
+    def memory_bomb(self) -> bool:
+        return self.peak > self.size + SLACK
 
     @property
     def clean(self) -> bool:
-        bounded = self.peak <= self.size + SLACK
-        return bounded and (self.result == "CheckpointError" or (self.result == "loaded" and self.case.may_load))
+        refused = self.result == self.refusal or (self.result == "loaded" and getattr(self.case, "may_load", False))
+        return refused and not self.memory_bomb and not self.ran_code
 
 
-def attack(case: Case, tmp_dir: str) -> Outcome:
-    """Load one crafted file under ``tracemalloc`` and say what happened."""
+class _Hung(Exception):
+    pass
+
+
+def _on_alarm(signum, frame):
+    raise _Hung(f"still loading after {DEADLINE_S} s")
+
+
+def _load_case(case: Case, target):
+    return load_safetensors(target) if getattr(case, "safetensors", False) else ember.load(target)
+
+
+def attack(case: Case, tmp_dir: str, load: Callable = _load_case, refusal: type = CheckpointError,
+           file_name: str = "crafted") -> Outcome:
+    """Load one crafted file (``load(case, target)``) under ``tracemalloc`` and a deadline, and say what
+    happened: refused with ``refusal``, loaded, hung, or raised something else; whether its payload ran."""
     target = case.make()
-    size = STREAM_LIMIT
+    size = ember.serialization.source.SPOOL_MEMORY_BYTES  # a stream: the rest of it belongs on disk
     if isinstance(target, bytes):
-        size, path = len(target), f"{tmp_dir}/crafted"
+        size, path = len(target), os.path.join(tmp_dir, file_name)
         with open(path, "wb") as f:
             f.write(target)
         target = path
-    limit = getattr(ember.serialization, "MAX_STREAM_BYTES", None)
+    limit = ember.serialization.MAX_STREAM_BYTES
     ember.serialization.MAX_STREAM_BYTES = STREAM_LIMIT
+    os.environ["EMBER_HOSTILE_CANARY"] = CANARY
+    previous = signal.signal(signal.SIGALRM, _on_alarm)
+    signal.alarm(DEADLINE_S)
     tracemalloc.start()
     try:
-        loaded = load_safetensors(target) if case.safetensors else ember.load(target)
+        loaded = load(case, target)
         result, message = "loaded", f"{type(loaded).__name__}"
         del loaded
-    except CheckpointError as exc:
-        result, message = "CheckpointError", str(exc)
+    except refusal as exc:
+        result, message = refusal.__name__, str(exc)
+    except _Hung as exc:
+        result, message = "hang", str(exc)
     except BaseException as exc:  # noqa: BLE001  (the point is to see whatever escapes)
         if isinstance(exc, KeyboardInterrupt):
             raise
@@ -569,11 +609,13 @@ def attack(case: Case, tmp_dir: str) -> Outcome:
     finally:
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
-        if limit is None:
-            del ember.serialization.MAX_STREAM_BYTES
-        else:
-            ember.serialization.MAX_STREAM_BYTES = limit
-    return Outcome(case, result, message, size, peak)
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+        ember.serialization.MAX_STREAM_BYTES = limit
+    ran = os.path.exists(CANARY)
+    if ran:
+        os.remove(CANARY)
+    return Outcome(case, result, message, size, peak, ran, refusal.__name__)
 
 
 def run_all(tmp_dir: str) -> list[Outcome]:
@@ -583,19 +625,20 @@ def run_all(tmp_dir: str) -> list[Outcome]:
 
 
 def summary(outcomes: list[Outcome]) -> str:
+    """Per category: files, refused cleanly, ran code, raised something unclean, memory bombs, hangs."""
     table: dict[str, collections.Counter] = {}
     for outcome in outcomes:
         counts = table.setdefault(outcome.case.category, collections.Counter())
         counts["files"] += 1
-        if outcome.peak > outcome.size + SLACK:
-            counts["memory bombs"] += 1
-        if outcome.result not in ("CheckpointError", "loaded"):
-            counts["other errors"] += 1
         counts["clean"] += outcome.clean
-    lines = [f"{'category':28} {'files':>5} {'clean':>5} {'other errors':>12} {'memory bombs':>12}"]
+        counts["ran code"] += outcome.ran_code
+        counts["unclean errors"] += outcome.result not in (outcome.refusal, "loaded", "hang")
+        counts["memory bombs"] += outcome.memory_bomb
+        counts["hangs"] += outcome.result == "hang"
+    columns = ("files", "clean", "ran code", "unclean errors", "memory bombs", "hangs")
+    lines = [f"{'category':28}" + "".join(f" {c:>{max(len(c), 5)}}" for c in columns)]
     for category, counts in table.items():
-        lines.append(f"{category:28} {counts['files']:5} {counts['clean']:5} {counts['other errors']:12} "
-                     f"{counts['memory bombs']:12}")
+        lines.append(f"{category:28}" + "".join(f" {counts[c]:>{max(len(c), 5)}}" for c in columns))
     return "\n".join(lines)
 
 

@@ -11,7 +11,6 @@ An outcome is clean when loading raises ``ExportLoadError`` while allocating at 
 """
 from __future__ import annotations
 
-import collections
 import io
 import json
 import os
@@ -19,7 +18,6 @@ import pickle
 import struct
 import sys
 import tempfile
-import tracemalloc
 import zipfile
 from dataclasses import dataclass
 from typing import Callable
@@ -31,10 +29,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hostile_checkpoints  # noqa: E402  (its Ember-format crafting helpers)
 from ember.export import Dim, ExportLoadError  # noqa: E402
 
-SLACK = 4 * 2 ** 20
-STREAM_LIMIT = 16 * 2 ** 20
 ROOT = "ember_export"
-CANARY = os.path.join(tempfile.gettempdir(), f"ember-hostile-export-canary-{os.getpid()}")
+CANARY = hostile_checkpoints.CANARY
 
 
 @dataclass
@@ -251,76 +247,20 @@ def cases() -> list[Case]:
     ]
 
 
-@dataclass
-class Outcome:
-    case: Case
-    result: str
-    message: str
-    size: int
-    peak: int
-    ran_code: bool
-
-    @property
-    def clean(self) -> bool:
-        return self.result == "ExportLoadError" and self.peak <= self.size + SLACK and not self.ran_code
+def _load(case: Case, target):
+    return ember.export.load(target)
 
 
-def attack(case: Case, tmp_dir: str) -> Outcome:
-    target = case.make()
-    size = STREAM_LIMIT
-    if isinstance(target, bytes):
-        size, path = len(target), os.path.join(tmp_dir, "crafted.pt2")
-        with open(path, "wb") as f:
-            f.write(target)
-        target = path
-    limit = ember.serialization.MAX_STREAM_BYTES
-    ember.serialization.MAX_STREAM_BYTES = STREAM_LIMIT
-    if os.path.exists(CANARY):
-        os.remove(CANARY)
-    tracemalloc.start()
-    try:
-        ember.export.load(target)
-        result, message = "loaded", ""
-    except ExportLoadError as exc:
-        result, message = "ExportLoadError", str(exc)
-    except BaseException as exc:  # noqa: BLE001  (the point is to see whatever escapes)
-        if isinstance(exc, KeyboardInterrupt):
-            raise
-        result, message = type(exc).__name__, str(exc)[:300]
-    finally:
-        peak = tracemalloc.get_traced_memory()[1]
-        tracemalloc.stop()
-        ember.serialization.MAX_STREAM_BYTES = limit
-    ran = os.path.exists(CANARY)
-    if ran:
-        os.remove(CANARY)
-    return Outcome(case, result, message, size, peak, ran)
+def attack(case: Case, tmp_dir: str) -> hostile_checkpoints.Outcome:
+    return hostile_checkpoints.attack(case, tmp_dir, _load, ExportLoadError, "crafted.pt2")
 
 
-def run_all(tmp_dir: str) -> list[Outcome]:
+def run_all(tmp_dir: str) -> list[hostile_checkpoints.Outcome]:
     ember.export.load(io.BytesIO(valid()))  # warm up lazy imports
     return [attack(case, tmp_dir) for case in cases()]
-
-
-def summary(outcomes: list[Outcome]) -> str:
-    table: dict = {}
-    for outcome in outcomes:
-        counts = table.setdefault(outcome.case.category, collections.Counter())
-        counts["files"] += 1
-        counts["clean"] += outcome.clean
-        counts["ran code"] += outcome.ran_code
-        counts["memory bombs"] += outcome.peak > outcome.size + SLACK
-        counts["unclean errors"] += outcome.result not in ("ExportLoadError", "loaded")
-        counts["loaded"] += outcome.result == "loaded"
-    lines = [f"{'category':12} {'files':>5} {'clean':>5} {'ran code':>8} {'unclean errors':>14} {'memory bombs':>12} "
-             f"{'loaded':>6}"]
-    for category, c in table.items():
-        lines.append(f"{category:12} {c['files']:5} {c['clean']:5} {c['ran code']:8} {c['unclean errors']:14} "
-                     f"{c['memory bombs']:12} {c['loaded']:6}")
-    return "\n".join(lines)
 
 
 if __name__ == "__main__":
     with tempfile.TemporaryDirectory() as directory:
         results = run_all(directory)
-    hostile_checkpoints.print_run(results, summary(results), "-v" in sys.argv)
+    hostile_checkpoints.print_run(results, hostile_checkpoints.summary(results), "-v" in sys.argv)

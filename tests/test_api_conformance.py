@@ -15,6 +15,7 @@ import ember
 torch = pytest.importorskip("torch")
 
 from ember.compat.calls import exceptions  # noqa: E402  (needs torch's metadata)
+from ember.compat.calls.fuzz import op_outcomes  # noqa: E402
 from ember.compat.calls.suite import check, check_protocols, ops, reachable  # noqa: E402
 
 OPS = [op for op in ops() if reachable(torch, op)]
@@ -53,12 +54,13 @@ def test_the_suite_reaches_the_ops_and_forms_it_claims():
 def test_every_reviewed_exception_still_matches_a_difference():
     """A stale entry would hide a future difference: each must still be needed, by the suite or the fuzzer
     (test_fuzz_against_pytorch.py, whose calls are seeded)."""
-    from test_fuzz_against_pytorch import fuzzed_outcomes
+    from test_fuzz_against_pytorch import CALLS_PER_OVERLOAD
 
     differences = [(v.op, v.category, str(v.call), v.mismatch) for v in check_protocols(torch, ember)]
     for op in OPS:
         differences += [(v.op, v.category, str(v.call), v.mismatch) for v in check(torch, ember, op)[0]]
-        differences += [(op.id, "fuzzed", str(o.call), o.mismatch) for o in fuzzed_outcomes(op)]
+        differences += [(op.id, "fuzzed", str(o.call), o.mismatch)
+                        for o in op_outcomes(torch, ember, op, CALLS_PER_OVERLOAD)]
     used = {exceptions.excuse(*difference) for difference in differences if difference[-1]}
     stale = [entry for entry in exceptions.EXCUSED if entry not in used]
     assert not stale, "entries that match no difference any more:\n" + "\n".join(e.why for e in stale)

@@ -1,12 +1,14 @@
 """Broken and slow backend plugins, installed for real (module + dist-info entry point) in a temporary site folder.
 
 Each probe runs in a fresh interpreter, so discovery runs exactly as for a third-party plugin: lazily, with
-hanging, exiting and raising plugins reported and skipped while Ember keeps working.
+hanging, exiting and raising plugins reported and skipped while Ember keeps working. Plugins import all at once, so
+the three hanging ones cost one timeout, not three.
 """
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -56,9 +58,15 @@ _EXITING_REASON = """
     def unavailable_reason(self):
         raise SystemExit(4)
 """
+_SLOW_S = 1.4  # import time of the slow but healthy plugin: past the CLI's 1 s waiting notice, within the timeout
 _PLUGINS = {  # entry-point name -> (module name, source)
     "lazy": ("lazy_ember_plugin", _BACKEND.format(cls="LazyBackend", device_type="lazy", extra="")),
+    "slow": ("slow_ember_plugin", f"import time\ntime.sleep({_SLOW_S})\n"
+                                  + _BACKEND.format(cls="SlowBackend", device_type="slow", extra="")),
     "hang": ("hanging_ember_plugin", "import time\ntime.sleep(3600)\n"),
+    "stall": ("stalling_ember_plugin", "import threading\nthreading.Event().wait()\n"),
+    "deadlock": ("deadlocking_ember_plugin", "import threading\nlock = threading.Lock()\nlock.acquire()\n"
+                                             "lock.acquire()\n"),
     "exits": ("exiting_ember_plugin", "raise SystemExit(3)\n"),
     "interrupts": ("interrupting_ember_plugin", "raise KeyboardInterrupt\n"),
     "reasonless": ("reasonless_ember_plugin",
@@ -67,20 +75,30 @@ _PLUGINS = {  # entry-point name -> (module name, source)
                 _BACKEND.format(cls="QuitterBackend", device_type="quitter", extra=_EXITING_REASON)),
 }
 _MODULES = [module for module, _ in _PLUGINS.values()]
+_HANGING = {"deadlock": "deadlocking_ember_plugin", "hang": "hanging_ember_plugin", "stall": "stalling_ember_plugin"}
 
 
-@pytest.fixture(scope="module")
-def site_env(tmp_path_factory):
-    """An environment whose PYTHONPATH holds the plugins above, installed as pip would install them."""
-    site = tmp_path_factory.mktemp("broken_site")
-    for entry_point, (module, source) in _PLUGINS.items():
+def _abandoned(module: str) -> str:
+    return (f"did not finish importing ({module}) within {_TIMEOUT_S} s and was abandoned "
+            f"(set EMBER_PLUGIN_IMPORT_TIMEOUT to wait longer)")
+
+
+def _install(site, plugins: dict[str, tuple[str, str]], timeout_s: float) -> dict[str, str]:
+    """Installs ``plugins`` in ``site`` as pip would; the environment that puts them on PYTHONPATH."""
+    for entry_point, (module, source) in plugins.items():
         (site / f"{module}.py").write_text(source)
         dist = site / f"{module}-1.0.dist-info"
         dist.mkdir()
         (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {module.replace('_', '-')}\nVersion: 1.0\n")
         (dist / "entry_points.txt").write_text(f"[ember.backends]\n{entry_point} = {module}\n")
     path = os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))
-    return {**os.environ, "PYTHONPATH": path, "EMBER_PLUGIN_IMPORT_TIMEOUT": str(_TIMEOUT_S)}
+    return {**os.environ, "PYTHONPATH": path, "EMBER_PLUGIN_IMPORT_TIMEOUT": str(timeout_s)}
+
+
+@pytest.fixture(scope="module")
+def site_env(tmp_path_factory):
+    """An environment whose PYTHONPATH holds the plugins above, installed as pip would install them."""
+    return _install(tmp_path_factory.mktemp("broken_site"), _PLUGINS, _TIMEOUT_S)
 
 
 def _probe(env, code: str) -> dict:
@@ -133,8 +151,7 @@ def test_hanging_plugin_is_abandoned_and_reported_and_ember_stays_usable(site_en
         print(json.dumps({"error": error, "waited": waited, "status": ember.backends.available()["hang"],
                           "after": (ember.arange(4) * 2).tolist()}))
     """)
-    abandoned = (f"did not finish importing (hanging_ember_plugin) within {_TIMEOUT_S} s and was abandoned "
-                 f"(set EMBER_PLUGIN_IMPORT_TIMEOUT to wait longer)")
+    abandoned = _abandoned("hanging_ember_plugin")
     assert result["status"] == f"unavailable: plugin {abandoned}"
     assert result["error"].startswith("zeros: device: unknown device type 'hang' in 'hang'; registered backends: cpu")
     assert result["error"].endswith(f"; plugin 'hang' {abandoned}")
@@ -169,12 +186,90 @@ def test_plugins_exiting_interrupting_or_failing_their_probe_are_reported(site_e
     assert status["cpu"] == "available" and status["lazy"] == "available" and result["lazy"] == [3.0]
 
 
-def test_python_m_ember_backends_lists_every_plugin_and_exits_zero(site_env):
-    listing = subprocess.run([sys.executable, "-m", "ember.backends"], capture_output=True, text=True, timeout=120,
-                             env=site_env)
-    assert listing.returncode == 0, listing.stderr
-    lines = dict(line.split(": ", 1) for line in listing.stdout.splitlines())
-    assert lines["cpu"] == "available" and lines["lazy"] == "available"
-    for name in ("hang", "exits", "interrupts", "reasonless", "quitter"):
-        assert lines[name].startswith("unavailable: "), (name, lines[name])
-    assert "Traceback" not in listing.stderr
+def test_hanging_plugins_are_abandoned_together_in_one_timeout(site_env):
+    result = _probe(site_env, """
+        import json, time
+        import ember
+        from ember.dispatch import registry
+        registry.discover()  # finds the entry points and registers Ember's own backends: not what is timed
+        started = time.perf_counter()
+        registry.backends()
+        waited = time.perf_counter() - started
+        print(json.dumps({"status": ember.backends.available(), "waited": waited}))
+    """)
+    for name, module in _HANGING.items():
+        assert result["status"][name] == f"unavailable: plugin {_abandoned(module)}"
+    assert result["status"]["slow"] == "available"  # slower than the rest, still within the timeout
+    # one after another, the three would take 3 x the timeout
+    assert _TIMEOUT_S <= result["waited"] < 2 * _TIMEOUT_S + 1
+
+
+@pytest.fixture(scope="module")
+def cli_output(site_env) -> list[str]:
+    """The lines of ``python -m ember.backends``, stderr interleaved with stdout in the order they were written."""
+    listing = subprocess.run([sys.executable, "-m", "ember.backends"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             text=True, timeout=120, env=site_env)
+    assert listing.returncode == 0, listing.stdout
+    return listing.stdout.splitlines()
+
+
+def _status_lines(lines: list[str]) -> dict[str, int]:
+    """Line number of each backend's (or failed plugin's) status line; the others are warnings and notices."""
+    return {match[1]: number for number, line in enumerate(lines)
+            if (match := re.fullmatch(r"(\w+): (available|unavailable: .*)", line))}
+
+
+def test_python_m_ember_backends_lists_every_plugin_and_exits_zero(cli_output):
+    status = {name: cli_output[at].split(": ", 1)[1] for name, at in _status_lines(cli_output).items()}
+    assert status["cpu"] == "available" and status["lazy"] == "available" and status["slow"] == "available"
+    for name in ("hang", "stall", "deadlock", "exits", "interrupts", "reasonless", "quitter"):
+        assert status[name].startswith("unavailable: "), (name, status[name])
+    assert not any("Traceback" in line for line in cli_output)
+
+
+def test_python_m_ember_backends_shows_statuses_as_they_come_and_what_it_waits_for(cli_output):
+    waiting = [line for line in cli_output if line.startswith("waiting for: ")]
+    assert len(waiting) == 1, cli_output
+    names, limit = re.fullmatch(r"waiting for: (.*) \(up to (.*) s\)", waiting[0]).groups()
+    assert set(_HANGING) <= set(names.split(", ")) and "lazy" not in names.split(", ") and limit == str(_TIMEOUT_S)
+    at = _status_lines(cli_output)
+    waited_from = cli_output.index(waiting[0])
+    first_timeout = min(at[name] for name in _HANGING)
+    assert first_timeout > waited_from
+    for name in ("cpu", "lazy", "slow", "exits", "interrupts", "reasonless", "quitter"):
+        assert at[name] < first_timeout, (name, cli_output)
+    for name, module in _HANGING.items():
+        assert cli_output[at[name]] == f"{name}: unavailable: plugin {_abandoned(module)}"
+
+
+_LIVE_REPORT_PROBE = """
+    import json, warnings
+    from ember.backends import available, registered
+    from ember.dispatch import registry
+    waiting = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        shown = registry.report_statuses(lambda name, status: None, lambda names, _: waiting.append(names),
+                                         notice_after=0.3)
+    print(json.dumps({"shown": shown, "status": available(), "registered": list(registered()), "waiting": waiting,
+                      "twin": type(registered()["twin"]).__module__, "warnings": [str(w.message) for w in caught]}))
+"""
+
+
+@pytest.mark.parametrize("slow", ["solo", "twin_a", "twin_b"])
+def test_registry_is_the_same_whichever_plugin_arrives_last(tmp_path, slow):
+    """Two plugins claim one device type; the first by name keeps it even when it arrives last, after the other
+    has registered (the live report registers each plugin as it arrives), and the backends keep entry-point
+    order."""
+    plugins = {name: (f"{name}_plugin", _BACKEND.format(cls="PluginBackend", device_type=name.split("_")[0], extra=""))
+               for name in ("solo", "twin_a", "twin_b")}
+    module, source = plugins[slow]
+    plugins[slow] = (module, f"import time\ntime.sleep(1)\n{source}")  # long after the 0.3 s notice
+    result = _probe(_install(tmp_path, plugins, timeout_s=30), _LIVE_REPORT_PROBE)
+    assert len(result["waiting"]) == 1 and slow in result["waiting"][0]  # it arrived after the others registered
+    refusal = ("claims device type 'twin', which plugin 'twin_a' (twin_a_plugin) already provides; "
+               "uninstall one of the two")
+    assert result["status"]["twin_b"] == f"unavailable: plugin failed to register: {refusal}"
+    assert result["shown"] == result["status"] and result["twin"] == "twin_a_plugin"
+    assert [name for name in result["registered"] if name in ("solo", "twin")] == ["solo", "twin"]
+    assert result["warnings"] == [f"ember: backend plugin 'twin_b' failed to register: {refusal}"]

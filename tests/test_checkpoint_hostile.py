@@ -130,14 +130,28 @@ def test_pickle_memo_and_bytearray_bombs_allocate_nothing_large():
                                                                   b"\x86R."}))) == bytearray(b"ab")
 
 
-def test_an_endless_stream_stops_at_max_stream_bytes(monkeypatch):
-    assert ember.serialization.MAX_STREAM_BYTES == 2 ** 30
-    monkeypatch.setattr(ember.serialization, "MAX_STREAM_BYTES", 8 * 2 ** 20)
-    stream = hostile.EndlessStream()
-    _, peak = _peak_while(_refused, stream, r"<EndlessStream stream>: .* past 8388608 bytes "
-                                            r"\(ember.serialization.MAX_STREAM_BYTES\)")
-    assert stream.sent <= 8 * 2 ** 20 + 2 ** 20 and peak < 8 * 2 ** 20 + hostile.SLACK
+def test_a_stream_that_is_no_checkpoint_ends_at_its_first_bytes():
+    for head, problem in [(hostile.EMBER_MAGIC_ONLY, "checkpoint format version 0"),
+                          (b"PK\x03\x04", "zip archive whose first entry has no name"),
+                          (b"GIF89a", "not an Ember checkpoint: it starts with b'GIF89a")]:
+        stream = hostile.EndlessStream(head)
+        _refused(stream, problem)
+        assert stream.sent <= 2 ** 20  # one read chunk, not the stream
 
+
+@pytest.mark.parametrize("head", [hostile.EMBER_HEAD, hostile.ZIP_HEAD], ids=["ember", "torch zip"])
+def test_an_endless_stream_stops_at_max_stream_bytes_in_bounded_memory(monkeypatch, head):
+    assert ember.serialization.MAX_STREAM_BYTES == 2 ** 30
+    limit = 48 * 2 ** 20
+    monkeypatch.setattr(ember.serialization, "MAX_STREAM_BYTES", limit)
+    stream = hostile.EndlessStream(head)
+    _, peak = _peak_while(_refused, stream, rf"<EndlessStream stream>: .* past {limit} bytes "
+                                            r"\(ember.serialization.MAX_STREAM_BYTES\)")
+    assert stream.sent <= limit + 2 ** 20
+    assert peak < ember.serialization.source.SPOOL_MEMORY_BYTES + hostile.SLACK  # the rest went to a temporary file
+
+
+def test_a_finite_stream_loads():
     class Pipe(io.RawIOBase):  # a finite pipe just under the limit still loads
         def __init__(self, data):
             self.data = io.BytesIO(data)
@@ -148,10 +162,10 @@ def test_an_endless_stream_stops_at_max_stream_bytes(monkeypatch):
         def readinto(self, b):
             return self.data.readinto(b)
 
-    buffer = io.BytesIO()
-    ember.save({"w": ember.ones(2 ** 21 - 256)}, buffer)
-    assert len(buffer.getvalue()) < 8 * 2 ** 20
-    assert ember.load(Pipe(buffer.getvalue()))["w"].shape == (2 ** 21 - 256,)
+    for size in (3, 2 ** 22):  # in memory, and past the spool's memory into its temporary file
+        buffer = io.BytesIO()
+        ember.save({"w": ember.arange(size, dtype=ember.float32)}, buffer)
+        assert ember.equal(ember.load(Pipe(buffer.getvalue()))["w"], ember.arange(size, dtype=ember.float32))
 
 
 # -- loaded containers are plain data ---------------------------------------------------------------------------

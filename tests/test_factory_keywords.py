@@ -10,6 +10,8 @@ import ember
 def test_layout_accepts_strided_and_refuses_others():
     assert ember.zeros(2, 3, layout=ember.strided).layout is ember.strided
     with pytest.raises(ValueError, match="zeros: layout=.* is not supported here: this factory makes strided"):
+        ember.zeros(2, layout=ember.sparse_coo)
+    with pytest.raises(TypeError, match=r"zeros\(\): argument 'layout' must be layout, not str"):  # as PyTorch
         ember.zeros(2, layout="sparse_coo")
 
 

@@ -9,7 +9,6 @@ Seeded, so every run draws the same calls; ``EMBER_HYPOTHESIS_PROFILE=thorough``
 from __future__ import annotations
 
 import os
-import zlib
 
 import pytest
 
@@ -18,31 +17,16 @@ from ember.conformance import profiles
 
 torch = pytest.importorskip("torch")
 
-from ember.compat.calls.forms import find_base  # noqa: E402  (needs torch's metadata)
-from ember.compat.calls.fuzz import fuzzed_calls, outcome, tally  # noqa: E402
+from ember.compat.calls.fuzz import op_outcomes, tally  # noqa: E402  (needs torch's metadata)
 from ember.compat.calls.suite import ops, reachable  # noqa: E402
 
 CALLS_PER_OVERLOAD = {"quick": 6, "thorough": 60}.get(os.environ.get(profiles.ENV_VAR) or profiles.DEFAULT, 60)
 OPS = [op for op in ops() if reachable(torch, op)]
 
 
-def fuzzed_outcomes(op):
-    found = []
-    for position, overload in enumerate(op.overloads):
-        base = None if overload.is_out else find_base(torch, op, overload)
-        if base is None:
-            continue
-        seed = zlib.crc32(f"{op.id}.{position}".encode())
-        for call in fuzzed_calls(base, seed, CALLS_PER_OVERLOAD):
-            answered = outcome(torch, ember, op.id, call)
-            if answered is not None:
-                found.append(answered)
-    return found
-
-
 @pytest.mark.parametrize("op", OPS, ids=lambda op: op.id)
 def test_ember_accepts_every_fuzzed_call_pytorch_accepts(op):
-    outcomes = fuzzed_outcomes(op)
+    outcomes = op_outcomes(torch, ember, op, CALLS_PER_OVERLOAD)
     counts = tally(outcomes, op.id)
     refused = [f"{o.call}: {o.mismatch}" for o in outcomes if o.direction == "PyTorch accepts"]
     assert counts["unexcused PyTorch accepts"] == 0, \

@@ -222,8 +222,10 @@ def test_index_put_accumulates_duplicates_in_place():
     out = view.index_put_([ember.tensor([0, 0, 1, -1])], ember.tensor([1.0, 2.0]), accumulate=True)
     assert out is view
     assert x.tolist() == [[0, 0], [2, 4], [2, 4]]  # values broadcast to each indexed row
-    F.index_put_(x, [None, ember.tensor([1])], 9.0)
+    F.index_put_(x, [None, ember.tensor([1])], ember.tensor(9.0))
     assert x[:, 1].tolist() == [9, 9, 9]
+    with pytest.raises(TypeError, match=r"argument 'values' \(position 3\) must be Tensor, not float"):
+        F.index_put_(x, [None, ember.tensor([1])], 9.0)  # PyTorch's index_put_ has no Scalar overload
 
 
 # -- semantics ------------------------------------------------------------------------------------

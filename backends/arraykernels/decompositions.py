@@ -126,8 +126,8 @@ def build(lib: ArrayLib) -> dict:
 
     def _pivots_to_permutation(pivots, m):
         batch, k = pivots.shape[:-1], pivots.shape[-1]
-        swaps = pivots.reshape((-1, k)).astype(np.int64) - 1
-        count = swaps.shape[0]
+        count = int(np.prod(batch))  # not reshape's -1, which an empty k leaves undetermined
+        swaps = pivots.reshape((count, k)).astype(np.int64) - 1
         perm = xp.broadcast_to(xp.arange(m, dtype=np.int64), (count, m)).copy()
         rows = xp.arange(count)
         for i in range(k):

@@ -46,6 +46,8 @@ def build(lib: ArrayLib) -> dict:
         return a.reshape(1) if a.ndim == 0 else a
 
     def _gather(a, dim, index):
+        if index.size == 0:  # any shape and rank is valid then (PyTorch's rule), and nothing is read
+            return xp.empty(index.shape, a.dtype)
         source, idx = _at_least_1d(a), _at_least_1d(index)
         window = tuple(slice(None) if d == dim else slice(0, s) for d, s in enumerate(idx.shape))
         return xp.take_along_axis(source[window], idx, axis=dim).reshape(index.shape)
@@ -58,6 +60,8 @@ def build(lib: ArrayLib) -> dict:
     def _scatter(write):
         """scatter / scatter_add: ``write(out, key, src)`` at the positions index names along dim."""
         def kernel(a, dim, index, src):
+            if index.size == 0:  # any shape and rank is valid then (PyTorch's rule), and nothing is written
+                return a.copy()
             out = _at_least_1d(a).copy()
             idx = _at_least_1d(index)
             key = _open_grid(idx.shape)

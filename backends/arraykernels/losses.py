@@ -2,11 +2,14 @@
 
 These run on every training step, and their core definitions take about a dozen ops each way. Here the
 scores become a (positions, classes) matrix, and the loss or its gradient comes out of a few whole-array
-calls. Half-precision inputs compute in float32 and are rounded once.
+calls. Half-precision inputs compute in float32; the forward losses round where PyTorch's steps round in the
+input's dtype (log_softmax's output, each loss term, the sums), so that they overflow where PyTorch's do,
+and the gradients round once.
 """
 from __future__ import annotations
 
 import functools
+import inspect
 
 import numpy as np
 
@@ -23,9 +26,11 @@ def build(lib: ArrayLib, *, softmax_rows=None, logsumexp_rows=None) -> dict:
     low, quiet = lib.low_precision, lib.quiet
     ndarray = xp.ndarray
 
-    def _in_float32(kernel):
+    def _in_float32(kernel, rounding: bool = False):
         """Widen float16/bfloat16 arrays to float32, round the result back to the computation dtype; keep
-        the library quiet about the 0/0 of a mean over ignored targets (NaN, as in PyTorch)."""
+        the library quiet about the 0/0 of a mean over ignored targets (NaN, as in PyTorch). With ``rounding``
+        the kernel takes one more argument: a function that rounds a float32 array to the values the
+        computation dtype holds (nothing for float32 and float64), for the roundings on the way."""
         def floating(a) -> bool:
             return isinstance(a, ndarray) and (a.dtype.kind == "f" or a.dtype in low)
 
@@ -34,9 +39,26 @@ def build(lib: ArrayLib, *, softmax_rows=None, logsumexp_rows=None) -> dict:
             dtype = next(a.dtype for a in args if floating(a))
             if dtype in low:
                 args = [a.astype(np.float32) if floating(a) else a for a in args]
+            if rounding:
+                args = (*args, _rounding_to(dtype))
             with quiet():
                 return xp.asarray(kernel(*args)).astype(dtype, copy=False)
+        if rounding:  # the dispatcher passes the op's parameters; the rounding function is this wrapper's
+            signature = inspect.signature(kernel)
+            wrapper.__signature__ = signature.replace(parameters=list(signature.parameters.values())[:-1])
         return wrapper
+
+    def _exact(a):
+        return a
+
+    def _rounding_to(dtype):
+        """float32 arrays rounded to the values ``dtype`` holds (as float32); other dtypes' arrays as they are."""
+        if dtype not in low:
+            return _exact
+        return lambda a: xp.asarray(a).astype(dtype).astype(np.float32)
+
+    def _rounding(kernel):
+        return _in_float32(kernel, rounding=True)
 
     def _targets(target, weight, ignore_index, dtype):
         """(counted, safe, weights): the flat targets that count, with ignored ones pointed at class 0,
@@ -47,12 +69,13 @@ def build(lib: ArrayLib, *, softmax_rows=None, logsumexp_rows=None) -> dict:
         weights = counted.astype(dtype) if weight is None else xp.where(counted, weight[safe], 0).astype(dtype)
         return counted, safe, weights
 
-    def _reduced(losses, weights, target, reduction):
-        """The per-position losses reduced; the mean divides by the counted targets' weights (0/0 is NaN)."""
+    def _reduced(losses, weights, target, reduction, rounded):
+        """The per-position losses reduced; the mean divides by the counted targets' weights (0/0 is NaN).
+        Both sums are rounded before the division, as PyTorch's half-precision sums are."""
         if reduction == "none":
             return losses.reshape(target.shape)
-        total = losses.sum()
-        return total if reduction == "sum" else total / weights.sum()
+        total = rounded(losses.sum())
+        return total if reduction == "sum" else total / rounded(weights.sum())
 
     def _scale(grad_output, target, counted, weights, reduction):
         """d loss / d (each position's term): the incoming gradient per position, over the weight total for
@@ -93,21 +116,31 @@ def build(lib: ArrayLib, *, softmax_rows=None, logsumexp_rows=None) -> dict:
     softmax_of = _float32_rows_by(softmax_rows, _softmax_rows)
     logsumexp_of = _float32_rows_by(logsumexp_rows, _logsumexp_rows)
 
-    @_in_float32
-    def _cross_entropy_indices(x, target, weight, ignore_index, label_smoothing, reduction):
-        """-w[t] * log_softmax(x)[t], mixed with eps / C of the weighted sum over classes: only the target
-        column and the row sums of log_softmax are formed, never the whole matrix."""
+    def _smoothing_losses(rows, normalizer, weight, rounded):
+        """-sum_c w[c] * log_softmax(x)[c] per row. In float32 and float64 from the row sums, never forming
+        log_softmax; in half precision from log_softmax rounded element by element, as PyTorch sums it."""
+        if rounded is _exact:
+            total_weight = rows.shape[1] if weight is None else weight.sum()
+            return normalizer * total_weight - (rows.sum(axis=1) if weight is None else rows @ weight)
+        log_probs = rounded(rows - normalizer[:, None])
+        return -rounded((log_probs if weight is None else rounded(log_probs * weight)).sum(axis=1))
+
+    @_rounding
+    def _cross_entropy_indices(x, target, weight, ignore_index, label_smoothing, reduction, rounded):
+        """nll_loss of log_softmax(x), then mixed with eps / C of the smoothing loss, each reduced on its own:
+        PyTorch's steps. Only the target column of log_softmax is formed, and in float32 and float64 its row
+        sums."""
         rows = class_rows(x)
         count, classes = rows.shape
         counted, safe, weights = _targets(target, weight, ignore_index, rows.dtype)
         normalizer = logsumexp_of(rows)  # what log_softmax subtracts
-        losses = weights * (normalizer - rows[xp.arange(count), safe])
-        if label_smoothing > 0:
-            total_weight = classes if weight is None else weight.sum()
-            weighted_rows = rows.sum(axis=1) if weight is None else rows @ weight
-            smooth = normalizer * total_weight - weighted_rows  # -sum_c w[c] * log_softmax(x)[c]
-            losses = (1 - label_smoothing) * losses + (label_smoothing / classes) * smooth
-        return _reduced(xp.where(counted, losses, 0), weights, target, reduction)
+        picked = rounded(rows[xp.arange(count), safe] - normalizer)  # log_softmax at the targets
+        loss = _reduced(xp.where(counted, rounded(-picked * weights), 0), weights, target, reduction, rounded)
+        if label_smoothing == 0:
+            return loss
+        smooth = xp.where(counted, _smoothing_losses(rows, normalizer, weight, rounded), 0)
+        smooth = rounded(_reduced(smooth, weights, target, reduction, rounded))
+        return rounded((1 - label_smoothing) * rounded(loss)) + rounded((label_smoothing / classes) * smooth)
 
     @_in_float32
     def _cross_entropy_indices_backward(grad_output, x, target, weight, ignore_index, label_smoothing, reduction):
@@ -126,12 +159,12 @@ def build(lib: ArrayLib, *, softmax_rows=None, logsumexp_rows=None) -> dict:
             grad -= smooth * scale[:, None] * (1 if weight is None else weight)
         return class_unrows(grad, x)
 
-    @_in_float32
-    def _nll_loss(x, target, weight, ignore_index, reduction):
+    @_rounding
+    def _nll_loss(x, target, weight, ignore_index, reduction, rounded):
         rows = class_rows(x)
         counted, safe, weights = _targets(target, weight, ignore_index, rows.dtype)
-        losses = xp.where(counted, -weights * rows[xp.arange(rows.shape[0]), safe], 0)
-        return _reduced(losses, weights, target, reduction)
+        losses = xp.where(counted, rounded(-rows[xp.arange(rows.shape[0]), safe] * weights), 0)
+        return _reduced(losses, weights, target, reduction, rounded)
 
     @_in_float32
     def _nll_loss_backward(grad_output, x, target, weight, ignore_index, reduction):

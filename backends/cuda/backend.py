@@ -28,6 +28,7 @@ class CudaBackend(Backend):
         self._count = 0
         self._current = 0
         self._generators: dict[int, object] = {}
+        self._memories: dict[int, object] = {}  # index -> CupyMemory, made on first use
 
     # -- capabilities ----------------------------------------------------------------------------
     def unavailable_reason(self) -> str | None:
@@ -94,7 +95,7 @@ class CudaBackend(Backend):
         host = np.asarray(array)
         if host.dtype != target:
             host = host.astype(target)
-        return self._uploader.upload(host, self._index(index))
+        return self._uploader.upload(host, self.device_memory(index))
 
     def to_numpy(self, native):
         return native.get()  # waits for the copy on the current stream
@@ -126,7 +127,8 @@ class CudaBackend(Backend):
         with cuda.Device(index):
             stream = cuda.get_current_stream()
             stream.wait_event(written)
-            out = self._cupy.array(native, copy=True)  # a peer copy where the GPUs allow it
+            # cupy.array copies (a peer copy where the GPUs allow it)
+            out = self.device_memory(index).retrying(self._cupy.array, native, nbytes=native.nbytes)
         self._runtime.keep_until_done(index, native, stream)
         return out
 
@@ -185,4 +187,20 @@ class CudaBackend(Backend):
         self._memory.reset_peak(self._index(index))
 
     def empty_cache(self, index) -> None:
-        self._memory.release_cached(self._index(index))
+        self.device_memory(index).free_cache()
+
+    def device_memory(self, index):
+        """``cuda:index``'s allocations (``memory.CupyMemory``), with the retry and ``OutOfMemoryError`` every
+        bundled backend shares."""
+        index = self._index(index)
+        memory = self._memories.get(index)
+        if memory is None:
+            from .memory import CupyMemory
+            memory = self._memories[index] = CupyMemory(self._cupy, index)
+        return memory
+
+    def out_of_memory(self, error, index):
+        """The optional kernel-error hook: CuPy's OutOfMemoryError from inside a kernel (its pool has freed its
+        blocks and retried already) as ``OutOfMemoryError`` with the device's figures; None for other errors."""
+        memory = self.device_memory(index)
+        return memory.explain(error, memory.bytes_asked(error))

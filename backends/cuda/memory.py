@@ -1,4 +1,11 @@
-"""Device memory through CuPy's memory pool, with peak tracking, and asynchronous host-to-device copies.
+"""Device memory through CuPy's memory pool: its figures and out-of-memory errors, peak tracking, and
+asynchronous host-to-device copies.
+
+``CupyMemory`` is one device's side of ``ember.backends.device_memory``: uploads and copies allocate through
+it (one retry after the pool's ``free_all_blocks()``, then ``OutOfMemoryError`` with the device's figures).
+Allocations inside kernels are CuPy's own: its pool frees its blocks and retries by itself, and the
+``OutOfMemoryError`` it then raises (a MemoryError) reaches the dispatcher's kernel-error hook, which asks
+the backend to ``explain`` it (``CudaBackend.out_of_memory``): the same message, with the op's name.
 
 CuPy's pool reports what is in use but not the most that ever was, which ``max_memory_allocated``
 needs: ``PeakTracker`` wraps the current allocator (the default pool's, unless the caller set another)
@@ -12,11 +19,13 @@ peaks are exact.
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Callable, Iterator
 
 import numpy as np
 
+from ember.backends.device_memory import DeviceMemory, MemoryFigures
 from ember.dispatch import InFlight, c_contiguous
 
 _PINNED_FROM_BYTES = 1 << 20  # smaller copies go straight from pageable memory (CUDA stages them itself)
@@ -85,11 +94,44 @@ class PeakTracker:
         with self._cupy.cuda.Device(index):
             self._peak[index] = self._pool.used_bytes()
 
-    def release_cached(self, index: int) -> None:
-        """Give the pool's free blocks on ``index`` back to the driver (PyTorch's empty_cache)."""
-        with self._cupy.cuda.Device(index):
-            self._pool.free_all_blocks()
+
+#: CuPy's words for the bytes it could not get: "Out of memory allocating 1,024 bytes (allocated so far: ...)"
+_ALLOCATING = re.compile(r"allocating ([\d,]+) bytes")
+
+
+class CupyMemory(DeviceMemory):
+    """``cuda:index`` through CuPy's default pool (and its current allocator, ``PeakTracker``'s included)."""
+
+    def __init__(self, cupy, index: int) -> None:
+        self._cupy = cupy
+        self.index = index
+        self.name = f"cuda:{index}"
+
+    def allocate(self, nbytes: int):
+        with self._cupy.cuda.Device(self.index):
+            return self._cupy.cuda.alloc(nbytes)
+
+    def free_cache(self) -> None:
+        """Give the pool's free blocks on this device back to the driver (PyTorch's empty_cache)."""
+        with self._cupy.cuda.Device(self.index):
+            self._cupy.get_default_memory_pool().free_all_blocks()
         self._cupy.get_default_pinned_memory_pool().free_all_blocks()
+
+    def figures(self) -> MemoryFigures:
+        pool = self._cupy.get_default_memory_pool()
+        with self._cupy.cuda.Device(self.index):
+            free, total = self._cupy.cuda.runtime.memGetInfo()
+            used, held = pool.used_bytes(), pool.total_bytes()
+        return MemoryFigures(total=int(total), free=int(free), allocated=int(used), cached=int(held - used))
+
+    def is_out_of_memory(self, error: BaseException) -> bool:
+        return isinstance(error, self._cupy.cuda.memory.OutOfMemoryError)
+
+    @staticmethod
+    def bytes_asked(error: BaseException) -> int | None:
+        """The bytes CuPy's OutOfMemoryError says it could not allocate (None where it does not say)."""
+        found = _ALLOCATING.search(str(error))
+        return int(found.group(1).replace(",", "")) if found else None
 
 
 class Uploader:
@@ -104,11 +146,12 @@ class Uploader:
         self._cupy = cupy
         self._in_flight = InFlight()
 
-    def upload(self, host: np.ndarray, index: int):
+    def upload(self, host: np.ndarray, memory: CupyMemory):
+        """``host`` as a new array on ``memory``'s device (OutOfMemoryError where it cannot be had)."""
         cupy = self._cupy
         host = c_contiguous(host)
-        with cupy.cuda.Device(index):
-            out = cupy.empty(host.shape, host.dtype)
+        with cupy.cuda.Device(memory.index):
+            out = cupy.ndarray(host.shape, host.dtype, memptr=memory.obtain(host.nbytes))
             if host.size == 0:
                 return out
             stream = cupy.cuda.get_current_stream()

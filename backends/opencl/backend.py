@@ -11,6 +11,7 @@ from .cltypes import EMBER_DTYPE, NUMPY_DTYPE
 from .kernels import KERNELS, elementwise
 from .kernels.random import PhiloxGenerator
 from .kernels.shapes import clone
+from .memory import OpenCLMemory
 from .runtime import DEVICES, runtime_of
 from .sparse import OpenCLSparseKernels
 from .timer import OpenCLTimer
@@ -47,13 +48,9 @@ class OpenCLBackend(Backend):
 
     # -- storage ---------------------------------------------------------------------------------
     def from_numpy(self, array, dtype, index):
-        import pyopencl as cl
         runtime = runtime_of(index)
         host = c_contiguous(array, NUMPY_DTYPE[dtype])
-        buffer = runtime.allocate(host.nbytes)
-        if host.size:
-            cl.enqueue_copy(runtime.queue, buffer, host, is_blocking=True)
-        return CLArray(runtime, buffer, host.shape, host.dtype)
+        return CLArray(runtime, runtime.write(host), host.shape, host.dtype)
 
     def to_numpy(self, native: CLArray):
         if not native.is_contiguous():
@@ -97,6 +94,15 @@ class OpenCLBackend(Backend):
     def fuse_elementwise(self, program, index):
         """One generated OpenCL C kernel per program (``fusion.py``); None for dtypes the device lacks."""
         return fusion.fuse_elementwise(program, index)
+
+    def device_memory(self, index) -> OpenCLMemory:
+        """The device's allocations, with the retry and ``OutOfMemoryError`` every bundled backend shares."""
+        return runtime_of(index).memory
+
+    def empty_cache(self, index) -> None:
+        for runtime in DEVICES.started():
+            if index is None or runtime.index == index:
+                runtime.memory.free_cache()
 
     def memory_stats(self, index):
         runtime = runtime_of(index)

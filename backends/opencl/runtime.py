@@ -1,5 +1,6 @@
 """OpenCL devices as Ember sees them: enumeration, and per device a context, queue, memory pool and
-compiled-program cache.
+compiled-program cache. Every allocation, upload and kernel launch goes through a device's ``memory``
+(``memory.py``), which turns running out of memory into ``OutOfMemoryError`` after one retry.
 
 Device numbering (``opencl:N``): platforms in the order the ICD loader lists them, and within a
 platform its devices in the order the platform lists them. A device whose compiler cannot build a
@@ -16,6 +17,8 @@ import time
 import numpy as np
 
 from ember.dispatch import BackendError
+
+from .memory import OpenCLMemory
 
 _PROBE = "__kernel void ember_probe(__global int *out) { out[get_global_id(0)] = 1; }"
 _LOCAL_SIZE = 256
@@ -89,7 +92,10 @@ class DeviceRuntime:
         self.context = cl.Context([device])
         # profiling events give ember.profiler the device's own times (no cost measurable above noise on PoCL)
         self.queue = cl.CommandQueue(self.context, properties=cl.command_queue_properties.PROFILING_ENABLE)
+        # the immediate allocator makes the device back each buffer as it is made, so that running out of memory
+        # shows at allocation, where the pool can free its held blocks and retry, not at some later launch
         self.pool = cl_tools.MemoryPool(cl_tools.ImmediateAllocator(self.queue))
+        self.memory = OpenCLMemory(self.name, device, self.pool)
         extensions = device.extensions.split()
         self.fp64 = "cl_khr_fp64" in extensions or bool(getattr(device, "double_fp_config", 0))
         self.fp16 = "cl_khr_fp16" in extensions
@@ -117,12 +123,29 @@ class DeviceRuntime:
         return f"{self.device.name.strip()} ({self.device.platform.name.strip()}, {self.device.version.strip()})"
 
     def allocate(self, nbytes: int):
-        """A pooled buffer of at least one byte (OpenCL has no empty buffers)."""
-        buffer = self.pool.allocate(max(int(nbytes), 8))
+        """A pooled buffer of at least one byte (OpenCL has no empty buffers); OutOfMemoryError where the
+        device cannot hold it even after the pool's held blocks are freed."""
+        buffer = self.memory.obtain(max(int(nbytes), 8))
         active = self.pool.active_bytes
         if active > self.peak_bytes:
             self.peak_bytes = active
         return buffer
+
+    def write(self, host: np.ndarray):
+        """A new buffer holding the bytes of ``host`` (a C-contiguous NumPy array); waits for the copy."""
+        import pyopencl as cl
+        buffer = self.allocate(host.nbytes)
+        if host.size:
+            self.memory.retrying(lambda: cl.enqueue_copy(self.queue, buffer, host, is_blocking=True),
+                                 nbytes=host.nbytes)
+        return buffer
+
+    def enqueue(self, kernel, global_size: tuple, local_size: tuple | None, *args):
+        """Enqueue ``kernel``, run again once after freeing the pool's held blocks where the device refuses the
+        launch for memory (CL_OUT_OF_RESOURCES, CL_MEM_OBJECT_ALLOCATION_FAILURE), else OutOfMemoryError.
+        Every launch goes through here."""
+        return self.memory.retrying(kernel, self.queue, global_size, local_size, *args,
+                                    action="A kernel launch failed")
 
     def launch(self, kernel, items: int, *args, local: int | None = None) -> None:
         """Enqueue ``kernel`` over ``items`` work-items; no wait. Where a work-group size in the device's
@@ -133,11 +156,11 @@ class DeviceRuntime:
         if local is None:
             group = self._exact_group(items)
             if group:
-                self.programs.exact(kernel)(self.queue, (items,), (group,), *args)
+                self.enqueue(self.programs.exact(kernel), (items,), (group,), *args)
                 return
         group = local or self.covering_group(items)
         total = -(-items // group) * group
-        kernel(self.queue, (total,), (group,), *args)
+        self.enqueue(kernel, (total,), (group,), *args)
 
     def launch_rows(self, kernel, inner: int, rows: int, *args) -> None:
         """Enqueue ``kernel`` over a 2-d range: ``inner`` work-items along axis 0 (exact where a group size
@@ -146,10 +169,10 @@ class DeviceRuntime:
             return
         group = self._exact_group(inner)
         if group:
-            self.programs.exact(kernel)(self.queue, (inner, rows), (group, 1), *args)
+            self.enqueue(self.programs.exact(kernel), (inner, rows), (group, 1), *args)
         else:
             group = self.covering_group(inner)
-            kernel(self.queue, (-(-inner // group) * group, rows), (group, 1), *args)
+            self.enqueue(kernel, (-(-inner // group) * group, rows), (group, 1), *args)
 
     def _exact_group(self, items: int) -> int:
         """The work-group size of an exact launch of ``items``: the largest of ``group_sizes`` from
@@ -169,7 +192,7 @@ class DeviceRuntime:
         """Enqueue ``groups`` work-groups of ``group`` work-items each (one group per output)."""
         if groups <= 0:
             return
-        kernel(self.queue, (groups * group,), (group,), *args)
+        self.enqueue(kernel, (groups * group,), (group,), *args)
 
     def synchronize(self) -> None:
         self.queue.finish()

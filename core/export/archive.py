@@ -20,6 +20,7 @@ import zipfile
 
 from ..serialization.atomic import atomic_path
 from ..serialization.errors import CheckpointError, describe_file
+from ..serialization.source import spool
 from .errors import ExportLoadError
 from .program import ExportedProgram
 from .serialized import from_json, to_json
@@ -80,12 +81,17 @@ def load(f, *, extra_files: dict | None = None, expected_opset_version: dict | N
     if isinstance(f, io.TextIOBase):
         raise TypeError("ember.export.load: the file is open in text mode; open it in binary mode ('rb')")
     if not (hasattr(f, "seekable") and f.seekable()):
-        from ..serialization.source import _read_bounded
         try:
-            f = _read_bounded(f)
+            f = spool(f, _recognise)
         except CheckpointError as error:
             raise ExportLoadError(f"ember.export.load: {describe_file(f)}: {error}") from None
     return _load(f, f, extra_files, map_location)
+
+
+def _recognise(head: bytes) -> None:
+    """An archive ``save`` wrote starts with a zip entry header: anything else ends a stream at its first bytes."""
+    if head[:4] != b"PK\x03\x04" or len(head) < 30 or not int.from_bytes(head[26:28], "little"):
+        raise CheckpointError(f"not an archive written by ember.export.save: it starts with {head[:8]!r}")
 
 
 def _load(stream, name, extra_files: dict | None, map_location) -> ExportedProgram:

@@ -17,7 +17,7 @@ from ..dispatch.contract import registry
 from ..tensor import Tensor
 from .atomic import atomic_path
 from .ember_format import MAGIC
-from .ember_reader import Decoder, read_header
+from .ember_reader import Decoder, check_head, read_header
 from .ember_writer import Encoder, write_checkpoint
 from .errors import CheckpointError, UnpicklingError, in_file
 from .safe_globals import (BUILTIN_SAFE, add_safe_globals, clear_safe_globals, get_safe_globals, pickle_globals,
@@ -32,7 +32,7 @@ __all__ = ["CheckpointError", "UnpicklingError", "save", "load", "save_safetenso
            "get_unsafe_globals_in_checkpoint"]
 
 MAX_HEADER_BYTES = 256 * 2 ** 20  # refuse to read more JSON than this before anything is validated
-MAX_STREAM_BYTES = 2 ** 30  # a non-seekable stream is read into memory first, up to this many bytes
+MAX_STREAM_BYTES = 2 ** 30  # a non-seekable stream is buffered first (on disk past 8 MiB), up to this many bytes
 
 
 def _is_path(f) -> bool:
@@ -84,7 +84,7 @@ def load(f, map_location=None, weights_only: bool = True):
 
 
 def _load_stream(stream, devices: DeviceMap, weights_only: bool):
-    source = Source(stream)
+    source = Source(stream, recognise=_recognise)
     kind = _sniff(source)
     if kind == "ember":
         header = read_header(source)
@@ -102,14 +102,22 @@ def _load_stream(stream, devices: DeviceMap, weights_only: bool):
 
 def _sniff(source: Source) -> str:
     """Which reader a file needs; a file none can read is refused with what it seems to be."""
-    head = source.head(64)
+    return _recognise(source.head(64), source.tail(1))
+
+
+def _recognise(head: bytes, tail: bytes = b"") -> str:
+    """Which reader a checkpoint starting with ``head`` needs, decided from its first bytes alone, so that a
+    stream that is no checkpoint (or one this Ember cannot read) is refused before the rest is read."""
     if head[:8] == MAGIC and len(head) >= 16:
+        check_head(head)
         return "ember"
     if head[:4] == b"PK\x03\x04":
+        if len(head) < 30 or not int.from_bytes(head[26:28], "little"):
+            raise CheckpointError("a zip archive whose first entry has no name: not a torch.save checkpoint")
         return "torch-zip"
     if torch_format.looks_like_legacy(head):
         return "torch-legacy"
-    raise _refuse_foreign(head, source.tail(1))
+    raise _refuse_foreign(head, tail)
 
 
 def _refuse_foreign(head: bytes, tail: bytes) -> CheckpointError:
@@ -145,7 +153,7 @@ def get_unsafe_globals_in_checkpoint(f) -> list[str]:
 
 
 def _unsafe_globals(stream) -> list[str]:
-    source = Source(stream)
+    source = Source(stream, recognise=_recognise)
     kind = _sniff(source)
     if kind == "ember":
         header = read_header(source)

@@ -22,13 +22,17 @@ from .tensors import AS_KEY, BIG_ENDIAN, DTYPES, NUMPY, DeviceMap, Step, checked
     type_name
 
 
-def read_header(source) -> dict:
-    """The footer, then the header JSON, each checked before the next read trusts it."""
-    head = bytes(source.read(0, HEAD.size))
-    _, version, _ = HEAD.unpack(head)
+def check_head(head: bytes) -> None:
+    """Refuse a format version this Ember cannot read, from the first bytes alone (a stream ends there)."""
+    _, version, _ = HEAD.unpack(head[:HEAD.size])
     if version not in READABLE_VERSIONS:
         raise CheckpointError(f"checkpoint format version {version}; this Ember reads versions "
                               f"{', '.join(map(str, READABLE_VERSIONS))} (was it written by a newer Ember?)")
+
+
+def read_header(source) -> dict:
+    """The footer, then the header JSON, each checked before the next read trusts it."""
+    check_head(bytes(source.read(0, HEAD.size)))
     if source.size < HEAD.size + FOOTER.size:
         raise CheckpointError("the file is truncated: it ends before its footer")
     header_offset, header_len, header_crc, end = FOOTER.unpack(bytes(source.read(source.size - FOOTER.size,

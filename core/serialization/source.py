@@ -4,6 +4,8 @@ from __future__ import annotations
 import io
 import os
 import sys
+import tempfile
+from typing import Callable
 
 import numpy as np
 
@@ -11,14 +13,14 @@ from .errors import CheckpointError
 
 
 class Source:
-    """The checkpoint starts at the stream's position; pipes and sockets are read into memory first, up to
-    ``ember.serialization.MAX_STREAM_BYTES``."""
+    """The checkpoint starts at the stream's position. Pipes and sockets are buffered first (``spool``), after
+    ``recognise`` has accepted their first bytes."""
 
-    def __init__(self, stream) -> None:
+    def __init__(self, stream, recognise: Callable[[bytes], object] | None = None) -> None:
         if isinstance(stream, io.TextIOBase):
             raise TypeError("ember.load: the file is open in text mode; open it in binary mode ('rb')")
         if not (hasattr(stream, "seekable") and stream.seekable()):
-            stream = _read_bounded(stream)  # a pipe or socket: the footer is at the end
+            stream = spool(stream, recognise)  # a pipe or socket: the footer is at the end
         self.stream = stream
         self.base = stream.tell()
         self.size = stream.seek(0, os.SEEK_END) - self.base
@@ -70,6 +72,8 @@ class Source:
 
 
 _CHUNK = 2 ** 20
+HEAD_BYTES = 64  # what ``recognise`` sees of a stream before anything more is read
+SPOOL_MEMORY_BYTES = 8 * 2 ** 20  # a buffered stream stays in memory up to this, then moves to a temporary file
 
 
 def max_stream_bytes() -> int:
@@ -77,18 +81,40 @@ def max_stream_bytes() -> int:
     return sys.modules[__package__].MAX_STREAM_BYTES
 
 
-def _read_bounded(stream) -> io.BytesIO:
-    """A non-seekable stream's bytes, read in chunks up to the limit, so that an endless one ends clearly."""
+def spool(stream, recognise: Callable[[bytes], object] | None = None):
+    """A non-seekable stream as a seekable file: its first ``HEAD_BYTES`` go to ``recognise`` (which raises for
+    anything that is not a checkpoint, so junk and a wrong format end there), then the rest is copied in chunks,
+    in memory up to ``SPOOL_MEMORY_BYTES`` and on disk beyond, up to ``MAX_STREAM_BYTES`` in all. Memory stays
+    bounded however long the stream is, and an endless one ends with a clear error."""
     limit = max_stream_bytes()
-    buffer = io.BytesIO()
-    while True:
-        chunk = stream.read(min(_CHUNK, limit + 1 - buffer.tell()))
-        if not chunk:
-            break
-        buffer.write(chunk)
-        if buffer.tell() > limit:
-            raise CheckpointError(f"the stream is not seekable, so ember.load reads it into memory first, and it "
-                                  f"goes on past {limit} bytes (ember.serialization.MAX_STREAM_BYTES); save the "
-                                  f"checkpoint to a file, or pass a seekable file object")
+    head = _read_up_to(stream, HEAD_BYTES)
+    if recognise is not None:
+        recognise(head)
+    buffer = tempfile.SpooledTemporaryFile(max_size=SPOOL_MEMORY_BYTES, prefix="ember-stream-")
+    try:
+        buffer.write(head)
+        while True:
+            chunk = stream.read(min(_CHUNK, limit + 1 - buffer.tell()))
+            if not chunk:
+                break
+            buffer.write(chunk)
+            if buffer.tell() > limit:
+                raise CheckpointError(f"the stream is not seekable, so it is buffered first, and it goes on past "
+                                      f"{limit} bytes (ember.serialization.MAX_STREAM_BYTES); save the checkpoint "
+                                      f"to a file, or pass a seekable file object")
+    except BaseException:
+        buffer.close()
+        raise
     buffer.seek(0)
     return buffer
+
+
+def _read_up_to(stream, nbytes: int) -> bytes:
+    """Up to ``nbytes`` from the start of a stream, fewer only where it ends first (a pipe may return less)."""
+    head = b""
+    while len(head) < nbytes:
+        chunk = stream.read(nbytes - len(head))
+        if not chunk:
+            break
+        head += chunk
+    return head

@@ -260,6 +260,8 @@ def _at_least_1d(a):
 
 def _gather(a, dim, index):
     """out[i][j] = a[index[i][j]][j] (dim 0); ``index`` may be smaller than ``a`` off dim, or longer along it."""
+    if index.size == 0:  # an empty index may have any shape and rank (PyTorch's rule): nothing to read
+        return np.empty(index.shape, a.dtype)
     source, idx = _at_least_1d(a), _at_least_1d(index)
     window = tuple(slice(None) if d == dim else slice(0, n) for d, n in enumerate(idx.shape))
     return np.take_along_axis(source[window], idx, axis=dim).reshape(index.shape)
@@ -268,6 +270,8 @@ def _gather(a, dim, index):
 def _scatter(accumulate: bool):
     """out = copy of a, then out[index[i][j]][j] = (or +=) src[i][j] (dim 0); a 0-d src is one value."""
     def kernel(a, dim, index, src):
+        if index.size == 0:  # an empty index may have any shape and rank (PyTorch's rule): nothing to write
+            return a.copy()
         out, idx = _at_least_1d(a).copy(), _at_least_1d(index)
         position = list(np.indices(idx.shape, sparse=True))
         position[dim] = idx

@@ -156,7 +156,7 @@ def _packed(b: CLArray, batch: tuple, b_batch: tuple) -> tuple[CLArray, tuple]:
     kernel = _kernel(runtime, "pack", b.dtype, len(dims))
     if K % group == 0:
         kernel = runtime.programs.exact(kernel)
-    kernel(runtime.queue, (-(-K // group) * group, panels, count), (group, 1, 1), *args)
+    runtime.enqueue(kernel, (-(-K // group) * group, panels, count), (group, 1, 1), *args)
     blocks = out.view_as(b_batch, tuple(block * s for s in contiguous_strides(b_batch)))  # one per B matrix
     return out, broadcast_strides(blocks, batch)
 
@@ -182,5 +182,5 @@ def matmul(a: CLArray, b: CLArray, batch: tuple, a_batch_strides: tuple, b_batch
         args += [dims[d], a_bs[d], b_bs[d]]
     _, rows = _layout(a.dtype)
     kernel = _kernel(runtime, "packed" if packed else "strided", a.dtype, len(dims))
-    kernel(runtime.queue, (-(-M // rows), -(-N // COLUMNS), count), (1, 1, 1), *args)
+    runtime.enqueue(kernel, (-(-M // rows), -(-N // COLUMNS), count), (1, 1, 1), *args)
     return out

@@ -119,7 +119,7 @@ def _tiled(a: CLArray, b: CLArray, batch: tuple) -> CLArray:
             args += [dims[d], a_bs[d], b_bs[d]]
         kernel = _kernel(runtime, a.dtype, len(dims))
         groups = (-(-N // TILE) * SIDE, -(-M // TILE) * SIDE, math.prod(batch))
-        kernel(runtime.queue, groups, (SIDE, SIDE, 1), *args)
+        runtime.enqueue(kernel, groups, (SIDE, SIDE, 1), *args)
     return out
 
 

@@ -10,12 +10,13 @@ ported code makes that Ember would refuse.
 from __future__ import annotations
 
 import random
+import zlib
 from collections import Counter
 from dataclasses import dataclass
 
 from .candidates import candidates
 from .exceptions import excuse
-from .forms import Base
+from .forms import Base, find_base
 from .native import Arg
 from .outcome import Call, Unbuildable, exists, judge, run
 from .values import Value, npy, py, tensor
@@ -23,7 +24,7 @@ from .values import Value, npy, py, tensor
 SHAPES = ((), (1,), (3,), (2, 3), (3, 3), (1, 3), (2, 1, 3), (0,), (2, 0), (1, 2, 4, 4))
 DTYPES = ("float32", "float64", "int64", "int32", "bool", "float16", "uint8")
 #: Values of the wrong kind or range. No large sizes: PyTorch itself runs some for hours (max_pool1d with a
-#: kernel of 2**62, combinations with r=10**4); Ember's own fuzzer (tests/test_fuzz_ops.py) tries those on Ember.
+#: kernel of 2**62, combinations with r=10**4); Ember's own fuzzer (ember.conformance.fuzzing) tries those on Ember.
 HOSTILE = (py(None), py("text"), py(7), py(-1), py(0), py(1.5), py(True), Value("list", (py(1), py("x"))),
            Value("tuple", ()), npy(3, "int64"))
 
@@ -79,12 +80,13 @@ def fuzzed_calls(base: Base, seed: int, count: int) -> list[Call]:
     return calls
 
 
-def outcome(torch, ember, op_id: str, call: Call) -> Outcome | None:
-    """How both frameworks answer ``call``; None where either lacks the function or cannot hold a value."""
+def outcome(torch, ember, op_id: str, call: Call, device: str | None = None) -> Outcome | None:
+    """How both frameworks answer ``call`` (PyTorch on its CPU, Ember on ``device``); None where either lacks
+    the function or cannot hold a value."""
     if not (exists(torch, call) and exists(ember, call)):
         return None
     try:
-        theirs, ours = run(torch, call), run(ember, call)
+        theirs, ours = run(torch, call), run(ember, call, device)
     except Unbuildable:
         return None
     if theirs.accepted and ours.accepted:
@@ -105,3 +107,20 @@ def tally(outcomes: list[Outcome], op_id: str) -> Counter:
         if o.mismatch is not None and excuse(op_id, "fuzzed", str(o.call), o.mismatch) is None:
             counts[f"unexcused {o.direction}"] += 1
     return counts
+
+
+def op_outcomes(torch, ember, op, calls_per_overload: int, seed: int | None = None,
+                device: str | None = None) -> list[Outcome]:
+    """The outcomes of ``calls_per_overload`` fuzzed calls of each overload of ``op`` that has a base call
+    PyTorch accepts; the calls are drawn from ``seed`` (a fixed stream per overload where None)."""
+    found = []
+    for position, overload in enumerate(op.overloads):
+        base = None if overload.is_out else find_base(torch, op, overload)
+        if base is None:
+            continue
+        stream = f"{op.id}.{position}" if seed is None else f"{seed}:{op.id}.{position}"
+        for call in fuzzed_calls(base, zlib.crc32(stream.encode()), calls_per_overload):
+            answered = outcome(torch, ember, op.id, call, device)
+            if answered is not None:
+                found.append(answered)
+    return found

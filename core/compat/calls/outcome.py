@@ -84,14 +84,15 @@ def exists(lib, call: Call) -> bool:
 
 
 class Unbuildable(Exception):
-    """The library cannot even hold one of the call's values (a dtype it lacks)."""
+    """The library cannot even hold one of the call's values (a dtype it, or the device, lacks)."""
 
 
-def run(lib, call: Call) -> Outcome:
+def run(lib, call: Call, device: str | None = None) -> Outcome:
+    """Make ``call`` on ``lib``, with its tensors on ``device``."""
     try:
-        args = [a.make(lib) for a in call.args]
-        kwargs = {k: v.make(lib) for k, v in call.kwargs}
-    except AttributeError as exc:
+        args = [a.make(lib, device) for a in call.args]
+        kwargs = {k: v.make(lib, device) for k, v in call.kwargs}
+    except Exception as exc:  # noqa: BLE001 - a dtype the library or the device lacks: the call cannot be made
         raise Unbuildable(str(exc)) from exc
     if call.random:
         lib.manual_seed(0)
@@ -106,6 +107,8 @@ def run(lib, call: Call) -> Outcome:
                 result = PYTHON[call.name](*args, **kwargs)
             else:
                 result = function(lib, call.namespace, call.name)(*args, **kwargs)
+            if device not in (None, "cpu"):  # a device reports the checks queued with the call at the first read
+                _plain((result, args, tuple(kwargs.values())))
     except Exception as exc:  # noqa: BLE001 - the exception is the outcome
         return Outcome(error=exc)
     given = tuple(a for a in args + list(kwargs.values()) if isinstance(a, lib.Tensor))

@@ -24,9 +24,10 @@ class Value:
     dtype: str = "float32"
     fill: str = "float"
 
-    def make(self, lib) -> Any:
+    def make(self, lib, device: str | None = None) -> Any:
+        """This value as ``lib``'s object; tensors on ``device`` (the library's default where None)."""
         if self.kind == "tensor":
-            return lib.tensor(_array(self.shape, self.fill).tolist(), dtype=getattr(lib, self.dtype))
+            return lib.tensor(_array(self.shape, self.fill).tolist(), dtype=getattr(lib, self.dtype), device=device)
         if self.kind == "python":
             return self.data
         if self.kind == "numpy":
@@ -36,7 +37,7 @@ class Value:
         if self.kind == "size":
             return lib.Size(self.data)
         if self.kind in ("list", "tuple"):
-            items = [v.make(lib) for v in self.data]
+            items = [v.make(lib, device) for v in self.data]
             return items if self.kind == "list" else tuple(items)
         if self.kind == "ndarray":
             return _array(self.shape, self.fill).astype(self.dtype)

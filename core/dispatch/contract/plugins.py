@@ -4,14 +4,14 @@ Plugins load lazily. Ember's own (bundled) backends register together on first u
 modules import no device library, so this is cheap, and it keeps their device types theirs. A third-party
 plugin is imported only when its device type is first asked for (or by ``available()``/``backends()``), in a
 daemon thread with a time limit (``EMBER_PLUGIN_IMPORT_TIMEOUT`` seconds), so that a plugin that hangs, exits
-or raises at import is reported and skipped while Ember stays usable.
+or raises at import is reported and skipped while Ember stays usable. Plugins imported together import at once
+(``plugin_imports``), so several hanging ones cost one timeout; they still register in entry-point order.
 
 It sits below ``device`` (which rejects device types no plugin provides) and ``registry`` (which
 hands out available backends and resolves devices), and imports neither.
 """
 from __future__ import annotations
 
-import os
 import threading
 import warnings
 from importlib.metadata import EntryPoint, entry_points
@@ -21,10 +21,9 @@ import pluggy
 
 from .backend import Backend
 from .hookspecs import PLUGIN_API_VERSION, PROJECT, BackendHookSpecs
+from .plugin_imports import Imported, describe, import_all, import_failure, import_timeout
 
 ENTRY_POINT_GROUP = "ember.backends"
-TIMEOUT_ENV_VAR = "EMBER_PLUGIN_IMPORT_TIMEOUT"
-DEFAULT_IMPORT_TIMEOUT = 30.0  # seconds; generous, as a plugin may import a large array library
 _BUNDLED = "ember.backends."  # the modules of the backends that ship with Ember
 
 _manager = pluggy.PluginManager(PROJECT)
@@ -62,7 +61,7 @@ def on_backend_registered(listener: Callable[[Backend], None]) -> None:
     _listeners.append(listener)
 
 
-def _register(plugin, name: str | None) -> Backend | None:
+def _register(plugin, name: str | None, rank: dict[str, int] | None = None) -> Backend | None:
     name = name or getattr(plugin, "__name__", None) or type(plugin).__name__
     try:
         _manager.register(plugin, name=name)
@@ -85,14 +84,16 @@ def _register(plugin, name: str | None) -> Backend | None:
         if not isinstance(backend, Backend) or not backend.device_type:
             raise RuntimeError("ember_register_backend must return a Backend with a device_type")
         owner = _providers.get(backend.device_type)
-        if owner is not None:
-            raise RuntimeError(f"claims device type {backend.device_type!r}, which plugin {owner!r} "
-                               f"({type(_backends[backend.device_type]).__module__}) already provides; "
-                               f"uninstall one of the two")
+        if owner is not None and not _takes_over(name, owner, rank):
+            raise RuntimeError(_claim_refusal(backend.device_type, owner, _backends[backend.device_type]))
     except (Exception, SystemExit) as exc:  # a hook calling sys.exit() is a broken plugin, not a request to quit
         _manager.unregister(plugin)
-        _fail(name, f"failed to register: {exc if isinstance(exc, RuntimeError) else _describe(exc)}")
+        _fail(name, f"failed to register: {exc if isinstance(exc, RuntimeError) else describe(exc)}")
         return None
+    if owner is not None:  # it arrived after a later-named plugin that took its device type
+        _manager.unregister(name=owner)
+        _broken.pop(backend.device_type, None)
+        _fail(owner, f"failed to register: {_claim_refusal(backend.device_type, name, backend)}")
     _backends[backend.device_type] = backend
     _providers[backend.device_type] = name
     for listener in _listeners:
@@ -100,53 +101,23 @@ def _register(plugin, name: str | None) -> Backend | None:
     return backend
 
 
-def _describe(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+def _claim_refusal(device_type: str, owner: str, owner_backend: Backend) -> str:
+    return (f"claims device type {device_type!r}, which plugin {owner!r} ({type(owner_backend).__module__}) "
+            f"already provides; uninstall one of the two")
 
 
-def import_timeout() -> float:
-    """Seconds a third-party plugin may take to import before it is abandoned."""
+def _takes_over(name: str, owner: str, rank: dict[str, int] | None) -> bool:
+    """Whether plugin ``name`` takes its device type from ``owner``: only within one concurrent import (``rank``:
+    entry-point order), from a later-named plugin that arrived first, so the first by name keeps it whatever
+    the timing, as when plugins load one by one."""
+    return rank is not None and owner in rank and rank[name] < rank[owner]
+
+
+def _load_bundled(ep: EntryPoint) -> None:
     try:
-        return float(os.environ.get(TIMEOUT_ENV_VAR, DEFAULT_IMPORT_TIMEOUT))
-    except ValueError:
-        return DEFAULT_IMPORT_TIMEOUT
-
-
-def _import_guarded(ep: EntryPoint):
-    """``ep.load()`` in a daemon thread: (plugin, None), or (None, why) after any exception or the timeout.
-
-    A thread that hangs stays blocked in the background; the plugin is abandoned, never retried.
-    """
-    outcome: dict = {}
-
-    def load() -> None:
-        try:
-            outcome["plugin"] = ep.load()
-        except BaseException as exc:  # SystemExit and KeyboardInterrupt too: a plugin cannot end the process
-            outcome["error"] = exc
-
-    timeout = import_timeout()
-    thread = threading.Thread(target=load, name=f"ember-plugin-import-{ep.name}", daemon=True)
-    thread.start()
-    thread.join(timeout)
-    if thread.is_alive():
-        return None, (f"did not finish importing ({ep.value}) within {timeout:g} s and was abandoned "
-                      f"(set {TIMEOUT_ENV_VAR} to wait longer)")
-    if "error" in outcome:
-        return None, f"failed to import ({ep.value}): {_describe(outcome['error'])}"
-    return outcome["plugin"], None
-
-
-def _load(ep: EntryPoint) -> None:
-    if ep.value.startswith(_BUNDLED):
-        try:
-            plugin, failure = ep.load(), None
-        except Exception as exc:
-            plugin, failure = None, f"failed to import ({ep.value}): {_describe(exc)}"
-    else:
-        plugin, failure = _import_guarded(ep)
-    if failure is not None:
-        _fail(ep.name, failure)
+        plugin = ep.load()
+    except Exception as exc:
+        _fail(ep.name, import_failure(ep, exc))
     else:
         _register(plugin, ep.name)
 
@@ -166,15 +137,67 @@ def discover() -> None:
         bundled = [ep for ep in found if ep.value.startswith(_BUNDLED)]
         _pending = {ep.name: ep for ep in found if not ep.value.startswith(_BUNDLED)}
         for ep in bundled:
-            _load(ep)
+            _load_bundled(ep)
 
 
-def _load_pending(names) -> None:
+def _ignore(*_) -> None:
+    pass
+
+
+def _load_pending(names: list[str], on_settled: Callable[[list[str]], None] = _ignore,
+                  on_waiting: Callable[[list[str], float], None] = _ignore, notice_after: float | None = None) -> None:
+    """Imports the named pending plugins all at once (see ``plugin_imports``) and registers them.
+
+    Outcomes are held and registered together, in entry-point order, until all are in or ``notice_after`` seconds
+    have passed (then ``on_waiting`` gets the names still importing and the time limit); after that each registers
+    as it arrives, for a live report. Either way the registry ends as if the plugins had loaded one by one in
+    entry-point order. ``on_settled`` gets the names whose status changed: at the first settling, all the names
+    ``available()`` lists.
+    """
     with _lock:
-        for name in names:
-            ep = _pending.pop(name, None)
-            if ep is not None:
-                _load(ep)
+        eps = sorted((ep for name in names if (ep := _pending.pop(name, None)) is not None), key=lambda e: e.name)
+        rank = {ep.name: index for index, ep in enumerate(eps)}
+        held: list[Imported] | None = []
+        timeout = import_timeout()
+        for event in import_all(eps, timeout, notice_after):
+            if held is None:
+                on_settled(_settle([event], rank))
+            elif isinstance(event, Imported):
+                held.append(event)
+            else:  # told first: settling may ask backends for their status, which takes time
+                on_waiting(list(event.names), timeout)
+                _settle_held(held, rank, on_settled)
+                held = None  # from now on, each registers as it arrives
+        if held is not None:
+            _settle_held(held, rank, on_settled)
+        _order_registry(rank)
+
+
+def _settle_held(held: list[Imported], rank: dict[str, int], on_settled: Callable[[list[str]], None]) -> None:
+    _settle(held, rank)
+    on_settled(_listing_names())
+
+
+def _settle(outcomes: list[Imported], rank: dict[str, int]) -> list[str]:
+    """Registers each imported plugin (or records why it failed) in entry-point order; returns the names whose
+    status this changed (device types registered, plugins failed)."""
+    failed_before = set(_failures)
+    registered = []
+    for outcome in sorted(outcomes, key=lambda outcome: rank[outcome.entry_point.name]):
+        name = outcome.entry_point.name
+        if outcome.failure is not None:
+            _fail(name, outcome.failure)
+        elif (backend := _register(outcome.plugin, name, rank)) is not None:
+            registered.append(backend.device_type)
+    return registered + sorted(set(_failures) - failed_before)
+
+
+def _order_registry(rank: dict[str, int]) -> None:
+    """Puts the backends of one concurrent import in entry-point order, as if they had registered one by one."""
+    ours = sorted((device for device, name in _providers.items() if name in rank), key=lambda d: rank[_providers[d]])
+    for device_type in ours:
+        _backends[device_type] = _backends.pop(device_type)
+        _providers[device_type] = _providers.pop(device_type)
 
 
 def backend_for(device_type: str) -> Backend | None:
@@ -235,7 +258,7 @@ def unavailable_reason(device_type: str) -> str | None:
     try:
         return backend.unavailable_reason()
     except (Exception, SystemExit) as exc:
-        _broken[device_type] = f"plugin {_providers[device_type]!r}: unavailable_reason() raised {_describe(exc)}"
+        _broken[device_type] = f"plugin {_providers[device_type]!r}: unavailable_reason() raised {describe(exc)}"
         _warn(f"ember: backend {device_type!r}: {_broken[device_type]}")
         return _broken[device_type]
 
@@ -249,7 +272,30 @@ def status(name: str) -> str | None:
     return None if failure is None else f"unavailable: plugin {failure}"
 
 
+def _listing_names() -> list[str]:
+    return sorted(_backends) + sorted(set(_failures) - set(_backends))
+
+
 def available() -> dict[str, str]:
     """Each known backend (and failed plugin) with its status: "available" or "unavailable: why"."""
-    names = sorted(backends()) + sorted(set(_failures) - set(_backends))
-    return {name: status(name) for name in names}
+    backends()
+    return {name: status(name) for name in _listing_names()}
+
+
+def report_statuses(on_status: Callable[[str, str], None], on_waiting: Callable[[list[str], float], None],
+                    notice_after: float = 1.0) -> dict[str, str]:
+    """``available()``, told as it comes (for ``python -m ember.backends``): ``on_status(name, status)`` for each
+    backend and failed plugin as its plugin's import finishes, again only if its status changes, and
+    ``on_waiting(plugin_names, timeout_s)`` once if plugins are still importing ``notice_after`` seconds in."""
+    shown: dict[str, str] = {}
+
+    def show(names: list[str]) -> None:
+        for name in names:
+            line = status(name)
+            if line is not None and shown.get(name) != line:
+                shown[name] = line
+                on_status(name, line)
+
+    discover()
+    _load_pending(list(_pending), show, on_waiting, notice_after)
+    return {name: shown[name] for name in _listing_names()}

@@ -8,10 +8,12 @@ from .backend import Backend
 from ..schema.device import device
 from ..schema.errors import DeviceError
 from .plugins import (ENTRY_POINT_GROUP, available, backend_for, backends, discover, known_device_types, loaded,
-                      on_backend_registered, register_plugin, status, unavailable_reason, why_unknown)
+                      on_backend_registered, register_plugin, report_statuses, status, unavailable_reason,
+                      why_unknown)
 
 __all__ = ["ENTRY_POINT_GROUP", "available", "backend_for", "backends", "discover", "get_backend", "known_device_types",
-           "loaded", "on_backend_registered", "register_plugin", "resolve_device", "status", "unavailable_reason"]
+           "loaded", "on_backend_registered", "register_plugin", "report_statuses", "resolve_device", "status",
+           "unavailable_reason"]
 
 _ready: dict[str, Backend] = {}
 

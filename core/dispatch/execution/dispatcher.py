@@ -505,6 +505,17 @@ def _device_mismatch(op: OpDef, tensors) -> DeviceError:
                        f"({', '.join(describe(t) for t in tensors)})")
 
 
+def _refuse_numbers(op: OpDef, values: list, tensors: list) -> None:
+    """PyTorch's rule: a number may stand for an elementwise operand, never for all of them; for another op's
+    tensor only where it has a Scalar overload (``OpDef.number_operands``)."""
+    if tensors and op.category == "elementwise":
+        return
+    for i in op.tensor_positions:
+        if isinstance(values[i], _NUMBER) and not (tensors and op.params[i].name in op.number_operands):
+            raise TypeError(f"{op.name}(): argument '{op.params[i].name}' (position {i + 1}) must be Tensor, not "
+                            f"{type(values[i]).__name__}")
+
+
 def _collect(op: OpDef, values: list):
     """Tensor operands, Python-number operands and the device. Moves zero-dim CPU tensors across."""
     Tensor = links.tensor.type
@@ -545,13 +556,8 @@ def _collect(op: OpDef, values: list):
         values[first] = _number_tensor(op, number)
         tensors.append(values[first])
         scalars.remove(number)
-    if scalars and (not tensors or (op.category != "elementwise" and op.params[first].name in ("input", "self")
-                                    and isinstance(values[first], _NUMBER))):
-        # PyTorch's rule: a number may stand for an elementwise operand (or normal's mean), never for all of
-        # them nor for the input tensor other ops work on
-        i = next(i for i in op.tensor_positions if isinstance(values[i], _NUMBER))
-        raise TypeError(f"{op.name}(): argument '{op.params[i].name}' (position {i + 1}) must be Tensor, not "
-                        f"{type(values[i]).__name__}")
+    if scalars:
+        _refuse_numbers(op, values, tensors)
     for t in tensors:
         if dev is None:
             dev = t._device

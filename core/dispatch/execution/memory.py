@@ -3,7 +3,11 @@
 Two places use this. Validation refuses, before any kernel runs, a result larger than any device can
 address (``ones(2**62)``), so the array library never sees it. The executor turns the ``MemoryError`` a
 backend raises for an allocation that is possible in principle but failed (terabytes on a laptop) into
-``OutOfMemoryError``, as PyTorch raises ``torch.OutOfMemoryError``.
+``OutOfMemoryError``, as PyTorch raises ``torch.OutOfMemoryError``. A backend that knows more than the array
+library's error says (its device's capacity, what is free, what its cache holds) raises an error that is both
+a ``MemoryError`` and an ``OutOfMemoryError`` with those figures, or offers the optional hook
+``out_of_memory(error, index)`` that makes one from its array library's error (docs/backends.md); either
+way the message gains the op's name and its inputs here.
 """
 from __future__ import annotations
 
@@ -65,10 +69,21 @@ def check_addressable(op, meta_result, out, device, operands, allocates: bool = 
                          f"dims span more than {ADDRESSABLE} bytes{_inputs(operands)}")
 
 
+def _described_by_backend(plan, error: MemoryError) -> MemoryError:
+    """The backend's own OutOfMemoryError for ``error``, from its optional ``out_of_memory(error, index)`` hook
+    (None there: not an error it knows), else ``error`` as it is."""
+    hook = getattr(plan.backend, "out_of_memory", None)
+    return (hook(error, plan.device.index) if hook is not None else None) or error
+
+
 def out_of_memory(plan, values: list, error: MemoryError) -> OutOfMemoryError:
     """The OutOfMemoryError for a backend's MemoryError while running ``plan`` on ``values``."""
     op = plan.op
     operands = [values[i] for i in op.tensor_positions if hasattr(values[i], "_data")]
+    if not isinstance(error, OutOfMemoryError):
+        error = _described_by_backend(plan, error)
+    if isinstance(error, OutOfMemoryError):  # the backend's own words, with its device's figures
+        return OutOfMemoryError(f"{op.name}: {error}{_inputs(operands)}")
     try:
         nbytes = result_bytes(op.meta(*values), plan.out)
         asked = f"tried to allocate {nbytes} bytes ({_in_units(nbytes)}) for its result"

@@ -37,7 +37,7 @@ def through_float32(op: OpDef, kernel: Callable, values: list, compute: DType | 
     if not storage_only or op.view or op.mutates or op.name in _NATIVE_OPS:
         return None
     widen = _positions_to_widen(op, values, compute, storage_only)
-    dtype_attrs = tuple(i for i in op.attr_positions if values[i] in storage_only)
+    dtype_attrs = tuple(i for i in op.attr_positions if isinstance(values[i], DType) and values[i] in storage_only)
     targets = _narrowing_targets(out, storage_only)
     if not (widen or dtype_attrs or targets):
         return None

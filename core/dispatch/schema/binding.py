@@ -98,6 +98,14 @@ def float_argument(function: str, name: str, value, position: int | None = None)
     raise TypeError(f"{_argument(function, name, position)} must be float, not {type(value).__name__}")
 
 
+def bool_argument(function: str, name: str, value, position: int | None = None) -> bool:
+    """``value`` itself when it is a Python bool, else PyTorch's TypeError: its parser takes neither an int nor
+    a NumPy bool for a bool, so ``keepdim=7`` or ``pin_memory=1`` is a slip it reports."""
+    if value.__class__ is bool:
+        return value
+    raise TypeError(f"{_argument(function, name, position)} must be bool, not {type(value).__name__}")
+
+
 def tensor_argument(function: str, name: str, value, position: int | None = None):
     """``value`` itself when it is a Tensor, else PyTorch's TypeError naming ``function`` and the argument."""
     if isinstance(value, links.tensor.type):
@@ -175,15 +183,13 @@ def convert(op: OpDef, p, v, ndim: int, operand=None):
         if len(set(dims)) != len(dims):
             raise ValueError(f"{op.name}: dim {tuple(v) if isinstance(v, (list, tuple)) else v} "
                              f"repeats a dimension")
-        return dims
+        return None if not dims and op.empty_dim_reduces_all else dims
     if t in ("int[]", "int[]?"):
         return _as_int_list(op, p.name, v)
     if t in ("float", "float?"):
         return float_argument(op.name, p.name, v)
     if t in ("bool", "bool?"):
-        if not isinstance(v, (bool, int)):
-            raise TypeError(f"{op.name}(): argument '{p.name}' must be bool, not {type(v).__name__}")
-        return bool(v)
+        return bool_argument(op.name, p.name, v)
     if t in ("Scalar", "Scalar?"):
         if isinstance(v, links.tensor.type):
             if v.numel() != 1:
@@ -204,7 +210,9 @@ def convert(op: OpDef, p, v, ndim: int, operand=None):
         if not isinstance(v, str):
             raise TypeError(f"{op.name}(): argument '{p.name}' must be str, not {type(v).__name__}")
         return v
+    if t == "Generator?" and not hasattr(v, "_native"):  # an ember.Generator, whichever device it draws for
+        raise TypeError(f"{op.name}(): argument '{p.name}' must be Generator, not {type(v).__name__}")
     return v  # Generator? and Any are converted where they are used
 
 
-__all__ = ["bind", "convert", "wrap_dim", "int_argument", "float_argument", "tensor_argument"]
+__all__ = ["bind", "convert", "wrap_dim", "int_argument", "float_argument", "bool_argument", "tensor_argument"]

@@ -41,6 +41,10 @@ ALL_DTYPES: tuple[dtype, ...] = (bool_, uint8, int8, int16, int32, int64, float1
 INT_DTYPES = tuple(d for d in ALL_DTYPES if d.kind == "int")
 FLOAT_DTYPES = tuple(d for d in ALL_DTYPES if d.kind == "float")
 
+#: PyTorch's C++ ScalarType names, which its error messages use ("expected scalar type Long but found Byte")
+SCALAR_TYPE_NAMES = {bool_: "Bool", uint8: "Byte", int8: "Char", int16: "Short", int32: "Int", int64: "Long",
+                     float16: "Half", bfloat16: "BFloat16", float32: "Float", float64: "Double"}
+
 _BY_NAME = {d.name: d for d in ALL_DTYPES}
 _BY_NAME.update({"bool_": bool_, "half": float16, "float": float32, "double": float64,
                  "short": int16, "int": int32, "long": int64})

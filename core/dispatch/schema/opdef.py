@@ -169,6 +169,11 @@ class OpDef:
     # PyTorch lets add, sub, mul, div and floor_divide take two numbers (torch.mul(2, 3) is tensor(6)): the
     # first becomes a 0-d tensor on the default device; every other op needs a tensor operand
     numbers_alone: bool = False
+    # The Tensor parameters of a non-elementwise op that also take a Python number, where PyTorch has a Scalar
+    # overload for them (masked_fill's ``value``, quantile's ``q``); a number for any other one is PyTorch's
+    # TypeError (tests/test_number_operands.py derives the lists from native_functions.yaml). Elementwise ops
+    # take a number for any operand but not for all of them
+    number_operands: tuple[str, ...] = ()
     # forward-mode AD (``ember.autograd.forward_ad``, ``ember.func.jvp``): how the output's tangent follows from the
     # inputs' (JVP_RULES), or a function ``jvp(tangents, **bound)`` given one tangent (or None) per tensor input
     # in parameter order (and the outputs as ``result``, where it names it); None: derived from ``derivative`` by
@@ -180,6 +185,9 @@ class OpDef:
     # None: composites run their decomposition under vmap, primitives run once per batch element with a warning
     # naming the op. Elementwise ops default to "elementwise", random ops to "random"
     batch: str | Callable[..., Any] | None = None
+    # an empty ``dim`` list (``x.sum(dim=())``) reduces every dim, as PyTorch's reductions read it; False where it
+    # reduces none (PyTorch's any and all) or names no reduction at all. None: True for the reductions
+    empty_dim_reduces_all: bool | None = None
     # a custom op's own kernels (``ember.library``): device type -> a function on Ember tensors, with the key
     # None for every device type and "privateuse1" for every device type but cpu and cuda; the dispatcher runs
     # one as a plan's kernel (``execution/user_kernels.py``). None for Ember's ops, whose kernels are backends'
@@ -219,6 +227,8 @@ class OpDef:
         self.written_positions = ((self.tensor_positions[0],) if self.mutates is True else
                                   tuple(self.param_index[n] for n in self.mutates) if self.mutates.__class__ is tuple
                                   else ())
+        if self.empty_dim_reduces_all is None:
+            self.empty_dim_reduces_all = self.category == "reduction"
         self.autocast_policy = _autocast_policy(self.name, self.autocast, own_lists=self.category == "custom")
         _default_transforms(self)
         self.accepts_out = accepts_out(self)  # the dispatcher takes PyTorch's out= keyword for it

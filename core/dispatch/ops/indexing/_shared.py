@@ -178,16 +178,18 @@ def _padded(value) -> tuple:
 
 
 def _check_gather_shapes(op_name: str, x, dim: int, index, src=None) -> None:
-    """PyTorch's rules: equal ranks; index no larger than src anywhere, nor than input off dim."""
+    """PyTorch's rules: equal ranks; index no larger than src anywhere, nor than input off dim. An empty index
+    is exempt from all of them (PyTorch checks nothing then: the op reads and writes nothing)."""
+    if numel(shape(index)) == 0:
+        return
     require(_rank(index) == _rank(x), op_name, "Index tensor must have the same number of dimensions as "
             f"{'input' if src is None else 'self'} tensor", x, index)
     if src is not None:
         require(_rank(index) == _rank(src), op_name, "Index tensor must have the same number of dimensions as src "
                 "tensor", index, src)
-    if numel(shape(index)) == 0:
-        return
     index_shape, in_shape = _padded(index), _padded(x)
-    require(all(i <= s for d, (i, s) in enumerate(zip(index_shape, in_shape)) if d != dim), op_name,
+    too_long = next((d for d, (i, s) in enumerate(zip(index_shape, in_shape)) if d != dim and i > s), None)
+    require(too_long is None, op_name, f"Size does not match at dimension {too_long}: "
             f"index of shape {shape(index)} must be no larger than input of shape {shape(x)} "
             f"in every dim but dim {dim}", x, index)
     if src is not None:

@@ -335,8 +335,9 @@ def _scatter_samples(distinct):
         yield Sample((make((3, 4, 5)), -1, index(make, 5, (3, 4, 2), 2), make((3, 4, 2))))
         yield Sample((make((3,)), 0, make((0,), dtype=int64, low=0, high=3), make((0,))), note="empty index")
         yield Sample((make(()), 0, make((), dtype=int64, low=0, high=1), make(())), note="0-d")
-        yield Sample((make((4, 5)), 1, index(make, 5, (4, 2), 1), 3), note="a number as src")
-        if not distinct:
+        if distinct:  # scatter's Scalar overload; scatter_add has none
+            yield Sample((make((4, 5)), 1, index(make, 5, (4, 2), 1), 3), note="a number as src")
+        else:
             yield Sample((make((2, 3)), 0, make((5, 3), dtype=int64, low=0, high=2), make((5, 3))),
                          note="repeated positions accumulate")
     return samples
@@ -350,7 +351,7 @@ def _declare_scatter(name, accumulate, doc, autocast=None):
                       (lambda grad, dim, index: F.scatter(grad, dim, index, 0)), "src": _src_derivative},
           reference=_scatter_reference(accumulate), samples=_scatter_samples(distinct=not accumulate),
           inplace=True, doc=doc, autocast=autocast, batch=transforms.along_dim,
-          torch_keywords={} if accumulate else {"value": "src"})
+          torch_keywords={} if accumulate else {"value": "src"}, number_operands=() if accumulate else ("src",))
 
 
 _declare_scatter("scatter", False, "a copy of input with out[index[i][j]][j] = src[i][j] for dim 0; src may be "
@@ -517,6 +518,7 @@ def _masked_fill_samples(make, dtype):
 
 
 defop("masked_fill(Tensor input, Index mask, Tensor value)", "indexing", kind="composite",
+      number_operands=("value",),
       promotion=_in_input_dtype, meta=lambda x, mask, value: broadcast_shapes("masked_fill", shape(x), shape(mask)),
       normalize=_masked_fill_normalize, composite=_masked_fill, inplace=True, samples=_masked_fill_samples,
       onnx=_masked_fill_onnx,

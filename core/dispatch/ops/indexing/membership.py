@@ -33,6 +33,7 @@ def _isin_samples(make, dtype):
 
 defop("isin(Tensor elements, Tensor test_elements, *, bool assume_unique=False, bool invert=False)", "indexing",
       torch_keywords={"element": "elements", "test_element": "test_elements"},
+      number_operands=("elements", "test_elements"),
       kind="composite", promotion=rules.to_bool, meta=lambda elements, *rest: shape(elements), composite=_isin,
       differentiable=False, samples=_isin_samples, method=False,
       reference=lambda elements, test, assume_unique=False, invert=False: np.isin(elements, test, invert=invert),

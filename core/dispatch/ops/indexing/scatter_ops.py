@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...schema import rules
+from ...schema.binding import tensor_argument
 from ...schema.dtypes import bool_, int64
 from ...schema.errors import ArgumentError, DtypeError, OutOfRangeError, ShapeError, describe, describe_all
 from ...schema.meta import broadcast_shapes, check_index, numel, require, require_dims, shape
@@ -110,6 +111,7 @@ def _index_fill_samples(make, dtype):
 
 
 defop("index_fill(Tensor input, dim dim, Index index, Tensor value)", "indexing", kind="composite",
+      number_operands=("value",),
       promotion=_in_input_dtype, meta=lambda x, dim, index, value: shape(x), normalize=_index_fill_normalize,
       composite=_index_fill, reference=_index_fill_reference, samples=_index_fill_samples, inplace=True,
       doc="a copy of input with value (a number or 0-d tensor) at the entries of index along dim")
@@ -150,7 +152,8 @@ defop("take(Tensor input, Index index)", "indexing", kind="composite", promotion
 
 def _put_normalize(op, args):
     _flat_index_normalize(op, args)
-    x, index, source = args["input"], args["index"], args["source"]
+    x, index = args["input"], args["index"]
+    source = tensor_argument("put", "source", args["source"], 3)
     if source._dtype is not x._dtype:
         raise DtypeError(f"put: source must have input's dtype {x._dtype.name}, got {describe(source)}")
     if numel(shape(index)) != numel(shape(source)):  # an IndexError (and RuntimeError), as PyTorch's
@@ -627,6 +630,7 @@ def _fill_samples(make, dtype):
 
 
 defop("fill(Tensor input, Tensor value)", "indexing", kind="composite", promotion=_in_input_dtype,
+      number_operands=("value",),
       normalize=_fill_normalize, meta=lambda x, value: shape(x), method=False,
       composite=lambda x, value: F.clone(F.expand(F.to_dtype(value, x.dtype) if _is_tensor(value) else
                                                   F.full((), value, dtype=x.dtype, device=x.device), tuple(x.shape))),

@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from ...schema.errors import ArgumentError, ShapeError
+from ...schema.errors import ArgumentError, ShapeError, describe
 from ...schema.meta import shape
 from ...schema import OPS, Sample, defop
 from ..namespace import F
@@ -63,7 +63,7 @@ def _vector_norm_samples(make, dtype):
 
 defop("linalg_vector_norm(Tensor x, Scalar ord=2, dim[]? dim=None, bool keepdim=False, *, dtype? dtype=None)",
       "linalg", kind="composite", promotion=_requested, dtypes="float", meta=_vector_norm_meta,
-      torch_keywords={"input": "x"},
+      empty_dim_reduces_all=True, torch_keywords={"input": "x"},
       composite=_vector_norm, reference=_vector_norm_reference, samples=_vector_norm_samples, method=False,
       doc="the ord-norm of vectors along dim (of the flattened tensor without dim): sum(|x|^ord)^(1/ord), max, "
           "min or the count of non-zeros for ord inf, -inf, 0")
@@ -156,6 +156,9 @@ def _linalg_norm(input, ord=None, dim=None, keepdim=False, dtype=None):
 
 def _linalg_norm_meta(input, ord=None, dim=None, keepdim=False, dtype=None):
     dims = _norm_dims(input, dim)
+    if dims is not None and len(dims) not in (1, 2):
+        raise ShapeError(f"linalg.norm: If dim is specified, it must be of length 1 or 2. Got {list(dims)} "
+                         f"({describe(input)})")
     if (dims is not None and len(dims) == 2) or (dims is None and ord is not None and len(shape(input)) == 2):
         return _matrix_norm_meta(input, ord, dims or (-2, -1), keepdim)
     return OPS["norm"].meta(input, "fro", dims, keepdim)
@@ -232,8 +235,8 @@ def _frobenius_norm_reference(input, dim, keepdim=False):
 
 
 defop("frobenius_norm(Tensor input, dim[]? dim, bool keepdim=False)", "linalg", kind="composite",
-      promotion=floating, dtypes="float", meta=lambda input, dim, keepdim=False: OPS["norm"].meta(input, "fro", dim,
-                                                                                                   keepdim),
+      promotion=floating, dtypes="float", empty_dim_reduces_all=True,
+      meta=lambda input, dim, keepdim=False: OPS["norm"].meta(input, "fro", dim, keepdim),
       composite=lambda input, dim, keepdim=False: F.norm(input, "fro", dim, keepdim),
       reference=_frobenius_norm_reference,
       samples=lambda make, dtype: (Sample((make((3, 4)), (0, 1))), Sample((make((2, 3, 4)), (-1,), True))),
@@ -253,13 +256,18 @@ defop("nuclear_norm(Tensor input, int[] dim=[-2, -1], bool keepdim=False)", "lin
       method=False, doc="the sum of singular values (linalg.matrix_norm with 'nuc')")
 
 
-def _others(ndim: int, dim: int) -> list:
-    return [d for d in range(ndim) if d != dim]
+def _norms_along(x, p: float, dim: int):
+    """The p-norm of each slice of ``x`` along ``dim`` (kept dims): over every other dim, or of each element of
+    a 1-D ``x``, whose other dims are none (an empty dim list would reduce over every dim)."""
+    others = [d for d in range(x.ndim) if d != dim]
+    if not others:
+        return F.norm(F.unsqueeze(x, -1), p, [-1])
+    return F.norm(x, p, others, True)
 
 
 def _renorm(input, p, dim, maxnorm):
     dim = _wrap(dim, input.ndim, "renorm")
-    norms = F.norm(input, float(p), _others(input.ndim, dim), True)
+    norms = _norms_along(input, float(p), dim)
     scale = F.where(F.gt(norms, maxnorm), F.div(float(maxnorm), F.add(norms, 1e-7)), 1.0)
     return F.mul(input, scale)
 
@@ -288,7 +296,7 @@ def _norm_except_dim(v, pow=2, dim=0):
     if dim == -1:
         return F.norm(v, float(pow))
     dim = _wrap(dim, v.ndim, "norm_except_dim")
-    return F.norm(v, float(pow), _others(v.ndim, dim), True)
+    return _norms_along(v, float(pow), dim)
 
 
 def _norm_except_dim_meta(v, pow=2, dim=0):

@@ -11,6 +11,7 @@ from ...schema.meta import broadcast_shapes, require, shape
 from ...schema import FLOAT32_ON_CUDA, Sample, defop
 from ..namespace import F
 from ..elementwise.opmath import in_opmath
+from ...schema.binding import tensor_argument
 from ...schema.errors import ArgumentError
 
 
@@ -22,6 +23,12 @@ def distance_reference(x1, x2, p=2.0, eps=1e-6):
     if np.isinf(p):
         return difference.max(-1) if p > 0 else difference.min(-1)
     return (difference ** p).sum(-1) ** (1 / p)
+
+
+def _tensor_operands(op, args) -> None:
+    """PyTorch's TypeError for a number given as either operand: these ops take no Scalar overload."""
+    for position, name in enumerate(("x1", "x2"), 1):
+        tensor_argument(op.name, name, args[name], position)
 
 
 # -- pairwise_distance ---------------------------------------------------------------------------------------
@@ -55,7 +62,7 @@ def _pairwise_distance_samples(make, dtype):
 
 defop("pairwise_distance(Tensor x1, Tensor x2, float p=2.0, float eps=1e-6, bool keepdim=False)", "nn",
       kind="composite", promotion=rules.same, dtypes="float", meta=_pairwise_distance_meta,
-      composite=in_opmath(_pairwise_distance), reference=_pairwise_distance_reference,
+      normalize=_tensor_operands, composite=in_opmath(_pairwise_distance), reference=_pairwise_distance_reference,
       samples=_pairwise_distance_samples, method=False,
       doc="the p-norm distance ||x1 - x2 + eps||_p between the vectors along the last dim (broadcast)")
 
@@ -100,7 +107,8 @@ def _cosine_similarity_samples(make, dtype):
 
 
 defop("cosine_similarity(Tensor x1, Tensor x2, int dim=1, float eps=1e-8)", "nn", kind="composite",
-      promotion=rules.same, dtypes="float", meta=_cosine_similarity_meta, composite=in_opmath(_cosine_similarity),
+      promotion=rules.same, dtypes="float", meta=_cosine_similarity_meta, normalize=_tensor_operands,
+      composite=in_opmath(_cosine_similarity),
       reference=_cosine_similarity_reference, samples=_cosine_similarity_samples, method=False,
       autocast=FLOAT32_ON_CUDA,
       doc="the cosine of the angle between the vectors along dim (broadcast), each norm clamped below at eps")

@@ -15,9 +15,12 @@ which the op has at hand.
 Class weights are constants, as in PyTorch: a weight that requires grad is refused at the forward
 rather than silently given no gradient.
 
-Under autocast every loss runs in float32 (PyTorch's lists); binary_cross_entropy is refused under
-CUDA-style autocast, where a sigmoid before it is unsafe in float16 (binary_cross_entropy_with_logits is
-the safe form). The backward ops carry no policy: autograd calls them with the forward's dtypes.
+The cross-entropies take PyTorch's steps in a half-precision input's own dtype (log_softmax rounded, then
+each loss term and each sum), so that a loss overflows, or is NaN, where PyTorch's does; their gradients
+compute in float32 and round once. Under autocast every loss runs in float32 (PyTorch's lists);
+binary_cross_entropy is refused under CUDA-style autocast, where a sigmoid before it is unsafe in float16
+(binary_cross_entropy_with_logits is the safe form). The backward ops carry no policy: autograd calls them
+with the forward's dtypes.
 """
 from __future__ import annotations
 
@@ -25,9 +28,10 @@ import numpy as np
 
 from ...schema import rules
 from ...execution.dispatcher import note_value_read
-from ...schema.dtypes import int64
+from ...schema.dtypes import SCALAR_TYPE_NAMES, bool_, int64, uint8
 from ...schema.errors import ArgumentError, DtypeError, EmberError, OutOfRangeError, describe
 from ...schema.meta import broadcast_shapes, require, shape
+from ...schema.overflow import INTEGER_RANGES
 from ...schema import Sample, defop
 from ..namespace import F
 from ._shared import _log_softmax_reference, _refuse_weight_grad
@@ -89,6 +93,13 @@ def _check_class_shapes(op_name: str, x, target, weight) -> int:
     return classes
 
 
+def _can_equal(target, ignore_index: int) -> bool:
+    """Whether a target can hold ``ignore_index``. A uint8 target never equals the default -100, though an
+    Ember (or PyTorch) comparison would wrap -100 to 156; PyTorch's loss kernels compare the numbers."""
+    low, high = INTEGER_RANGES[target.dtype]
+    return low <= ignore_index <= high
+
+
 _checked_targets = CheckedValues()  # targets found in range: the backward of the same loss skips the read
 
 
@@ -109,8 +120,22 @@ def _check_targets(op_name: str, target, classes: int, ignore_index: int) -> Non
             return None
         return OutOfRangeError(f"{op_name}: Target {low if low < 0 else high} is out of bounds: expected class "
                                f"indices in 0..{classes - 1} or ignore_index={ignore_index} ({description})")
-    check_extremes(target, verdict, ignore=ignore_index)
+    check_extremes(target, verdict, ignore=ignore_index if _can_equal(target, ignore_index) else None)
     _checked_targets.remember(target, key)
+
+
+def _check_target_dtype(op_name: str, x, target, reduction: str) -> None:
+    """PyTorch's class-index dtypes: int64, or uint8 where the input has at most 2 dims; its K-dimensional
+    kernel reads int64 only, and reads nothing of an empty target it reduces."""
+    dtype = target.dtype
+    if dtype not in (int64, uint8):
+        hint = ("; class indices need an integer dtype, class probabilities a float target of the input's shape"
+                if dtype.kind == "float" else "")
+        raise DtypeError(f"{op_name}: expected target dtype to be Long or Byte, but got {SCALAR_TYPE_NAMES[dtype]} "
+                         f"({describe(target)}){hint}")
+    if dtype is uint8 and len(shape(x)) > 2 and (reduction == "none" or target.numel()):
+        raise DtypeError(f"{op_name}: expected scalar type Long but found Byte for the target of a K-dimensional "
+                         f"input ({describe(x)}, {describe(target)})")
 
 
 def _class_targets_normalize(op, args) -> None:
@@ -119,9 +144,7 @@ def _class_targets_normalize(op, args) -> None:
     check_reduction(op.name, args["reduction"])
     if "label_smoothing" in args:
         _check_smoothing(op.name, args["label_smoothing"])
-    if target.dtype.kind != "int":
-        raise DtypeError(f"{op.name}: expected target to hold class indices in an integer dtype, got "
-                         f"{describe(target)}; class probabilities need a float target of the input's shape")
+    _check_target_dtype(op.name, x, target, args["reduction"])
     if "grad_output" not in op.param_index:
         _refuse_weight_grad(op.name, weight)
     classes = _check_class_shapes(op.name, x, target, weight)
@@ -138,7 +161,7 @@ def _target_weights(target, weight, ignore_index: int, dtype, classes: int):
     """(counted, safe, weights): which targets count, the targets with ignored ones pointed at class 0
     (so that they can index; clamped too where the targets' check is deferred), and each target's class
     weight, 0 where ignored."""
-    counted = F.ne(target, ignore_index)
+    counted = F.ne(target, ignore_index) if _can_equal(target, ignore_index) else F.ones_like(target, dtype=bool_)
     safe = bounded(F.where(counted, target, 0), classes)
     if weight is None:
         return counted, safe, F.to_dtype(counted, dtype)
@@ -198,16 +221,17 @@ def _nll_loss_input_derivative(grad, input, target, weight, ignore_index, reduct
 # -- cross_entropy_indices and its backward ---------------------------------------------------------------
 
 def _cross_entropy_indices(input, target, weight=None, ignore_index=-100, label_smoothing=0.0, reduction="mean"):
-    """(1 - eps) * nll of log_softmax, plus eps / C times the (weighted) sum of -log_softmax over classes."""
+    """(1 - eps) * nll of log_softmax, plus eps / C times the (weighted) sum of -log_softmax over classes, each
+    reduced on its own: PyTorch's steps, in the input's dtype, so half precision rounds where PyTorch's does."""
     cdim = _class_dim(input)
     logp = F.log_softmax(input, cdim)
-    counted, safe, weights = _target_weights(target, weight, ignore_index, logp.dtype, input.shape[cdim])
-    losses = F.neg(F.mul(_picked(logp, safe, cdim), weights))
-    if label_smoothing > 0:
-        spread = logp if weight is None else F.mul(logp, _along_classes(weight, input.ndim, cdim))
-        smooth = F.neg(F.sum(spread, cdim))
-        losses = F.add(F.mul(losses, 1 - label_smoothing), F.mul(smooth, label_smoothing / input.shape[cdim]))
-    return _reduce(F.where(counted, losses, 0), weights, reduction)
+    loss = _nll_loss(logp, target, weight, ignore_index, reduction)
+    if label_smoothing == 0:
+        return loss
+    counted, _, weights = _target_weights(target, weight, ignore_index, logp.dtype, input.shape[cdim])
+    spread = logp if weight is None else F.mul(logp, _along_classes(weight, input.ndim, cdim))
+    smooth = _reduce(F.where(counted, F.neg(F.sum(spread, cdim)), 0), weights, reduction)
+    return F.add(F.mul(loss, 1 - label_smoothing), F.mul(smooth, label_smoothing / input.shape[cdim]))
 
 
 def _cross_entropy_indices_backward(grad_output, input, target, weight=None, ignore_index=-100,
@@ -362,8 +386,9 @@ _CLASS_PARAMS = "Index target, Tensor? weight=None, int ignore_index=-100"
 
 
 def _class_loss(signature: str, composite, derivative, reference, samples, doc: str, onnx=None) -> None:
+    """The forward takes PyTorch's steps in the input's dtype (each in opmath, then rounded), not in_opmath."""
     defop(signature, "nn", kind="composite", promotion=rules.same, dtypes="float", meta=_class_loss_meta,
-          normalize=_class_targets_normalize, composite=in_opmath(composite), derivative={"input": derivative},
+          normalize=_class_targets_normalize, composite=composite, derivative={"input": derivative},
           reference=reference, samples=samples, method=False, nondifferentiable_inputs=("weight",), doc=doc,
           autocast="float32", onnx=onnx)
 
@@ -488,7 +513,7 @@ def _probabilities_samples(make, dtype):
 
 defop("cross_entropy_probabilities(Tensor input, Tensor target, Tensor? weight=None, float label_smoothing=0.0, "
       "str reduction='mean')", "nn", kind="composite", promotion=rules.same, dtypes="float",
-      meta=_probabilities_meta, normalize=_probabilities_normalize, composite=in_opmath(_cross_entropy_probabilities),
+      meta=_probabilities_meta, normalize=_probabilities_normalize, composite=_cross_entropy_probabilities,
       reference=_probabilities_reference, samples=_probabilities_samples, method=False, autocast="float32",
       doc="cross-entropy of logits against class probabilities (a target of the input's shape), with PyTorch's "
           "label smoothing and per-class weights; the mean divides by the number of positions")

@@ -7,7 +7,8 @@ stays in ``ember.nn.functional`` (the deprecated size_average/reduce, kl_div's '
 
 They are ops so that autocast sees them: PyTorch runs every one in float32 under autocast. Each is a
 composite of a handful of Ember ops, which autograd differentiates as they stand; float16 and bfloat16
-inputs compute in float32 and round once, as PyTorch's kernels accumulate.
+inputs compute in float32 and round once, as PyTorch's kernels accumulate, but for
+binary_cross_entropy_with_logits, which takes PyTorch's composite steps in their own dtype.
 """
 from __future__ import annotations
 
@@ -53,15 +54,18 @@ def _pair_samples(*options: dict):
     return samples
 
 
-def _pointwise_loss(signature: str, composite, reference, samples, doc: str, **fields) -> None:
+def _pointwise_loss(signature: str, composite, reference, samples, doc: str, opmath: bool = True,
+                    **fields) -> None:
+    """``opmath=False``: the composite takes its steps in the input's dtype, each rounded, as PyTorch's composite
+    of the same steps does (so that half precision overflows where PyTorch's does)."""
     name = signature.partition("(")[0]
     fields.setdefault("normalize", _reduction_normalize)
     fields.setdefault("meta", _pair_meta(name))
     fields.setdefault("promotion", rules.same)
     fields.setdefault("dtypes", "float")
     fields.setdefault("autocast", "float32")
-    defop(signature, "nn", kind="composite", composite=in_opmath(composite), reference=reference, samples=samples,
-          method=False, doc=doc, **fields)
+    defop(signature, "nn", kind="composite", composite=in_opmath(composite) if opmath else composite,
+          reference=reference, samples=samples, method=False, doc=doc, **fields)
 
 
 # -- mse_loss and l1_loss -----------------------------------------------------------------------------------
@@ -208,7 +212,8 @@ _pointwise_loss("kl_div(Tensor input, Tensor target, str reduction='mean', *, bo
 
 def _bce_with_logits(input, target, weight=None, pos_weight=None, reduction="mean"):
     """(1 - t) * x - (1 + (pos_weight - 1) * t) * logsigmoid(x): binary cross-entropy of sigmoid(x) without
-    ever forming the sigmoid, so finite for every logit."""
+    ever forming the sigmoid, so finite for every logit. PyTorch's steps in PyTorch's order: in half precision
+    each rounds, and overflows, where PyTorch's does."""
     log_sigmoid = F.logsigmoid(input)
     if pos_weight is not None:
         log_sigmoid = F.mul(log_sigmoid, F.add(F.mul(F.sub(pos_weight, 1), target), 1))
@@ -257,7 +262,7 @@ def _bce_with_logits_samples(make, dtype):
 _pointwise_loss("binary_cross_entropy_with_logits(Tensor input, Tensor target, Tensor? weight=None, "
                 "Tensor? pos_weight=None, str reduction='mean')", _bce_with_logits, _bce_with_logits_reference,
                 _bce_with_logits_samples, meta=_bce_with_logits_meta, normalize=_bce_with_logits_normalize,
-                nondifferentiable_inputs=("weight", "pos_weight"),
+                nondifferentiable_inputs=("weight", "pos_weight"), opmath=False,
                 doc="binary cross-entropy of sigmoid(input) against target, computed from the logits (stable for "
                     "every logit); pos_weight weighs the positive term, broadcast along the last dim")
 

@@ -227,6 +227,7 @@ def _normal_samples(make, dtype):
 
 defop("normal(Tensor mean, Tensor std=1.0, *, Generator? generator=None)", "random", kind="composite",
       promotion=_float_parameters, dtypes="float", normalize=_check_std, composite=_normal, samples=_normal_samples,
+      number_operands=("mean", "std"),
       meta=lambda mean, std, *rest: broadcast_shapes("normal", shape(mean), shape(std)), method=False,
       differentiable=False, doc="one normal sample per element, with elementwise (broadcast) mean and std")
 

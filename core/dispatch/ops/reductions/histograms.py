@@ -130,7 +130,7 @@ def _searchsorted_samples(make, dtype):
 
 defop("searchsorted(Tensor sorted_sequence, Tensor values, *, bool out_int32=False, bool right=False, str? side=None, "
       "Index? sorter=None)", "indexing", kind="composite", promotion=_indices_promotion, dtypes="numeric",
-      torch_keywords={"input": "values"},
+      torch_keywords={"input": "values"}, number_operands=("values",),
       meta=lambda b, v, *rest: shape(v), normalize=_searchsorted_normalize, composite=_searchsorted,
       reference=_searchsorted_reference, samples=_searchsorted_samples, differentiable=False, method=False,
       doc="where each value would go in the sorted innermost dim of sorted_sequence to keep it sorted")
@@ -153,7 +153,8 @@ def _bucketize_samples(make, dtype):
 
 
 defop("bucketize(Tensor input, Tensor boundaries, *, bool out_int32=False, bool right=False)", "indexing",
-      kind="composite", promotion=_indices_promotion, dtypes="numeric", meta=lambda x, *rest: shape(x),
+      number_operands=("input",), kind="composite", promotion=_indices_promotion, dtypes="numeric",
+      meta=lambda x, *rest: shape(x),
       normalize=_bucketize_normalize, composite=_bucketize, samples=_bucketize_samples, differentiable=False,
       reference=lambda x, b, out_int32=False, right=False: _searchsorted_reference(b, x, out_int32, right),
       doc="the index of each input's bucket among the 1-D sorted boundaries")
@@ -336,6 +337,8 @@ def _histogram_normalize(op, args) -> None:
         raise ShapeError(f"histogram: weight should have the same shape as input, got {describe(x)} and "
                          f"{describe(weight)}")
     bins = args["bins"]
+    if not _is_tensor(bins):  # an int, or PyTorch's TypeError naming the argument
+        args["bins"] = bins = int_argument("histogram", "bins", bins, 2)
     if _is_tensor(bins) and bins.dtype is not x.dtype:
         raise DtypeError(f"histogram: input and bins should have the same dtype, got {describe(x)} and "
                          f"{describe(bins)}")

@@ -126,6 +126,7 @@ def _quantile_samples(make, dtype):
 
 _QUANTILE = dict(kind="composite", promotion=rules.same, dtypes="float", normalize=_quantile_normalize,
                  meta=_quantile_meta, samples=_quantile_samples,
+                 number_operands=("q",),
                  nondifferentiable_inputs=("q",))  # finite differences of q would step outside [0, 1]
 defop("quantile(Tensor input, Tensor q, dim? dim=None, bool keepdim=False, *, str interpolation='linear')",
       "reduction", reference=_quantile_reference(False), **_QUANTILE,

@@ -84,8 +84,8 @@ def _cumprod_derivative(grad, input, dim, result):
 # -- ONNX lowerings (see ember.onnx.builder) -----------------------------------------------------
 
 def _reduced_dims(g, input, dim):
-    """The dims an ONNX reduce takes: None for all; () where nothing is reduced (a 0-d input, or an empty
-    ``dim`` list, which Ember reads as no dims)."""
+    """The dims an ONNX reduce takes: None for all; () where nothing is reduced (a 0-d input: an empty ``dim``
+    list reaches the reductions as None)."""
     if not rank(g, input):
         return ()
     if dim is None:
@@ -194,19 +194,13 @@ defop("prod(Tensor input, dim? dim=None, bool keepdim=False, *, dtype? dtype=Non
       onnx=_reduce_onnx("ReduceProd"), batch="dims")
 
 
-def _empty_dims_mean_all(op, args) -> None:
-    """amax/amin: ``dim=[]`` (PyTorch's declared default) reduces every dim."""
-    if args["dim"] == ():
-        args["dim"] = None
-
-
 defop("amax(Tensor input, dim[]? dim=None, bool keepdim=False)", "reduction", promotion=rules.same,
-      normalize=_empty_dims_mean_all, meta=_reduce_meta("amax", needs_elements=True),
+      meta=_reduce_meta("amax", needs_elements=True),
       reference=_np_reduce(np.max), doc="NaN propagates",
       onnx=_reduce_onnx("ReduceMax", propagate_nan=True),
       derivative=_extremum_derivative, batch="dims")
 defop("amin(Tensor input, dim[]? dim=None, bool keepdim=False)", "reduction", promotion=rules.same,
-      normalize=_empty_dims_mean_all, meta=_reduce_meta("amin", needs_elements=True),
+      meta=_reduce_meta("amin", needs_elements=True),
       reference=_np_reduce(np.min), doc="NaN propagates",
       onnx=_reduce_onnx("ReduceMin", propagate_nan=True),
       derivative=_extremum_derivative, batch="dims")
@@ -389,11 +383,20 @@ def _as_truth_of(x, answer):
     return F.to_dtype(answer, uint8) if x.dtype is uint8 else answer
 
 
+def _no_dims(dim) -> bool:
+    """An empty dim list: PyTorch's any and all reduce no dim then, where sum would reduce every one."""
+    return dim is not None and len(dim) == 0
+
+
 def _all(x, dim=None, keepdim=False):
+    if _no_dims(dim):
+        return _as_truth_of(x, F.ne(x, 0))
     return _as_truth_of(x, F.eq(F.sum(F.logical_not(x), dim, keepdim), 0))
 
 
 def _any(x, dim=None, keepdim=False):
+    if _no_dims(dim):
+        return _as_truth_of(x, F.ne(x, 0))
     return _as_truth_of(x, F.gt(F.sum(F.ne(x, 0), dim, keepdim), 0))
 
 
@@ -406,10 +409,10 @@ def _truth_reference(fn):
 
 defop("all(Tensor input, dim[]? dim=None, bool keepdim=False)", "reduction", kind="composite",
       promotion=rules.truth, meta=_reduce_meta("all"), composite=_all, reference=_truth_reference(np.all),
-      differentiable=False, doc="bool, or uint8 for uint8 input, as in PyTorch")
+      empty_dim_reduces_all=False, differentiable=False, doc="bool, or uint8 for uint8 input, as in PyTorch")
 defop("any(Tensor input, dim[]? dim=None, bool keepdim=False)", "reduction", kind="composite",
       promotion=rules.truth, meta=_reduce_meta("any"), composite=_any, reference=_truth_reference(np.any),
-      differentiable=False, doc="bool, or uint8 for uint8 input, as in PyTorch")
+      empty_dim_reduces_all=False, differentiable=False, doc="bool, or uint8 for uint8 input, as in PyTorch")
 
 
 def _max_dim(x, dim, keepdim=False):

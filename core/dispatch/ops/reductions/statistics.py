@@ -11,7 +11,7 @@ import numpy as np
 from ...schema import rules
 from ...schema.binding import wrap_dim
 from ...schema.dtypes import float32, get_default_dtype, int64
-from ...schema.errors import ArgumentError, ShapeError, describe
+from ...schema.errors import ArgumentError, OutOfRangeError, ShapeError, describe
 from ...schema.meta import broadcast_shapes, shape
 from ...schema.promotion import promote_types
 from ...schema import Sample, defop
@@ -298,6 +298,8 @@ defop("cumulative_trapezoid" + _INTEGRATION, "reduction", meta=_cumulative_meta,
 def _gradient_dims(x, dim) -> list:
     ndim = len(shape(x))
     dims = list(range(ndim)) if dim is None else [dim] if isinstance(dim, int) else list(dim)
+    if dims and not ndim:  # PyTorch's IndexError: a 0-d tensor has no dim to take differences along
+        raise OutOfRangeError(f"gradient: dimension specified as {dims[0]} but {describe(x)} has no dimensions")
     wrapped = [wrap_dim("gradient", d, ndim, x) for d in dims]
     if len(set(wrapped)) != len(wrapped):
         raise ArgumentError(f"gradient: dim {dim} repeats a dimension")

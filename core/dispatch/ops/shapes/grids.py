@@ -361,11 +361,24 @@ defop("vander(Tensor x, int? N=None, bool increasing=False)", "creation", kind="
 
 # -- tril_indices, triu_indices ------------------------------------------------------------------------------
 
+def _clamped_sum(start: int, n: int, cap: int) -> int:
+    """``sum(min(max(start + i, 0), cap) for i in range(n))`` in constant time, so that a triangle of 2**62 rows
+    is counted (and refused as too large) at once instead of row by row."""
+    if n <= 0:
+        return 0
+    end = start + n - 1
+    low, high = max(start, 0), min(end, cap)
+    middle = (low + high) * (high - low + 1) // 2 if low <= high else 0
+    return middle + cap * max(0, end - max(cap, start - 1))
+
+
 def _triangle_indices(name: str, keep_row):
     """Declare ``name``: the (2, count) coordinates of a row x col triangle, row by row."""
 
     def count(row, col, offset):
-        return sum(len(keep_row(i, col, offset)) for i in range(row))
+        if name == "tril_indices":  # row i keeps min(col, max(i + offset + 1, 0)) columns
+            return _clamped_sum(offset + 1, row, col)
+        return row * col - _clamped_sum(offset, row, col)  # row i drops its first min(max(i + offset, 0), col)
 
     def normalize(op, args):
         if args["row"] < 0 or args["col"] < 0:
@@ -375,6 +388,10 @@ def _triangle_indices(name: str, keep_row):
         return (2, count(row, col, offset))
 
     def composite(row, col, offset=0, dtype=None, device=None):
+        if not count(row, col, offset):  # no mask of row x col: row may be astronomical
+            return F.zeros((2, 0), dtype=dtype or int64, device=device)
+        if name == "triu_indices":  # the rows from col - offset on are empty: a tall matrix has a short mask
+            row = min(row, col - offset)
         mask = F.ones((row, col), dtype=int64, device=device)
         mask = F.tril(mask, offset) if name == "tril_indices" else F.triu(mask, offset)
         return F.to_dtype(F.clone(F.transpose(F.argwhere(mask), 0, 1)), dtype or int64)
