@@ -115,3 +115,16 @@ def test_the_fuzzer_tells_internal_off_type_and_vague_errors_apart():
     assert judge(_raised(lambda: {}["key"]), __file__).kind == "off-type"
     assert judge(ShapeError("bad"), __file__).kind == "vague"
     assert judge(ShapeError("add: shapes (2,) and (3,) do not broadcast"), __file__) is None
+
+
+def test_what_the_final_campaigns_found():
+    """seed 90817 (cpu and opencl): a hang on astronomically many sections, an IndexError on a 0-d tau, and a
+    TypeError inside the cpu foreach kernel for a huge bound on bfloat16."""
+    with pytest.raises(ember.dispatch.EmberError, match="tensor_split: .* sections would make .* tensors"):
+        ember.ones(3).tensor_split(10 ** 30)
+    assert [t.tolist() for t in ember.arange(3).tensor_split(5)] == [[0], [1], [2], [], []]
+    with pytest.raises(ember.dispatch.ShapeError, match=r"ormqr: tau must have shape \(\) \+ \(k,\)"):
+        ember.ones(3, 3).ormqr(ember.tensor(1.0), ember.ones(3, 3))
+    tensors = [ember.ones(2, dtype=ember.bfloat16), ember.ones(2)]
+    F._foreach_clamp_min_(tensors, 2 ** 70)
+    assert tensors[1].tolist() == [float(2 ** 70)] * 2 and tensors[0].dtype is ember.bfloat16

@@ -69,7 +69,9 @@ def _clamp_each(ufunc, tensors: list, bound) -> None:
     for t in tensors:
         b = by_dtype.get(t.dtype)
         if b is None:
-            b = by_dtype[t.dtype] = np.asarray(bound, dtype=t.dtype)
+            integral = np.issubdtype(t.dtype, np.integer) or t.dtype == np.bool_
+            # a floating bound goes through float: ml_dtypes' half types take no Python int beyond int64
+            b = by_dtype[t.dtype] = np.asarray(bound if integral else float(bound), dtype=t.dtype)
         ufunc(t, b, out=t)
 
 

@@ -134,6 +134,9 @@ def _ormqr(input, tau, other, left=True, transpose=False):
 
 def _ormqr_meta(input, tau, other, left=True, transpose=False):
     a, c = matrix_shape("ormqr", input), matrix_shape("ormqr", other)
+    t = shape(tau)
+    if not t or t[-1] > min(a[-2], a[-1]) or t[:-1] != a[:-2]:
+        raise ShapeError(f"ormqr: tau must have shape {a[:-2]} + (k,) with k <= {min(a[-2], a[-1])}, got {t}")
     if (c[-2] if left else c[-1]) != a[-2]:
         raise ShapeError(f"ormqr: other's {'rows' if left else 'columns'} must number input.shape[-2] = {a[-2]}, "
                          f"got shape {c}")

@@ -286,6 +286,9 @@ _declare_stack("column_stack(Tensor[] tensors)", np.column_stack)
 
 # -- tensor_split, split_with_sizes, hsplit, vsplit, dsplit -------------------------------------------------
 
+MAX_PIECES = 2 ** 31 - 1  # the most tensors one split returns
+
+
 def _split_points(op_name: str, length: int, indices_or_sections) -> list:
     """The (start, end) of each piece: ``sections`` nearly equal pieces (the first ones one longer) or pieces
     cut at ``indices`` (clipped to the length, as Python slicing does)."""
@@ -293,6 +296,9 @@ def _split_points(op_name: str, length: int, indices_or_sections) -> list:
         sections = indices_or_sections
         if sections <= 0:
             raise ArgumentError(f"{op_name}: number of sections must be larger than 0, got {sections}")
+        if sections > MAX_PIECES:  # a list of that many tensors cannot be made: PyTorch's vector refuses it too
+            raise ArgumentError(f"{op_name}: {sections} sections would make {sections} tensors, more than the "
+                                f"{MAX_PIECES} a list of results can hold")
         small, extra = divmod(length, sections)
         ends = [(i + 1) * small + min(i + 1, extra) for i in range(sections)]
         return list(zip([0] + ends[:-1], ends))
