@@ -128,3 +128,17 @@ def test_what_the_final_campaigns_found():
     tensors = [ember.ones(2, dtype=ember.bfloat16), ember.ones(2)]
     F._foreach_clamp_min_(tensors, 2 ** 70)
     assert tensors[1].tolist() == [float(2 ** 70)] * 2 and tensors[0].dtype is ember.bfloat16
+
+
+def test_what_the_seed_271828_campaigns_found():
+    """randint bounds beyond int64 (NumPy's ValueError before), a float dim for gradient, a dtype or list for
+    to_sparse_csr's dense_dim, and pivots beyond m (NumPy's IndexError inside the kernel before)."""
+    with pytest.raises(ember.dispatch.NumberOverflowError, match=r"randint: \[low, high\) = \[0, \d+\) goes beyond"):
+        ember.randint(0, 2 ** 70, (2,))
+    assert ember.randint(-2 ** 63, 2 ** 63, (4,)).dtype is ember.int64
+    with pytest.raises(TypeError, match=r"gradient\(\): argument 'dim' must be int, not float"):
+        ember.gradient(ember.rand(3), dim=1.5)
+    with pytest.raises(TypeError, match=r"to_sparse_csr\(\): argument 'dense_dim' must be int, not list"):
+        ember.rand(3, 3).to_sparse_csr([1])
+    with pytest.raises(IndexError, match="pivots must lie between 1 and m = 1, inclusive"):
+        F.lu_pivots_to_permutation(ember.tensor([7]), 1)

@@ -128,6 +128,8 @@ def build(lib: ArrayLib) -> dict:
         batch, k = pivots.shape[:-1], pivots.shape[-1]
         count = int(np.prod(batch))  # not reshape's -1, which an empty k leaves undetermined
         swaps = pivots.reshape((count, k)).astype(np.int64) - 1
+        if swaps.size and not bool(((swaps >= 0) & (swaps < m)).all()):
+            raise IndexError(f"lu_pivots_to_permutation: pivots must lie between 1 and m = {m}, inclusive")
         perm = xp.broadcast_to(xp.arange(m, dtype=np.int64), (count, m)).copy()
         rows = xp.arange(count)
         for i in range(k):

@@ -144,7 +144,7 @@ def to_sparse_csr(x: Tensor, dense_dim: int | None = None) -> SparseTensor:
         return x if x._layout is sparse_csr else coo_to_csr(x)
     if x.ndim < 2:
         raise RuntimeError(f"to_sparse_csr: expected a tensor of at least 2 dims, got {x.ndim}")
-    dense_dim = 0 if dense_dim is None else dense_dim
+    dense_dim = 0 if dense_dim is None else int_argument("to_sparse_csr", "dense_dim", dense_dim)
     return coo_to_csr(dense_to_coo(x, x.ndim - dense_dim))
 
 

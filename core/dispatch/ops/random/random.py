@@ -9,7 +9,7 @@ import math
 
 from ...schema import rules
 from ...schema.dtypes import float32, float64, int64
-from ...schema.errors import ArgumentError, DtypeError, ShapeError
+from ...schema.errors import ArgumentError, DtypeError, NumberOverflowError, ShapeError
 from ...schema import Sample, defop
 from ..namespace import F
 
@@ -72,6 +72,9 @@ def _float_only(rt, op, args):
 def _check_range(op, args):
     if op.name == "rand_int" and args["low"] >= args["high"]:
         raise ArgumentError(f"randint: low ({args['low']}) must be less than high ({args['high']})")
+    if op.name == "rand_int" and not (-2 ** 63 <= args["low"] and args["high"] - 1 < 2 ** 63):
+        raise NumberOverflowError(f"randint: [low, high) = [{args['low']}, {args['high']}) goes beyond int64, "
+                                  f"which holds every draw")
     if op.name == "rand_normal" and args["std"] < 0:
         raise ArgumentError(f"normal: std must be non-negative, got {args['std']}")
 

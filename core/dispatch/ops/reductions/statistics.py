@@ -9,7 +9,7 @@ import math
 import numpy as np
 
 from ...schema import rules
-from ...schema.binding import wrap_dim
+from ...schema.binding import int_argument, wrap_dim
 from ...schema.dtypes import float32, get_default_dtype, int64
 from ...schema.errors import ArgumentError, OutOfRangeError, ShapeError, describe
 from ...schema.meta import broadcast_shapes, shape
@@ -297,7 +297,10 @@ defop("cumulative_trapezoid" + _INTEGRATION, "reduction", meta=_cumulative_meta,
 
 def _gradient_dims(x, dim) -> list:
     ndim = len(shape(x))
-    dims = list(range(ndim)) if dim is None else [dim] if isinstance(dim, int) else list(dim)
+    if dim is not None and not isinstance(dim, (list, tuple)):
+        dim = int_argument("gradient", "dim", dim)
+    dims = list(range(ndim)) if dim is None else [dim] if isinstance(dim, int) else \
+        [int_argument("gradient", "dim", d) for d in dim]
     if dims and not ndim:  # PyTorch's IndexError: a 0-d tensor has no dim to take differences along
         raise OutOfRangeError(f"gradient: dimension specified as {dims[0]} but {describe(x)} has no dimensions")
     wrapped = [wrap_dim("gradient", d, ndim, x) for d in dims]
