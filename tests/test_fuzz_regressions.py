@@ -142,3 +142,9 @@ def test_what_the_seed_271828_campaigns_found():
         ember.rand(3, 3).to_sparse_csr([1])
     with pytest.raises(IndexError, match="pivots must lie between 1 and m = 1, inclusive"):
         F.lu_pivots_to_permutation(ember.tensor([7]), 1)
+
+
+def test_glu_with_a_dim_out_of_range_is_pytorchs_index_error():
+    """seed 314159 (cpu and opencl): an implicit IndexError from glu's shape check before."""
+    with pytest.raises(OutOfRangeError, match="glu: dim 5 is out of range"):
+        ember.nn.functional.glu(ember.rand(2, 4), 5)

@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from ...schema import rules
-from ...schema.binding import tensor_argument
+from ...schema.binding import tensor_argument, wrap_dim
 from ...formula_composite import formula_composite
 from ...schema.meta import require, shape
 from ...schema.overflow import check_fits
@@ -435,6 +435,7 @@ defop("prelu(Tensor input, Tensor weight)", "nn", kind="composite", promotion=ru
 
 def _glu_meta(x, dim=-1):
     require(len(shape(x)) > 0, "glu", "glu does not support scalars because halving size must be even", x)
+    dim = wrap_dim("glu", dim, len(shape(x)), x)  # PyTorch's IndexError for a dim out of range
     size = shape(x)[dim]
     require(size % 2 == 0, "glu", f"Halving dimension must be even, but dimension {dim % len(shape(x))} is size "
             f"{size}", x)
