@@ -20,7 +20,7 @@ import zipfile
 
 from ..serialization.atomic import atomic_path
 from ..serialization.errors import CheckpointError, describe_file
-from ..serialization.source import spool
+from ..serialization.source import names_a_zip_entry, spool
 from .errors import ExportLoadError
 from .program import ExportedProgram
 from .serialized import from_json, to_json
@@ -90,7 +90,7 @@ def load(f, *, extra_files: dict | None = None, expected_opset_version: dict | N
 
 def _recognise(head: bytes) -> None:
     """An archive ``save`` wrote starts with a zip entry header: anything else ends a stream at its first bytes."""
-    if head[:4] != b"PK\x03\x04" or len(head) < 30 or not int.from_bytes(head[26:28], "little"):
+    if not names_a_zip_entry(head):
         raise CheckpointError(f"not an archive written by ember.export.save: it starts with {head[:8]!r}")
 
 

@@ -23,7 +23,7 @@ from .errors import CheckpointError, UnpicklingError, in_file
 from .safe_globals import (BUILTIN_SAFE, add_safe_globals, clear_safe_globals, get_safe_globals, pickle_globals,
                            safe_globals, unsafe_among)
 from .safetensors_io import load_safetensors, save_safetensors
-from .source import Source
+from .source import Source, names_a_zip_entry
 from .tensors import DTYPES, NUMPY, DeviceMap, is_parameter, make_tensor, type_name
 from . import torch_format
 
@@ -112,7 +112,7 @@ def _recognise(head: bytes, tail: bytes = b"") -> str:
         check_head(head)
         return "ember"
     if head[:4] == b"PK\x03\x04":
-        if len(head) < 30 or not int.from_bytes(head[26:28], "little"):
+        if not names_a_zip_entry(head):
             raise CheckpointError("a zip archive whose first entry has no name: not a torch.save checkpoint")
         return "torch-zip"
     if torch_format.looks_like_legacy(head):

@@ -109,6 +109,12 @@ def spool(stream, recognise: Callable[[bytes], object] | None = None):
     return buffer
 
 
+def names_a_zip_entry(head: bytes) -> bool:
+    """Whether ``head`` starts with a zip local-file header whose entry has a name (every archive Ember or
+    torch.save writes does; zeros after the signature do not)."""
+    return head[:4] == b"PK\x03\x04" and len(head) >= 30 and int.from_bytes(head[26:28], "little") > 0
+
+
 def _read_up_to(stream, nbytes: int) -> bytes:
     """Up to ``nbytes`` from the start of a stream, fewer only where it ends first (a pipe may return less)."""
     head = b""
