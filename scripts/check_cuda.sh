@@ -69,6 +69,9 @@ step project-tests 100 tests.log "$python" -m pytest -p no:cacheprovider -q -rf 
     tests/test_cudnn_host.py tests/test_cudnn_attention_host.py tests/test_device_oom.py
 # cuDNN (ember.backends.cuda.cudnn) against the im2col path: values and gradients in float32/float16/bfloat16, and
 # forward+backward time per conv layer of the benchmark CNN; says "skipped" where cudnn is not importable
+# FSDP's NCCL path on one GPU (a world of one still gathers and reduce-scatters through NCCL) and a sharded
+# checkpoint round trip; says "skipped" where mpi4py or NCCL is missing
+step fsdp 60 tests.log "$python" -m ember.distributed.run --nproc-per-node 1 scripts/check_fsdp_cuda.py
 step cudnn 45 cudnn.log "$python" scripts/check_cudnn.py
 step main-job 40 main-job.log "$python" examples/train_digits.py --device cuda --epochs 3
 step benchmark 150 benchmark.log "$python" benchmarks/run.py --quick --device cuda --only overhead,gemm,training,memory \

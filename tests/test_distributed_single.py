@@ -13,15 +13,6 @@ from ember.dispatch.schema.errors import DeviceError, DtypeError, ShapeError
 needs_mpi = pytest.mark.skipif(not dist.is_mpi_available(), reason="the distributed extra (mpi4py) is not installed")
 
 
-@pytest.fixture
-def world(monkeypatch):
-    for name in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
-        monkeypatch.delenv(name, raising=False)
-    dist.init_process_group("gloo", timeout=timedelta(seconds=20))
-    yield
-    dist.destroy_process_group()
-
-
 def test_importing_ember_does_not_start_mpi():
     code = "import sys, ember, ember.distributed as d; print('mpi4py' in sys.modules, d.is_initialized())"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60).stdout

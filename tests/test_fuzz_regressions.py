@@ -148,3 +148,80 @@ def test_glu_with_a_dim_out_of_range_is_pytorchs_index_error():
     """seed 314159 (cpu and opencl): an implicit IndexError from glu's shape check before."""
     with pytest.raises(OutOfRangeError, match="glu: dim 5 is out of range"):
         ember.nn.functional.glu(ember.rand(2, 4), 5)
+
+
+# -- seed 8675309 (cpu): NumPy's "array is too big" inside the cpu arange kernel, and a TypeError comparing an int
+# -- with a list in tensordot's dims -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("bounds", [
+    dict(start=-9223372036854775808, end=-3.3581285859991668e+16, step=4),  # the fuzzer's call: 2.3e18 float32s
+    dict(start=0, end=2 ** 62, step=1),
+], ids=["fuzzed", "2**62"])
+def test_an_arange_of_more_values_than_a_device_addresses_is_out_of_memory_as_in_pytorch(bounds):
+    torch = pytest.importorskip("torch")
+    assert issubclass(_pytorch_refuses(torch, lambda m: m.arange(**bounds)), RuntimeError)
+    with pytest.raises(ember.OutOfMemoryError, match=r"arange: cannot allocate \d+ values .* a device can address"):
+        ember.arange(**bounds)
+
+
+@pytest.mark.parametrize("bounds", [(0.0, 1e20, 1.0), (0, 1e300, 1e-300)], ids=["1e20 values", "infinitely many"])
+def test_an_arange_of_more_values_than_an_int64_counts_is_pytorchs_invalid_size(bounds):
+    torch = pytest.importorskip("torch")
+    with pytest.raises(RuntimeError, match="invalid size, possible overflow"):
+        torch.arange(*bounds)
+    with pytest.raises(ember.dispatch.ArgumentError, match=r"arange: invalid size, possible overflow\?"):
+        ember.arange(*bounds)
+
+
+def test_an_arange_just_within_reach_is_still_counted():
+    assert ember.arange(-2 ** 63, -2 ** 63 + 6, 2).tolist() == [-2 ** 63, -2 ** 63 + 2, -2 ** 63 + 4]
+    assert ember.arange(0.0, 1.0, 0.25).tolist() == [0.0, 0.25, 0.5, 0.75]
+
+
+@pytest.mark.parametrize("dims, error, message", [
+    (lambda m: m.ones(2, 2, 2, 4, dtype=m.int64), TypeError,  # the fuzzer's call
+     r"argument 'dims_self' \(position 3\) must be tuple of ints, but found element of type list at pos 0"),
+    (lambda m: m.tensor([1, 2]), TypeError, r"argument 'dims_self' \(position 3\) must be tuple of ints, not int"),
+    (lambda m: m.tensor([[1.0, 2.0], [0.0, 1.0]]), TypeError, "found element of type float at pos 0"),
+    (lambda m: ([1, 2], [0, "x"]), TypeError, "'dims_other'"),
+    (lambda m: (1, 0), TypeError, r"argument 'dims_self' \(position 3\) must be tuple of ints, not int"),
+    (lambda m: ([True], [False]), TypeError, "found element of type bool at pos 0"),
+    (lambda m: "ab", RuntimeError, "tensordot expects dims to be int or tuple"),
+    (lambda m: 2.0, RuntimeError, "tensordot expects dims to be int or tuple"),
+    (lambda m: [1], ValueError, "not enough values to unpack|tensordot expects dims to be int or tuple"),
+    (lambda m: -1, RuntimeError, r"tensordot expects dims >= 0, but got dims=-1"),
+    (lambda m: 4, RuntimeError, r"tensordot expects dims < ndim_a or ndim_b, but got dims=4"),
+    (lambda m: ([1, 2], [0]), RuntimeError, "both dimension lists should have same length"),
+    (lambda m: ([1, 1], [0, 0]), RuntimeError, "appears multiple times in the list of dims"),
+    (lambda m: ([1, 2], [1, 0]), RuntimeError, "contracted dimensions need to match, but first has size 3 in dim 1 "
+                                               "and second has size 4 in dim 1"),
+    (lambda m: m.tensor([[1, 2, 3], [0, 1, 2]]), IndexError, r"expected to be in range of \[-3, 2\], but got 3"),
+], ids=["4-d tensor", "1-d tensor", "float tensor", "str element", "int halves", "bool elements", "str", "float",
+        "one list", "negative", "too many", "unequal lists", "repeated dim", "sizes differ", "dim out of range"])
+def test_malformed_tensordot_dims_are_refused_as_pytorch_refuses_them(dims, error, message):
+    torch = pytest.importorskip("torch")
+    with pytest.raises(error, match=message):
+        torch.tensordot(torch.rand(2, 3, 4), torch.rand(3, 4, 5), dims=dims(torch))
+    with pytest.raises(error, match=message):
+        ember.tensordot(ember.rand(2, 3, 4), ember.rand(3, 4, 5), dims=dims(ember))
+
+
+def test_a_tensordot_dims_tensor_whose_first_dim_is_not_two_is_a_clean_error():
+    """PyTorch asserts (an AssertionError, which no caller catches for bad input); Ember raises a ShapeError."""
+    with pytest.raises(ember.dispatch.ShapeError, match="tensordot: dims tensor must have size 2 in first dimension"):
+        ember.tensordot(ember.rand(2, 3, 4), ember.rand(3, 4, 5), dims=ember.ones(3, 2, dtype=ember.int64))
+
+
+@pytest.mark.parametrize("dims", [
+    lambda m: m.tensor([[1, 2], [0, 1]]), lambda m: m.tensor(2), lambda m: m.tensor(2.7),
+    lambda m: m.tensor([[1], [0]]), lambda m: ([1, 2], [0, 1]), lambda m: ((1,), (0,)),
+    lambda m: ([m.tensor(1)], [0]), lambda m: ([], []),
+], ids=["2x2 tensor", "0-d tensor", "0-d float tensor", "2x1 tensor", "lists", "tuples", "0-d tensor element",
+        "no dims"])
+def test_well_formed_tensordot_dims_match_pytorch(dims):
+    torch = pytest.importorskip("torch")
+    a, b = ember.rand(2, 3, 4), ember.rand(3, 4, 5)
+    expected = torch.tensordot(torch.tensor(a.tolist()), torch.tensor(b.tolist()), dims=dims(torch))
+    ours = ember.tensordot(a, b, dims=dims(ember))
+    assert ours.shape == tuple(expected.shape)
+    assert ours.numpy() == pytest.approx(expected.numpy(), rel=1e-5, abs=1e-5)

@@ -18,7 +18,10 @@ class FunctionCtx:
         self._released = False
 
     def save_for_backward(self, *tensors) -> None:
-        self._saved = tuple(None if t is None else saving.SavedTensor(t) for t in tensors)
+        saved = tuple(None if t is None else saving.SavedTensor(t) for t in tensors)
+        if saving.hook_stack:
+            saved = tuple(None if s is None else saving.hooked(s, None)[0] for s in saved)
+        self._saved = saved
 
     @property
     def saved_tensors(self) -> tuple:

@@ -12,6 +12,10 @@ import weakref
 from ..tensor import Tensor
 from . import saved as saving
 from .grad_mode import state
+from .saved_hooks import disable_saved_tensors_hooks, save_on_cpu, saved_tensors_hooks
+
+# public, as torch.autograd.graph's; the rest is the recording machinery the engine uses
+__all__ = ["Node", "disable_saved_tensors_hooks", "save_on_cpu", "saved_tensors_hooks"]
 
 _FREED = ("Trying to backward through the graph a second time (or directly access saved tensors after they "
           "have already been freed). Saved intermediate values of the graph are freed when you call "
@@ -269,6 +273,9 @@ class OpNode(Node):
                 saved.append(saving.save(outputs[0] if at == _RESULT and len(outputs) == 1 else list(outputs),
                                          self))
                 versions.append(None)
+        if saving.hook_stack:
+            for i, (value, version) in enumerate(zip(saved, versions)):
+                saved[i], versions[i] = saving.hooked(value, version)
         self.saved = saved
         self.versions = versions
 

@@ -58,8 +58,45 @@ def save(value, node=None):
 
 def unpack(value, op_name: str, name: str):
     """The saved value ``name`` of op ``op_name``, checked against in-place changes since it was saved."""
-    if value.__class__ is SavedTensor:
+    if value.__class__ is SavedTensor or value.__class__ is HookedSaved:
         return value.unpack(op_name, f"the saved '{name}'")
-    if isinstance(value, list) and value and any(isinstance(v, SavedTensor) for v in value):
+    if isinstance(value, list) and value and any(isinstance(v, (SavedTensor, HookedSaved)) for v in value):
         return [None if v is None else v.unpack(op_name, f"the saved '{name}'") for v in value]
     return value
+
+
+# -- saved-tensor hooks (``ember.autograd.graph.saved_tensors_hooks``) ---------------------------------
+hook_stack: list[tuple] = []  # (pack, unpack) pairs, innermost last; empty on the fast path
+
+
+class HookedSaved:
+    """A saved tensor handed to the innermost ``pack`` hook: what it returned, and the ``unpack`` that turns
+    that back into a tensor when backward needs it (the hooks then answer for in-place changes)."""
+
+    __slots__ = ("packed", "unpack_hook")
+
+    def __init__(self, tensor, hooks: tuple) -> None:
+        pack_hook, self.unpack_hook = hooks
+        if isinstance(pack_hook, str):  # disable_saved_tensors_hooks
+            raise RuntimeError(pack_hook)
+        self.packed = pack_hook(tensor)
+
+    def unpack(self, op_name: str, what: str):
+        out = self.unpack_hook(self.packed)
+        if not isinstance(out, Tensor):
+            raise TypeError(f"{op_name}: the unpack hook of saved_tensors_hooks returned {type(out).__name__} "
+                            f"for {what}; it must return a Tensor")
+        return out
+
+
+def hooked(value, version):
+    """``value`` (as an OpNode or a Function keeps it) passed through the active pack hook; returns the new
+    value and its version entry (None: unpack through ``unpack``)."""
+    hooks = hook_stack[-1]
+    if value.__class__ is SavedTensor:
+        return HookedSaved(value.unpack("save", "a saved tensor"), hooks), None
+    if isinstance(value, Tensor):
+        return HookedSaved(value, hooks), None
+    if isinstance(value, list) and any(v.__class__ is SavedTensor for v in value):
+        return [None if v is None else HookedSaved(v.unpack("save", "a saved tensor"), hooks) for v in value], None
+    return value, version

@@ -16,7 +16,8 @@ from .stubs import is_stub, stubbed_members
 #: torch.X is compared with ember.X; "Tensor" with the attributes of the Tensor classes.
 NAMESPACES = ("torch", "Tensor", "nn", "nn.functional", "nn.init", "optim", "optim.lr_scheduler", "autograd",
               "utils.data", "linalg", "special", "fft", "distributions", "sparse", "func", "autograd.functional",
-              "autograd.forward_ad", "export", "jit", "library")
+              "autograd.forward_ad", "export", "jit", "library", "distributed.fsdp", "distributed.checkpoint",
+              "distributed.device_mesh")
 _ABSENT = object()
 
 

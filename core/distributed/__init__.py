@@ -23,12 +23,26 @@ from .state import (GroupMember, destroy_process_group, get_backend, get_global_
 from .work import Work
 
 __all__ = [
-    "Backend", "DistBackendError", "DistError", "DistNetworkError", "DistStoreError", "GroupMember",
+    "Backend", "DeviceMesh", "DistBackendError", "DistError", "DistNetworkError", "DistStoreError", "GroupMember",
     "ProcessGroup", "ReduceOp", "Work", "all_gather", "all_gather_into_tensor", "all_gather_object",
     "all_reduce", "barrier", "broadcast", "broadcast_object_list", "default_pg_timeout",
     "destroy_process_group", "gather", "gather_object", "get_backend", "get_global_rank", "get_group_rank",
     "get_process_group_ranks", "get_rank", "get_world_size", "group", "init_process_group", "irecv",
     "is_available", "is_gloo_available", "is_initialized", "is_mpi_available", "is_nccl_available",
-    "is_torchelastic_launched", "is_ucc_available", "is_xccl_available", "isend", "new_group", "recv",
+    "init_device_mesh", "is_torchelastic_launched", "is_ucc_available", "is_xccl_available", "isend",
+    "new_group", "recv",
     "reduce", "reduce_scatter_tensor", "scatter", "scatter_object_list", "send",
 ]
+
+_LAZY = {"DeviceMesh": ("device_mesh", "DeviceMesh"), "init_device_mesh": ("device_mesh", "init_device_mesh"),
+         "device_mesh": ("device_mesh", None), "fsdp": ("fsdp", None), "checkpoint": ("checkpoint", None)}
+
+
+def __getattr__(name: str):
+    """The device mesh and the FSDP and checkpoint packages, imported when first asked for (as PyTorch's)."""
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+    module_name, attribute = _LAZY[name]
+    module = importlib.import_module(f"{__name__}.{module_name}")
+    return module if attribute is None else getattr(module, attribute)

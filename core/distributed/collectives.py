@@ -175,7 +175,7 @@ def irecv(tensor: Tensor, src: int | None = None, group=None, tag: int = 0, grou
     def issue():
         array = engine.stage(tensor)
         pending = engine.recv(array, peer, tag)
-        return Pending(pending.test, lambda: pg.ranks[pending.finish()], pending.device_wait), \
+        return Pending(pending.test, lambda: pg.ranks[pending.finish()], pending.device_wait, pending.keep), \
             [engine.write_back(tensor, array)]
     return _issue("irecv", pg, issue, True)
 
@@ -206,7 +206,7 @@ def _issue(op_name: str, pg: ProcessGroup, issue: Callable[[], tuple[Pending, li
         for commit in commits:
             commit()
         return result
-    work = Work(op_name, pg, Pending(pending.test, finish, pending.device_wait))
+    work = Work(op_name, pg, Pending(pending.test, finish, pending.device_wait, pending.keep))
     if async_op:
         return work
     work.wait()

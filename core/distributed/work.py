@@ -18,10 +18,11 @@ class Pending:
     everything queued after it see the results without the host waiting (PyTorch's NCCL ``Work.wait``)."""
 
     def __init__(self, test: Callable[[], bool], finish: Callable[[], Any] | None = None,
-                 device_wait: Callable[[], None] | None = None):
+                 device_wait: Callable[[], None] | None = None, keep: tuple = ()):
         self.test = test
         self.finish = finish or (lambda: None)
         self.device_wait = device_wait
+        self.keep = keep  # buffers the engine reads or writes until the operation finishes
 
 
 def completed(finish: Callable[[], Any] | None = None) -> Pending:

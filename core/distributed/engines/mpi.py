@@ -76,41 +76,44 @@ class MPIEngine:
         return _requests([self.comm.Ibarrier()])
 
     def broadcast(self, array: np.ndarray, root: int) -> Pending:
-        return _requests([self.comm.Ibcast(_bytes(array), root=root)])
+        return _requests([self.comm.Ibcast(_bytes(array), root=root)], keep=(array,))
 
     def all_gather(self, send: np.ndarray, recv: np.ndarray) -> Pending:
-        return _requests([self.comm.Iallgather(_bytes(send), _bytes(recv))])
+        return _requests([self.comm.Iallgather(_bytes(send), _bytes(recv))], keep=(send, recv))
 
     def gather(self, send: np.ndarray, recv: np.ndarray | None, root: int) -> Pending:
-        return _requests([self.comm.Igather(_bytes(send), _bytes(recv) if recv is not None else None, root=root)])
+        return _requests([self.comm.Igather(_bytes(send), _bytes(recv) if recv is not None else None, root=root)],
+                         keep=(send, recv))
 
     def scatter(self, send: np.ndarray | None, recv: np.ndarray, root: int) -> Pending:
-        return _requests([self.comm.Iscatter(_bytes(send) if send is not None else None, _bytes(recv), root=root)])
+        return _requests([self.comm.Iscatter(_bytes(send) if send is not None else None, _bytes(recv), root=root)],
+                         keep=(send, recv))
 
     def send(self, array: np.ndarray, dst: int, tag: int) -> Pending:
-        return _requests([self.comm.Isend(_bytes(array), dest=dst, tag=tag)])
+        return _requests([self.comm.Isend(_bytes(array), dest=dst, tag=tag)], keep=(array,))
 
     def recv(self, array: np.ndarray, src: int | None, tag: int) -> Pending:
         """Receive into ``array``; finishing returns the sender's rank (useful when ``src`` is None)."""
         status = MPI.Status()
         request = self.comm.Irecv(_bytes(array), source=MPI.ANY_SOURCE if src is None else src, tag=tag)
-        return Pending(lambda: request.Test(status), lambda: status.Get_source())
+        return Pending(lambda: request.Test(status), lambda: status.Get_source(), keep=(array,))
 
     # -- reductions ----------------------------------------------------------------------------
     def all_reduce(self, array: np.ndarray, op: RedOpType) -> Pending:
         work, mpi_op, finish = self._reduction(array, op)
-        return _requests([self.comm.Iallreduce(MPI.IN_PLACE, work, op=mpi_op)], finish)
+        return _requests([self.comm.Iallreduce(MPI.IN_PLACE, work, op=mpi_op)], finish, keep=(work,))
 
     def reduce(self, array: np.ndarray, root: int, op: RedOpType) -> Pending:
         work, mpi_op, finish = self._reduction(array, op)
         if self.rank == root:
-            return _requests([self.comm.Ireduce(MPI.IN_PLACE, work, op=mpi_op, root=root)], finish)
-        return _requests([self.comm.Ireduce(work, None, op=mpi_op, root=root)])
+            return _requests([self.comm.Ireduce(MPI.IN_PLACE, work, op=mpi_op, root=root)], finish, keep=(work,))
+        return _requests([self.comm.Ireduce(work, None, op=mpi_op, root=root)], keep=(work,))
 
     def reduce_scatter(self, send: np.ndarray, recv: np.ndarray, op: RedOpType) -> Pending:
         send_work, mpi_op, _ = self._reduction(send, op)
         recv_work, _, finish = self._reduction(recv, op)
-        return _requests([self.comm.Ireduce_scatter_block(send_work, recv_work, op=mpi_op)], finish)
+        return _requests([self.comm.Ireduce_scatter_block(send_work, recv_work, op=mpi_op)], finish,
+                         keep=(send_work, recv_work))
 
     def _reduction(self, array: np.ndarray, op: RedOpType):
         """The array MPI reduces (``array`` itself, or a wider or byte view of it), the MPI op, and the step
@@ -131,10 +134,13 @@ class MPIEngine:
         return work, _MPI_OP[op], finish
 
 
-def _requests(requests: list, finish=None) -> Pending:
+def _requests(requests: list, finish=None, keep: tuple = ()) -> Pending:
+    """Nonblocking MPI requests as a Pending that holds the arrays they read and write (``keep``): mpi4py's
+    nonblocking collectives keep no reference to their buffers, so an array the caller drops would be freed,
+    and reused, while MPI still reads it."""
     if not requests:
         return completed(finish)
-    return Pending(lambda: MPI.Request.Testall(requests), finish)
+    return Pending(lambda: MPI.Request.Testall(requests), finish, keep=keep)
 
 
 def _bytes(array: np.ndarray) -> np.ndarray:

@@ -165,7 +165,7 @@ class NCCLEngine:
             raise DistBackendError("irecv: the NCCL backend needs an explicit src (NCCL has no any-source receive)")
         buf, dtype = self._bytes(array)
         pending = self._launch(lambda s: self.comm.recv(buf.data.ptr, buf.size, dtype, src, s), keep=(buf,))
-        return Pending(pending.test, lambda: src, pending.device_wait)
+        return Pending(pending.test, lambda: src, pending.device_wait, pending.keep)
 
     # -- helpers -------------------------------------------------------------------------------
     def _launch(self, run, finish=None, keep=()) -> Pending:

@@ -10,15 +10,33 @@ from __future__ import annotations
 import math
 import types
 import warnings
+import weakref
 from typing import Iterable, Union
 
 from ...autograd.grad_mode import no_grad
 from ...dispatch.ops import F
+from ...dispatch.schema.dtypes import float32
 from ...tensor import Tensor
 
 __all__ = ["clip_grad_norm_", "clip_grad_value_", "get_total_norm", "clip_grads_with_norm_"]
 
 Tensors = Union[Tensor, Iterable[Tensor]]
+
+# Parameters that are one rank's piece of a tensor sharded across ranks (FSDP's shards): their part of the
+# norm is combined over the ranks holding the other pieces. id -> (weak reference, combine), where
+# ``combine(value, op)`` all-reduces a scalar in place with op "sum" or "max".
+_sharded: dict[int, tuple] = {}
+
+
+def register_sharded(param: Tensor, combine) -> None:
+    """Mark ``param`` as a shard: ``clip_grad_norm_`` combines its gradient's norm across ranks."""
+    key = id(param)
+    _sharded[key] = (weakref.ref(param, lambda _, key=key: _sharded.pop(key, None)), combine)
+
+
+def _combine_of(param: Tensor):
+    entry = _sharded.get(id(param))
+    return entry[1] if entry is not None and entry[0]() is param else None
 
 
 def _as_list(tensors: Tensors) -> list:
@@ -61,11 +79,15 @@ def _total_norm(groups: list[list], norm_type: float, error_if_nonfinite: bool, 
                 group_norms = [n.to(first_device) for n in group_norms]
             norms.extend(group_norms)
         total = F.norm(F.stack(norms), norm_type)
+    _check_finite(total, norm_type, error_if_nonfinite)
+    return total
+
+
+def _check_finite(total: Tensor, norm_type: float, error_if_nonfinite: bool) -> None:
     if error_if_nonfinite and not math.isfinite(total.item()):
         raise RuntimeError(f"The total norm of order {norm_type} for gradients from `parameters` is non-finite, so "
                            f"it cannot be clipped. To disable this error and scale the gradients by the non-finite "
                            f"norm anyway, set `error_if_nonfinite=False`")
-    return total
 
 
 def clip_grads_with_norm_(parameters: Tensors, max_norm: float, total_norm: Tensor,
@@ -105,8 +127,33 @@ def clip_grad_norm_(parameters: Tensors, max_norm: float, norm_type: float = 2.0
     if not grads:
         return F.zeros(())
     groups = _by_device_and_dtype(grads)
-    total = _total_norm(groups, float(norm_type), error_if_nonfinite, foreach)
+    combine = next((c for c in map(_combine_of, parameters) if c is not None), None)
+    if combine is None:
+        total = _total_norm(groups, float(norm_type), error_if_nonfinite, foreach)
+    else:
+        total = _sharded_total_norm(parameters, float(norm_type), combine, error_if_nonfinite, foreach)
     _scale(groups, float(max_norm), total, foreach)
+    return total
+
+
+def _sharded_total_norm(parameters: list, norm_type: float, combine, error_if_nonfinite: bool,
+                        foreach: bool | None) -> Tensor:
+    """The total norm when some parameters are shards: their norms' share (the max, or the sum of p-th
+    powers) combined across ranks, then joined with the norm of the whole parameters."""
+    sharded = [p.grad for p in parameters if p.grad is not None and _combine_of(p) is not None]
+    whole = [p.grad for p in parameters if p.grad is not None and _combine_of(p) is None]
+    device = parameters[0].grad.device if parameters[0].grad is not None else sharded[0].device
+    with no_grad():
+        shares = [_total_norm(_by_device_and_dtype(g), norm_type, False, foreach).to(device, float32)
+                  if g else F.zeros((), device=device) for g in (sharded, whole)]
+        if math.isinf(norm_type):
+            combine(shares[0], "max")
+            total = F.maximum(shares[0], shares[1])
+        else:
+            part = F.pow(shares[0], norm_type)
+            combine(part, "sum")
+            total = F.pow(F.add(part, F.pow(shares[1], norm_type)), 1.0 / norm_type)
+    _check_finite(total, norm_type, error_if_nonfinite)
     return total
 
 

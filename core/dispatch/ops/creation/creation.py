@@ -5,10 +5,11 @@ import math
 
 import numpy as np
 
+from ...execution.memory import ADDRESSABLE
 from ...schema import rules
 from ...schema.dtypes import float64, get_default_dtype, int64
-from ...schema.errors import ArgumentError, ShapeError
-from ...schema.overflow import check_fits
+from ...schema.errors import ArgumentError, OutOfMemoryError, ShapeError
+from ...schema.overflow import INTEGER_RANGES, check_fits
 from ...schema import Sample, defop
 from ..namespace import F
 
@@ -101,8 +102,28 @@ def _arange_normalize(op, args):
     args["start"], args["end"] = start, end
 
 
+#: The bytes of each value arange computes: backends make its values at 64 bits (int64, or float64 for a float
+#: result, as PyTorch accumulates them on the CPU) before the cast to the result dtype.
+_ARANGE_VALUE_BYTES = 8
+
+
+def _arange_meta(start, end, step, *rest) -> tuple[int]:
+    """ceil((end - start) / step) values, refused before any backend computes them when an int64 cannot count
+    them (PyTorch's "invalid size" check) or when their 64-bit values span more than a device can address."""
+    count = (end - start) / step  # a float, as the backends count: infinite for 0 -> 1e300 (step 1e-300)
+    if not count <= INTEGER_RANGES[int64][1]:
+        raise ArgumentError(f"arange: invalid size, possible overflow? {start} -> {end} (step {step}) makes {count:g} "
+                            f"values, more than an int64 can count")
+    size = max(0, math.ceil(count))
+    if size * _ARANGE_VALUE_BYTES > ADDRESSABLE:
+        raise OutOfMemoryError(f"arange: cannot allocate {size} values ({start} -> {end}, step {step}): computed "
+                               f"at {_ARANGE_VALUE_BYTES} bytes each, they take more than the {ADDRESSABLE} bytes a "
+                               f"device can address")
+    return (size,)
+
+
 defop(f"arange(Scalar start, Scalar? end=None, Scalar step=1, {_TAIL})", "creation", promotion=rules.creation,
-      meta=lambda start, end, step, *rest: (max(0, math.ceil((end - start) / step)),),
+      meta=_arange_meta,
       normalize=_arange_normalize, method=False, samples=_arange_samples, onnx=_arange_onnx,
       reference=lambda start, end=None, step=1, dtype=None, device=None:
       np.arange(0, start, step) if end is None else np.arange(start, end, step),
@@ -136,13 +157,13 @@ defop(f"empty(int[] size, {_TAIL})", "creation", promotion=rules.creation, meta=
 
 defop(f"zeros(int[] size, {_TAIL})", "creation", kind="composite", promotion=rules.creation, meta=_size_meta,
       samples=_sized_samples,
-      method=False, composite=lambda size, dtype=None, device=None: F.full(size, 0, dtype=dtype or
-                                                                              get_default_dtype(), device=device),
+      method=False, composite=lambda size, dtype=None, device=None: F.full(
+          size, 0, dtype=dtype or get_default_dtype(), device=device),
       reference=lambda size, dtype=None, device=None: np.zeros(size))
 defop(f"ones(int[] size, {_TAIL})", "creation", kind="composite", promotion=rules.creation, meta=_size_meta,
       samples=_sized_samples,
-      method=False, composite=lambda size, dtype=None, device=None: F.full(size, 1, dtype=dtype or
-                                                                             get_default_dtype(), device=device),
+      method=False, composite=lambda size, dtype=None, device=None: F.full(
+          size, 1, dtype=dtype or get_default_dtype(), device=device),
       reference=lambda size, dtype=None, device=None: np.ones(size))
 
 

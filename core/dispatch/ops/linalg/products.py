@@ -5,11 +5,12 @@ PyTorch)."""
 from __future__ import annotations
 
 import math
+import operator
 
 import numpy as np
 
 from ...schema import rules
-from ...schema.binding import tensor_argument
+from ...schema.binding import tensor_argument, wrap_dim
 from ...schema.errors import ArgumentError, DtypeError, ShapeError, describe
 from ...schema.meta import broadcast_shapes, elementwise, shape
 from ...schema import Sample, defop
@@ -140,35 +141,62 @@ defop("mv(Tensor input, Tensor vec)", "linalg", kind="composite", promotion=rule
 
 # -- tensordot and kron -----------------------------------------------------------------------------
 
-def _tensordot_dims(a_shape: tuple, b_shape: tuple, dims) -> tuple[list, list]:
-    """The contracted dims of each operand: an int n means a's last n with b's first n."""
-    if hasattr(dims, "_data"):
-        dims = dims.tolist()
+_TENSORDOT_DIMS = "int or tuple[list[int], list[int]] or list[list[int]] containing two lists"
+
+
+def _tensordot_dim_list(values, name: str, position: int) -> list[int]:
+    """One of aten::tensordot's int[] arguments, refused in the words of PyTorch's argument parser."""
+    where = f"tensordot(): argument '{name}' (position {position}) must be tuple of ints"
+    if not isinstance(values, (list, tuple)):
+        raise TypeError(f"{where}, not {type(values).__name__}")
+    dims = []
+    for pos, value in enumerate(values):
+        if value.__class__ is bool or not hasattr(value, "__index__"):
+            raise TypeError(f"{where}, but found element of type {type(value).__name__} at pos {pos}")
+        dims.append(operator.index(value))
+    return dims
+
+
+def _tensordot_dim_lists(a_shape: tuple, b_shape: tuple, dims) -> tuple[list, list]:
+    """``dims`` read as torch.tensordot reads it: an int n (a's last n dims with b's first n), a pair of dim
+    lists, or a tensor holding either (one element: n, truncated; more: the pair, along its first dim)."""
+    if _is_tensor(dims):
+        if dims.numel() > 1:
+            if dims.shape[0] != 2:
+                raise ShapeError(f"tensordot: dims tensor must have size 2 in first dimension, got "
+                                 f"{dims.shape[0]} ({describe(dims)})")
+            dims = (dims[0].tolist(), dims[1].tolist())
+        else:
+            dims = int(dims.item())
     if isinstance(dims, int):
         if dims < 0:
-            raise ArgumentError(f"tensordot: dims must be non-negative, got {dims}")
-        if dims > len(a_shape) or dims > len(b_shape):
-            raise ShapeError(f"tensordot: cannot contract {dims} dims of tensors of shapes {a_shape} and {b_shape}")
+            raise ArgumentError(f"tensordot expects dims >= 0, but got dims={dims}")
+        if dims > min(len(a_shape), len(b_shape)):
+            raise ShapeError(f"tensordot expects dims < ndim_a or ndim_b, but got dims={dims} for tensors of "
+                             f"shapes {a_shape} and {b_shape}")
         return list(range(len(a_shape) - dims, len(a_shape))), list(range(dims))
     if not isinstance(dims, (list, tuple)) or len(dims) != 2:
-        raise TypeError(f"tensordot: dims must be an int or a pair of lists of dims, got {dims!r}")
-    first, second = ([d] if isinstance(d, int) else list(d) for d in dims)
+        raise ArgumentError(f"tensordot expects dims to be {_TENSORDOT_DIMS}, but got dims={dims!r}")
+    return _tensordot_dim_list(dims[0], "dims_self", 3), _tensordot_dim_list(dims[1], "dims_other", 4)
+
+
+def _tensordot_dims(a_shape: tuple, b_shape: tuple, dims) -> tuple[list, list]:
+    """The contracted dims of each operand, non-negative, checked against the shapes."""
+    first, second = _tensordot_dim_lists(a_shape, b_shape, dims)
     if len(first) != len(second):
-        raise ShapeError(f"tensordot: both dim lists must have the same length, got {first} and {second}")
+        raise ShapeError(f"tensordot: both dimension lists should have same length, got {first} and {second}")
     wrapped = []
     for dim_list, s in ((first, a_shape), (second, b_shape)):
-        out = []
-        for d in dim_list:
-            if not -len(s) <= d < len(s):
-                raise ShapeError(f"tensordot: dim {d} is out of range for a tensor of shape {s}")
-            out.append(d % len(s))
+        out = [wrap_dim("tensordot", d, len(s), scalar_ok=False) for d in dim_list]
         if len(set(out)) != len(out):
-            raise ShapeError(f"tensordot: dims {dim_list} repeat a dimension")
+            raise ShapeError(f"tensordot: a dim appears multiple times in the list of dims {dim_list} "
+                             f"(of a tensor of shape {s})")
         wrapped.append(out)
     for da, db in zip(*wrapped):
         if a_shape[da] != b_shape[db]:
-            raise ShapeError(f"tensordot: contracted dimensions need the same size, got {a_shape[da]} (dim {da} of "
-                             f"{a_shape}) and {b_shape[db]} (dim {db} of {b_shape})")
+            raise ShapeError(f"tensordot: contracted dimensions need to match, but first has size {a_shape[da]} in "
+                             f"dim {da} and second has size {b_shape[db]} in dim {db} (shapes {a_shape} and "
+                             f"{b_shape})")
     return wrapped[0], wrapped[1]
 
 
@@ -200,8 +228,8 @@ def _tensordot_samples(make, dtype):
 
 
 defop("tensordot(Tensor a, Tensor b, Any dims=2)", "linalg", kind="composite", promotion=rules.same,
-      dtypes="numeric", normalize=_tensors_only, meta=_tensordot_meta, composite=_tensordot, reference=_tensordot_reference,
-      samples=_tensordot_samples, autocast="lower", method=False,
+      dtypes="numeric", normalize=_tensors_only, meta=_tensordot_meta, composite=_tensordot,
+      reference=_tensordot_reference, samples=_tensordot_samples, autocast="lower", method=False,
       doc="sums of products over the paired dims (an int n: a's last n with b's first n)")
 
 
