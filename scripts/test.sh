@@ -21,4 +21,4 @@ done
 # the wheel, installed into a clean venv, works outside the checkout
 scripts/check_wheel.sh
 # the project tests on pytest-xdist workers too: cold (an empty PoCL cache), one process took 17 of CI's minutes
-.venv/bin/python -m pytest -p no:cacheprovider -q -n auto tests
+.venv/bin/python -m pytest -p no:cacheprovider -q -n auto --durations=30 tests
