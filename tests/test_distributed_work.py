@@ -13,7 +13,7 @@ import pytest
 import ember.distributed as dist
 from ember.distributed.work import Pending, Work
 
-from test_distributed_single import needs_mpi, world  # noqa: F401  (the world-of-one fixture)
+from test_distributed_single import needs_mpi  # (the world-of-one fixture, world, is in conftest.py)
 
 
 @pytest.fixture

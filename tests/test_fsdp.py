@@ -1,9 +1,12 @@
 """FullyShardedDataParallel, fully_shard and their checkpoints: multi-rank under mpiexec, API errors here.
 
 The multi-rank part is four jobs of tests/distributed_scripts/fsdp_checks.py, which trains the small GPT of
-examples/gpt.py with every strategy and option against single-process training: all checks then a sharded
-``dcp.save`` at 4 ranks and at 2 ranks (where opencl also runs when PoCL is there), a load of the 2-rank
-checkpoint into a plain module (one process) that saves it again, and loads of both at 3 ranks.
+examples/gpt.py against single-process training:
+- 4 ranks: every strategy, then a sharded ``dcp.save``;
+- 2 ranks: every strategy, option, state-dict type and elementwise optimizer, opencl where PoCL runs, then a
+  sharded ``dcp.save``;
+- one process: the 2-rank checkpoint into a plain module, which saves it again;
+- 3 ranks: the 4-rank and the plain checkpoints, resharded.
 """
 import os
 import re
@@ -35,16 +38,21 @@ def run_checks(ranks: int, *args: str, timeout: float = 300) -> str:
 
 
 def test_fsdp_trains_as_one_process_does_and_its_checkpoints_reshard(tmp_path):
+    strategies = ("FULL_SHARD adamw use_orig_params=True", "HYBRID_SHARD sgd use_orig_params=False",
+                  "_HYBRID_SHARD_ZERO2 adamw", "NO_SHARD sgd", "SHARD_GRAD_OP adamw use_orig_params=True")
     out = run_checks(4, "save", tmp_path / "at4")
-    for name in ("FULL_SHARD adamw use_orig_params=True", "HYBRID_SHARD sgd use_orig_params=False",
-                 "_HYBRID_SHARD_ZERO2 adamw", "NO_SHARD sgd", "SHARD_GRAD_OP adamw use_orig_params=True",
-                 "activation checkpointing inside units", "fully_shard reshard_after_forward=True",
-                 "clip_grad_norm_", "fully_shard with nn.utils.clip_grad_norm_", "no_sync accumulation",
-                 "summon_full_params", "SHARDED_STATE_DICT round trip",
-                 "LOCAL_STATE_DICT round trip", "optim_state_dict round trip", "mixed precision",
-                 "sync_module_states and ignored_modules", "cpu_offload", "dcp.save at 4 ranks"):
+    for name in strategies + ("optim_state_dict with use_orig_params=True equals one process", "dcp.save at 4 ranks"):
         assert len(re.findall(rf"rank \d: ok {re.escape(name)}", out)) == 4, (name, out)
     out = run_checks(2, "save", tmp_path / "at2")
+    for name in strategies + (
+            "activation checkpointing inside units", "fully_shard reshard_after_forward=True", "clip_grad_norm_",
+            "fully_shard with nn.utils.clip_grad_norm_", "no_sync accumulation", "summon_full_params",
+            "SHARDED_STATE_DICT round trip", "LOCAL_STATE_DICT round trip", "optim_state_dict round trip",
+            "mixed precision", "optim_state_dict with flat parameters", "sync_module_states and ignored_modules",
+            "cpu_offload", "dcp.save at 2 ranks"):
+        assert len(re.findall(rf"rank \d: ok {re.escape(name)}", out)) == 2, (name, out)
+    stepped = set(re.findall(r"rank \d: ok (\w+) on flat shards", out))
+    assert {"Adam", "Adagrad", "RMSprop", "Rprop", "NAdam", "RAdam", "Adamax", "Adadelta", "ASGD"} <= stepped, out
     if ember.backends.available().get("opencl") == "available":
         assert len(re.findall(r"rank \d: ok FULL_SHARD on opencl", out)) == 2, out
     out = run_checks(1, "plain", tmp_path / "at2", tmp_path / "plain")

@@ -69,11 +69,14 @@ def _target_of(targets: dict[int, Target], param: Tensor, at: int) -> Target:
 
 # -- saving --------------------------------------------------------------------------------------------
 def _keyed(model: Module, optim, full: bool, offload: bool) -> dict:
-    """The optimizer's state keyed by names: whole tensors (``full``) or ShardedTensor pieces."""
+    """The optimizer's state keyed by names: whole tensors (``full``) or ShardedTensor pieces.
+
+    Gathering is one all-gather per unit and state key: a flat shard's state vector as it is; the original
+    parameters' states (``use_orig_params``) first placed together in one shard-sized vector."""
     targets = _targets(model)
-    params = _optim_params(optim)
     state: dict[str, dict] = {}
-    for at, param in enumerate(params):
+    originals: dict[int, tuple[FlatParamHandle, dict[str, list]]] = {}  # per unit: key -> [(fqn, index, value)]
+    for at, param in enumerate(_optim_params(optim)):
         target = _target_of(targets, param, at)
         values = optim.state.get(param, {})
         if target.kind == "plain":
@@ -81,25 +84,30 @@ def _keyed(model: Module, optim, full: bool, offload: bool) -> dict:
                 state[target.fqns[0]] = {k: _plain(v, offload and full) for k, v in values.items()}
             continue
         handle = target.handle
-        for fqn, index in zip(target.fqns, target.indices):
+        for fqn in target.fqns:
             state.setdefault(fqn, {})
         for key, value in values.items():
             if not _is_vector_state(value, param):
                 for fqn in target.fqns:
                     state[fqn][key] = _plain(value, False)
-                continue
-            vector = value if target.kind == "flat" else _shard_vector(handle, target.indices[0], value)
-            gathered = handle.gather_full(vector.detach()) if full else None
-            if gathered is not None and offload:
-                gathered = gathered.cpu()
-            for fqn, index in zip(target.fqns, target.indices):
-                info = handle.infos[index]
-                if full:
-                    state[fqn][key] = gathered[info.start:info.start + info.numel].view(info.shape).clone()
-                else:
-                    first, _ = handle.local_range(info)
-                    piece = handle.shard_slice(vector.detach(), info) if target.kind == "flat" else value.detach()
-                    state[fqn][key] = ShardedTensor(piece, info.shape, first, handle.groups.shard)
+            elif not full:
+                for fqn, index in zip(target.fqns, target.indices):
+                    info = handle.infos[index]
+                    piece = handle.shard_slice(value.detach(), info) if target.kind == "flat" else value.detach()
+                    state[fqn][key] = ShardedTensor(piece, info.shape, handle.local_range(info)[0],
+                                                    handle.groups.shard)
+            elif target.kind == "flat":
+                _cut(state, handle, key, list(zip(target.fqns, target.indices)), _gathered(handle, value, offload))
+            else:
+                unit = originals.setdefault(id(handle), (handle, {}))[1]
+                unit.setdefault(key, []).append((target.fqns[0], target.indices[0], value))
+    for handle, keys in originals.values():
+        for key, items in keys.items():
+            vector = F.zeros((handle.shard_numel,), dtype=items[0][2].dtype, device=items[0][2].device)
+            with no_grad():
+                for _, index, value in items:
+                    handle.shard_slice(vector, handle.infos[index]).copy_(value.detach().reshape(-1))
+            _cut(state, handle, key, [(fqn, index) for fqn, index, _ in items], _gathered(handle, vector, offload))
     state = {fqn: values for fqn, values in state.items() if values}
     groups = []
     for group in optim.param_groups:
@@ -109,18 +117,21 @@ def _keyed(model: Module, optim, full: bool, offload: bool) -> dict:
     return {"state": state, "param_groups": groups}
 
 
+def _gathered(handle: FlatParamHandle, vector: Tensor, offload: bool) -> Tensor:
+    whole = handle.gather_full(vector.detach())
+    return whole.cpu() if offload else whole
+
+
+def _cut(state: dict, handle: FlatParamHandle, key: str, places: list[tuple[str, int]], whole: Tensor) -> None:
+    """Each parameter's whole state ``key`` out of a unit's gathered vector."""
+    for fqn, index in places:
+        info = handle.infos[index]
+        state[fqn][key] = whole[info.start:info.start + info.numel].view(info.shape).clone()
+
+
 def _is_vector_state(value, param: Tensor) -> bool:
     """Per-element optimizer state (exp_avg, momentum_buffer...): a tensor shaped like the parameter."""
     return isinstance(value, Tensor) and value.dim() > 0 and tuple(value.shape) == tuple(param.shape)
-
-
-def _shard_vector(handle: FlatParamHandle, index: int, value: Tensor) -> Tensor:
-    """An original parameter's per-element state placed in a shard-sized vector (the others' parts zero);
-    gathering these and summing over the unit's parameters is what ``_keyed`` does, one parameter at a time."""
-    out = F.zeros((handle.shard_numel,), dtype=value.dtype, device=value.device)
-    with no_grad():
-        handle.shard_slice(out, handle.infos[index]).copy_(value.detach().reshape(-1))
-    return out
 
 
 def _plain(value, offload: bool):
