@@ -48,11 +48,13 @@ def ok(name: str) -> None:
     print(f"rank {RANK}: ok {name}", flush=True)
 
 
-def close(a, b, tol: float, what: str) -> None:
+def close(a, b, tol: float, what: str) -> float:
+    """The largest difference of ``a`` and ``b``, which must be at most ``tol``."""
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     error = float(np.max(np.abs(a - b))) if a.size else 0.0
     if a.shape != b.shape or error > tol:
         raise AssertionError(f"rank {RANK}: {what}: shapes {a.shape} {b.shape}, max error {error:.3g} > {tol:g}")
+    return error
 
 
 def gpt(seed: int = 0):
@@ -114,15 +116,15 @@ def full_state(model) -> dict:
 def check_against_reference(name: str, model, opt, kind: str, steps: int = STEPS, clip=None) -> None:
     losses, norms = zip(*[step(model, opt, x, y, clip=clip) for x, y in DATA[:steps]])
     ref_losses, ref_norms, ref_state, _ = reference(kind, steps, clip)
-    close(losses, ref_losses, 1e-5, f"{name}: losses")
+    loss_error = close(losses, ref_losses, 1e-5, f"{name}: losses")
     if clip is not None:
         close([float(n) for n in norms], [float(n) for n in ref_norms], 1e-5, f"{name}: gradient norms")
     state = full_state(model) if isinstance(model, FSDP) else _gathered(model)
     if list(state) != list(ref_state):
         raise AssertionError(f"{name}: state dict keys {list(state)} != {list(ref_state)}")
-    for key in state:
-        close(state[key].numpy(), ref_state[key].numpy(), TOLERANCE.get(kind, 1e-4), f"{name}: {key}")
-    ok(name)
+    error = max(close(state[key].numpy(), ref_state[key].numpy(), TOLERANCE.get(kind, 1e-4), f"{name}: {key}")
+                for key in state)
+    ok(f"{name} (largest difference: losses {loss_error:.1e}, parameters {error:.1e})")
 
 
 def _gathered(model) -> dict:
