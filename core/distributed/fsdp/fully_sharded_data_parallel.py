@@ -58,8 +58,6 @@ class FullyShardedDataParallel(Module):
         object.__setattr__(self, "mixed_precision", mixed_precision)
         object.__setattr__(self, "cpu_offload", cpu_offload or CPUOffload())
         object.__setattr__(self, "_use_orig_params", use_orig_params)
-        object.__setattr__(self, "_state_dict_settings", state_dicts.default_settings())
-        object.__setattr__(self, "_ignored_params", ignored)
 
     # -- the wrapped module ----------------------------------------------------------------------------
     @property

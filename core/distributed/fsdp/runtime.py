@@ -57,6 +57,7 @@ class UnitState:
         self.tree: Tree | None = None
         self.is_root = False
         self.backward_started = False
+        self.state_dict_settings = None  # FSDP.state_dict_type's choice (state_dicts.py); None: the default
         if handle is not None:
             handle.on_grad = self._grad_ready
 
