@@ -104,9 +104,9 @@ def build_unit(module: Module, params: list, groups: ShardGroups, strategy: Shar
     home = _compute_device(module, params, device_id)
     if sync_module_states:
         _broadcast_states(module, [entry[3] for entry in params])
+    mp = mixed_precision or MixedPrecision()
     handle = None
     if params:
-        mp = mixed_precision or MixedPrecision()
         infos, start = [], 0
         for owner, name, fqn, param, aliases in params:
             infos.append(ParamInfo(owner, name, fqn, tuple(param.shape), param.numel(), start, param, aliases))
@@ -116,7 +116,6 @@ def build_unit(module: Module, params: list, groups: ShardGroups, strategy: Shar
         _record_slots(infos, handle, use_orig_params)
     if mixed_precision is not None and mixed_precision.buffer_dtype is not None:
         _cast_buffers(module, mixed_precision.buffer_dtype)
-    mp = mixed_precision or MixedPrecision()
     config = UnitConfig(reshard_after_forward=strategy in (ShardingStrategy.FULL_SHARD, ShardingStrategy.HYBRID_SHARD),
                         reshard_after_backward=strategy not in _REPLICATED,
                         param_dtype=mp.param_dtype, cast_root_inputs=mp.cast_root_forward_inputs,

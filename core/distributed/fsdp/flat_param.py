@@ -46,6 +46,10 @@ class ParamInfo:
     def places(self) -> list[tuple[Module, str]]:
         return [(self.module, self.name)] + self.aliases
 
+    def view_of(self, whole: Tensor) -> Tensor:
+        """This parameter's part of a whole flat vector (gathered), in its own shape."""
+        return whole[self.start:self.start + self.numel].view(self.shape)
+
 
 @dataclass
 class ShardGroups:

@@ -126,7 +126,7 @@ def _cut(state: dict, handle: FlatParamHandle, key: str, places: list[tuple[str,
     """Each parameter's whole state ``key`` out of a unit's gathered vector."""
     for fqn, index in places:
         info = handle.infos[index]
-        state[fqn][key] = whole[info.start:info.start + info.numel].view(info.shape).clone()
+        state[fqn][key] = info.view_of(whole).clone()
 
 
 def _is_vector_state(value, param: Tensor) -> bool:

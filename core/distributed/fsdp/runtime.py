@@ -17,6 +17,7 @@ from ...autograd.engine import queue_callback
 from ...autograd.grad_mode import is_grad_enabled
 from ...autograd.saved_hooks import saved_tensors_hooks
 from ...tensor import Tensor
+from ...utils._nested import map_tensors
 from .flat_param import FlatParamHandle, installed_view
 
 MAX_GATHERS_AHEAD = 2  # limit_all_gathers: gathered units waiting for their turn, at most
@@ -209,12 +210,4 @@ def _on_output_grads(output, hook) -> None:
 
 
 def _cast_floating(obj, dtype):
-    if isinstance(obj, Tensor):
-        return obj.to(dtype) if obj.dtype.is_floating_point else obj
-    if isinstance(obj, tuple) and hasattr(obj, "_fields"):
-        return type(obj)(*(_cast_floating(item, dtype) for item in obj))
-    if isinstance(obj, (list, tuple)):
-        return type(obj)(_cast_floating(item, dtype) for item in obj)
-    if isinstance(obj, dict):
-        return {key: _cast_floating(value, dtype) for key, value in obj.items()}
-    return obj
+    return map_tensors(obj, lambda t: t.to(dtype) if t.dtype.is_floating_point else t)

@@ -11,6 +11,7 @@ from collections import OrderedDict
 from ...autograd.grad_mode import no_grad
 from ...nn.modules.module import IncompatibleKeys, Module
 from ...tensor import Tensor
+from .. import state as dist_state
 from ..sharded_tensor import ShardedTensor
 from .api import (FullOptimStateDictConfig, FullStateDictConfig, LocalOptimStateDictConfig, LocalStateDictConfig,
                   ShardedOptimStateDictConfig, ShardedStateDictConfig, StateDictSettings, StateDictType)
@@ -61,7 +62,7 @@ class FullGathers:
         if full is None:
             full = handle.gather_full()
             self._full[id(handle)] = full = full.cpu() if self.offload else full
-        return full[info.start:info.start + info.numel].view(info.shape).clone()
+        return info.view_of(full).clone()
 
 
 def sharded_value(entry: Entry) -> ShardedTensor:
@@ -82,7 +83,6 @@ def module_state_dict(module: Module, destination=None, prefix: str = "", keep_v
     kind, config = settings.state_dict_type, settings.state_dict_config
     out = OrderedDict() if destination is None else destination
     gathers = FullGathers(getattr(config, "offload_to_cpu", False))
-    from .. import state as dist_state
     keep = not (getattr(config, "rank0_only", False) and dist_state.is_initialized() and dist_state.get_rank() != 0)
     for entry in entries(module, prefix):
         if entry.kind == "flat":

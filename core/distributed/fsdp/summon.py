@@ -56,7 +56,7 @@ def _show(handle: FlatParamHandle, full, grads) -> None:
     if handle.registered_on is not None:
         handle.registered_on._parameters.pop("_flat_param", None)
     for info in handle.infos:
-        view = full[info.start:info.start + info.numel].view(info.shape)
+        view = info.view_of(full)
         if handle.use_orig_params:
             info.param.data = view
             param = info.param
@@ -66,7 +66,7 @@ def _show(handle: FlatParamHandle, full, grads) -> None:
                 module.__dict__.pop(name, None)
                 module._parameters[name] = param
         if grads is not None:
-            param.grad = grads[info.start:info.start + info.numel].view(info.shape)
+            param.grad = info.view_of(grads)
 
 
 def _hide(handle: FlatParamHandle, previous_grads: list) -> None:

@@ -13,7 +13,7 @@ from typing import Any, Iterator
 from ... import distributed as dist
 from ...autograd.grad_mode import is_grad_enabled
 from ...dispatch.schema.device import device
-from ...tensor import Tensor
+from ...utils._nested import map_tensors
 from ..modules.module import Module
 from .buckets import FIRST_BUCKET_BYTES, MIB
 from .reducer import Reducer
@@ -70,7 +70,8 @@ class DistributedDataParallel(Module):
         if self.will_sync_module_buffers():
             self._sync_buffers()
         if self.device_ids:
-            inputs, kwargs = _to_device((inputs, kwargs), self.device_ids[0])
+            target = self.device_ids[0]
+            inputs, kwargs = map_tensors((inputs, kwargs), lambda t: t.to(target))
         output = self.module(*inputs, **kwargs)
         if syncing:
             self.require_forward_param_sync = True
@@ -124,18 +125,6 @@ def _as_device(spec, home):
     if isinstance(spec, int) and not isinstance(spec, bool):
         return device(home.type, spec)
     return device(spec)
-
-
-def _to_device(obj, target):
-    if isinstance(obj, Tensor):
-        return obj.to(target)
-    if isinstance(obj, tuple) and hasattr(obj, "_fields"):
-        return type(obj)(*(_to_device(item, target) for item in obj))
-    if isinstance(obj, (list, tuple)):
-        return type(obj)(_to_device(item, target) for item in obj)
-    if isinstance(obj, dict):
-        return {key: _to_device(value, target) for key, value in obj.items()}
-    return obj
 
 
 def _verify_same_parameters(group, named: list) -> None:

@@ -127,7 +127,7 @@ def clip_grad_norm_(parameters: Tensors, max_norm: float, norm_type: float = 2.0
     if not grads:
         return F.zeros(())
     groups = _by_device_and_dtype(grads)
-    combine = next((c for c in map(_combine_of, parameters) if c is not None), None)
+    combine = next((c for c in map(_combine_of, parameters) if c is not None), None) if _sharded else None
     if combine is None:
         total = _total_norm(groups, float(norm_type), error_if_nonfinite, foreach)
     else:
