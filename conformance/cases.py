@@ -10,9 +10,9 @@ from __future__ import annotations
 import pytest
 
 from ember.dispatch import builtin_ops
-from ember.dispatch.execution.dispatcher import CATEGORY_ACCEPTS
 from ember.dispatch.schema import REQUIRED
 
+from . import profiles
 from .plugin import target_of
 from .target import all_dtypes
 
@@ -29,7 +29,7 @@ def accepts(op, dt, supported) -> bool:
         compute, out = op.promote(dt if takes_tensors else None, values)
     except TypeError:  # the rule refuses the dtype (e.g. rand of an integer dtype)
         return False
-    if compute is not None and not CATEGORY_ACCEPTS[op.dtypes](compute):
+    if compute is not None and compute not in op.accepted_dtypes:
         return False
     outs = out if isinstance(out, tuple) else (out,)
     return all(d is None or d in supported for d in (compute, dt, *outs))
@@ -41,10 +41,23 @@ class _Operand:
     def __init__(self, dt) -> None:
         self.dtype = self._dtype = dt
 
+    def is_complex(self) -> bool:
+        return self.dtype.is_complex
+
+    def is_floating_point(self) -> bool:
+        return self.dtype.is_floating_point
+
 
 def target_dtypes(config) -> tuple:
+    """The dtypes the backend supports (every dtype when it is unavailable: its tests then skip)."""
     target = target_of(config)
     return target.dtypes if target.available else all_dtypes()
+
+
+def sampled_dtypes(config) -> list:
+    """The supported dtypes that tests are generated for: all but complex128 on some backends under the quick
+    profile (``profiles.sampled_dtypes``)."""
+    return profiles.sampled_dtypes(config, target_of(config), target_dtypes(config))
 
 
 def op_dtype_params(config, *, accepted: bool = True, where=lambda op: True) -> list:
@@ -52,7 +65,7 @@ def op_dtype_params(config, *, accepted: bool = True, where=lambda op: True) -> 
     dtypes = target_dtypes(config)
     return [pytest.param(op, dt, id=f"{op.name}-{dt.name}")
             for op in builtin_ops() if where(op)
-            for dt in dtypes if accepts(op, dt, dtypes) == accepted]
+            for dt in sampled_dtypes(config) if accepts(op, dt, dtypes) == accepted]
 
 
 def op_params(where=lambda op: True) -> list:
@@ -60,4 +73,4 @@ def op_params(where=lambda op: True) -> list:
 
 
 def dtype_params(config) -> list:
-    return [pytest.param(dt, id=dt.name) for dt in target_dtypes(config)]
+    return [pytest.param(dt, id=dt.name) for dt in sampled_dtypes(config)]

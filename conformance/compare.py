@@ -20,11 +20,15 @@ DEFAULT_TOLERANCES = {
 
 
 def tolerance(op, dt) -> tuple[float, float]:
-    """(rtol, atol) for ``op``'s outputs of dtype ``dt``."""
-    for key, value in op.tolerances.items():
-        if key == dt.name or key is dt:
-            return value
-    return DEFAULT_TOLERANCES.get(dt.name, (0.0, 0.0))
+    """(rtol, atol) for ``op``'s outputs of dtype ``dt``; a complex dtype falls back to its component dtype's
+    (complex64 is compared as float32 is, unless the op names complex64 itself)."""
+    for candidate in (dt, dt.to_real()):
+        for key, value in op.tolerances.items():
+            if key == candidate.name or key is candidate:
+                return value
+        if candidate.name in DEFAULT_TOLERANCES:
+            return DEFAULT_TOLERANCES[candidate.name]
+    return (0.0, 0.0)
 
 
 def mismatch(actual: np.ndarray, expected: np.ndarray, dt, rtol: float, atol: float) -> str | None:
@@ -36,14 +40,21 @@ def mismatch(actual: np.ndarray, expected: np.ndarray, dt, rtol: float, atol: fl
         return f"shape {actual.shape} != reference shape {expected.shape}"
     with np.errstate(all="ignore"):
         rounded = expected.astype(numpy_dtype(dt))
-    if not dt.is_floating_point:
+    if not dt.is_floating_point and not dt.is_complex:
         bad = actual != rounded
     else:
-        a, e = actual.astype(np.float64), rounded.astype(np.float64)
-        with np.errstate(all="ignore"):
-            bad = ~np.isclose(a, e, rtol=rtol, atol=atol, equal_nan=True)
+        bad = _differ(actual, rounded, rtol, atol)
     if not np.any(bad):
         return None
     where = tuple(int(i) for i in np.argwhere(bad)[0])
     return (f"{int(np.sum(bad))} of {bad.size} values differ (rtol={rtol}, atol={atol}); first at index "
             f"{where}: got {actual[where]!r}, expected {rounded[where]!r}")
+
+
+def _differ(actual: np.ndarray, expected: np.ndarray, rtol: float, atol: float) -> np.ndarray:
+    """Where floating or complex values differ beyond the tolerance: NaN equals NaN, an infinity only itself.
+    A complex value with NaN in either part is a complex NaN, equal to any other (``torch.isclose``'s rule:
+    C99's special values put NaN in one part or both, and libraries differ on which)."""
+    wide = np.complex128 if actual.dtype.kind == "c" or expected.dtype.kind == "c" else np.float64
+    with np.errstate(all="ignore"):
+        return ~np.isclose(actual.astype(wide), expected.astype(wide), rtol=rtol, atol=atol, equal_nan=True)

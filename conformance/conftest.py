@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from ember.conformance import profiles
+from ember.conformance import target as target_module
 from ember.conformance.plugin import target_of
 
 _HERE = Path(__file__).parent
@@ -17,21 +18,9 @@ def pytest_configure(config) -> None:
 
 @pytest.fixture(scope="session", autouse=True)
 def optional_kernels_fall_back(request):
-    """Primitives a backend may leave out (``OpDef.optional_kernel``: the LAPACK decompositions) run on it as a user
-    runs them there, through the explicit CPU fallback (``EMBER_FALLBACK=cpu``), which warns once per op;
-    ``test_backend_kernels`` lists them in the summary. Off where the backend has every kernel."""
-    from ember.dispatch import primitives
-    from ember.dispatch.execution.fallback import get_fallback, set_fallback
-
-    target = target_of(request.config)
-    lacking = target.available and any(op.optional_kernel and op.name not in target.impl.kernels
-                                       for op in primitives())
-    previous = get_fallback()
-    if lacking:
-        set_fallback("cpu")
-    yield
-    if lacking:
-        set_fallback(previous)
+    """``target.optional_kernels_fall_back`` for the whole run; ``test_backend_kernels`` lists those ops."""
+    with target_module.optional_kernels_fall_back(target_of(request.config)):
+        yield
 
 
 def pytest_collection_modifyitems(config, items) -> None:

@@ -82,7 +82,7 @@ def one_step(op, sample, target) -> tuple[ElementwiseProgram, list, object]:
 def chains(program: ElementwiseProgram, tensors: list, result, make) -> tuple[ElementwiseProgram, list, list]:
     """``program``'s op feeding ``mul`` by a number and ``add`` of a new input (broadcast along the last
     dim): the program of both chains, its inputs, and the two ops run through Ember on ``result``."""
-    number = 0.5 if result.dtype.is_floating_point else (3 if result.dtype.kind == "int" else 2)
+    number = {"float": 0.5, "complex": 0.5 - 0.25j, "int": 3}.get(result.dtype.kind, 2)
     other = make(tuple(program.shape[-1:]), dtype=result.dtype)
     extra = ("input", len(tensors))
     steps = [program.steps[0]]

@@ -1,11 +1,13 @@
 """Outputs that are unique only up to a gauge (``OpDef.gauge``): compared and differentiated without it.
 
 An eigenvector is fixed by A only up to its sign, a pair of singular vectors (u_i, v_i) up to one sign for
-both, and where values repeat only their space is fixed (any orthonormal basis of it, turned alike in U and
-V). LAPACK and cuSOLVER choose differently and PyTorch promises no choice, so the suite
+both (complex ones: up to a phase e^{i phi}), and where values repeat only their space is fixed (any
+orthonormal basis of it, turned alike in U and V). LAPACK and cuSOLVER choose differently and PyTorch promises
+no choice, so the suite
 
 - compares such outputs after moving the backend's vectors onto the reference's by the closest change the
-  gauge allows (``align``): one orthogonal matrix per block of equal values (a sign, for a single value),
+  gauge allows (``align``): one orthogonal (unitary) matrix per block of equal values (a sign or a phase, for a
+  single value),
   applied to that block of every vector output at once. A result that no such change matches still fails,
   a sign flipped in U alone or a wrong vector included;
 - differentiates functions of the outputs that do not see the gauge (``invariant_outputs``), so that a
@@ -33,7 +35,7 @@ def align(op, actual: list, expected: list, rtol: float, atol: float) -> list:
     positions = [op.outputs.index(name) for name, _ in gauge.vectors]
     if not all(_alignable(actual[p], expected[p]) for p in positions):
         return actual
-    values = np.asarray(expected[op.outputs.index(gauge.values)], np.float64)
+    values = _widened(expected[op.outputs.index(gauge.values)])
     moved = [_as_columns(actual[p], axis) for p, (_, axis) in zip(positions, gauge.vectors)]
     targets = [_as_columns(expected[p], axis) for p, (_, axis) in zip(positions, gauge.vectors)]
     for index in np.ndindex(values.shape[:-1]):
@@ -44,18 +46,25 @@ def align(op, actual: list, expected: list, rtol: float, atol: float) -> list:
             _turn([m], [t], list(range(values.shape[-1], m.shape[-1])))
     aligned = list(actual)
     for p, m, (_, axis) in zip(positions, moved, gauge.vectors):
-        aligned[p] = _as_columns(m, axis)  # the same swap of axes turns columns back into rows
+        aligned[p] = _as_columns(m, axis)  # the same adjoint turns columns back into rows
     return aligned
 
 
 def _alignable(actual: np.ndarray, expected: np.ndarray) -> bool:
-    return actual.shape == expected.shape and bool(np.all(np.isfinite(actual.astype(np.float64))))
+    return actual.shape == expected.shape and bool(np.all(np.isfinite(_widened(actual))))
+
+
+def _widened(x) -> np.ndarray:
+    """A float64 (complex128, for complex ``x``) copy of ``x``."""
+    x = np.asarray(x)
+    return np.array(x, dtype=np.complex128 if x.dtype.kind == "c" else np.float64)
 
 
 def _as_columns(x: np.ndarray, axis: int) -> np.ndarray:
-    """A float64 copy of ``x`` with its vectors as columns (rows swapped to columns where ``axis`` is -2)."""
-    x = np.array(x, dtype=np.float64)
-    return np.swapaxes(x, -1, -2) if axis == -2 else x
+    """A widened copy of ``x`` with its vectors as columns (the adjoint where ``axis`` is -2: Vh's rows are V's
+    columns conjugated, and the same phase turns V's columns as U's)."""
+    x = _widened(x)
+    return np.conj(np.swapaxes(x, -1, -2)) if axis == -2 else x
 
 
 def _blocks(values: np.ndarray, rtol: float, atol: float) -> list:
@@ -70,11 +79,11 @@ def _blocks(values: np.ndarray, rtol: float, atol: float) -> list:
 
 
 def _turn(actual: list, expected: list, block: list) -> None:
-    """Turn the ``block`` columns of every ``actual`` matrix (in place) by the one orthogonal R that brings them
-    closest to ``expected``'s (least squares over all of them: R is the polar factor of sum A^T E)."""
+    """Turn the ``block`` columns of every ``actual`` matrix (in place) by the one orthogonal (unitary) R that
+    brings them closest to ``expected``'s (least squares over all of them: R is the polar factor of sum A^H E)."""
     if not block:
         return
-    overlap = sum(a[:, block].T @ e[:, block] for a, e in zip(actual, expected))
+    overlap = sum(a[:, block].conj().T @ e[:, block] for a, e in zip(actual, expected))
     left, _, right = np.linalg.svd(overlap)
     rotation = left @ right
     for a in actual:
@@ -87,8 +96,8 @@ def invariant_outputs(op, outputs: list) -> list:
     """``outputs`` with the vector outputs replaced by products the gauge does not change.
 
     For the vectors C_j of each output (the first len(values), those a value determines), with weights
-    c = 1, 2, ...: C_j diag(c) C_j^T, the sum of c_i c_ji c_ji^T, which no vector's sign changes, and
-    C_j diag(c) C_{j+1}^T, which pairs them (u_i v_i^T keeps its sign only when u_i and v_i flip together).
+    c = 1, 2, ...: C_j diag(c) C_j^H, the sum of c_i c_ji c_ji^H, which no vector's sign (phase) changes, and
+    C_j diag(c) C_{j+1}^H, which pairs them (u_i v_i^H keeps its sign only when u_i and v_i flip together).
     Other outputs stay. Where values repeat, the derivative of the vectors is not defined at all, so the
     samples avoid that; the products need not be blind to turns within such a block.
     """
@@ -105,17 +114,23 @@ def invariant_outputs(op, outputs: list) -> list:
 
 
 def _leading_columns(x, axis: int, count: int):
-    """The first ``count`` vectors of ``x`` as columns."""
-    columns = x if axis == -1 else x.transpose(-1, -2)
+    """The first ``count`` vectors of ``x`` as columns (of Vh: V's)."""
+    columns = x if axis == -1 else _adjoint(x)
     return columns[..., :count]
+
+
+def _adjoint(x):
+    """x's conjugate transpose (its transpose when real)."""
+    x_t = x.transpose(-1, -2)
+    return x_t.conj() if x_t.is_complex() else x_t
 
 
 def _vector_weights(like, count: int):
     """1, 2, ..., count: distinct, so that each vector counts on its own (equal weights would leave only
     their span, which for a square U is constant)."""
-    return ember.tensor(np.arange(1.0, count + 1.0), dtype=like.dtype, device=like.device)
+    return ember.tensor(np.arange(1.0, count + 1.0), dtype=like.dtype.to_real(), device=like.device)
 
 
 def _weighted_product(a, weights, b):
-    """a diag(weights) b^T, batched."""
-    return (a * weights) @ b.transpose(-1, -2)
+    """a diag(weights) b^H, batched."""
+    return (a * weights) @ _adjoint(b)

@@ -27,7 +27,7 @@ from ember.dispatch.ops import F
 from .checks import call, describe
 from .compare import mismatch, tolerance
 from .gauge import invariant_outputs
-from .oracle import host, is_tensor, outputs_of
+from .oracle import host, is_tensor, outputs_of, wide
 
 #: Finite-difference checks compare the whole Jacobian of inputs with at most this many entries
 #: (inputs x outputs elements); bigger ones compare a random projection (fast mode), which costs two
@@ -95,7 +95,7 @@ class GradCase:
         if self.op.mutates:
             sample = replace(sample, args=(F.clone(sample.args[0]),) + tuple(sample.args[1:]))
         outputs = invariant_outputs(self.op, outputs_of(self.op, call(self.op, sample)))
-        return tuple(o for o in outputs if o.dtype.is_floating_point)
+        return tuple(o for o in outputs if is_differentiable_dtype(o.dtype))
 
     def describe(self) -> str:
         return describe(self.op, self.sample)
@@ -108,8 +108,13 @@ class GradCase:
         return sum(t.numel() for t in self.inputs) * sum(o.numel() for o in outputs)
 
 
+def is_differentiable_dtype(dt) -> bool:
+    """Floating and complex tensors carry gradients (complex ones by PyTorch's Wirtinger convention)."""
+    return dt.is_floating_point or dt.is_complex
+
+
 def _finite(t) -> bool:
-    return not t.dtype.is_floating_point or bool(np.all(np.isfinite(host(t).astype(np.float64))))
+    return not is_differentiable_dtype(t.dtype) or bool(np.all(np.isfinite(wide(t))))
 
 
 def usable(case) -> str | None:
@@ -137,7 +142,7 @@ def redraw(op, sample, make):
     values = {}
     for slot, t in _slots(sample):
         name = _param_name(op, slot)
-        if name in op.grad_domain and t.dtype.is_floating_point:
+        if name in op.grad_domain and is_differentiable_dtype(t.dtype):
             values[slot] = make(tuple(t.shape), dtype=t.dtype, noncontiguous=not t.is_contiguous(),
                                 **op.grad_domain[name])
     return substitute(sample, values) if values else sample
@@ -183,35 +188,47 @@ def first_derivative(fn, count: int):
 # -- the CPU float64 reference ------------------------------------------------------------------------
 
 def reference_case(case):
-    """The same case on the CPU backend, its tensors of the tested dtype (and dtype= attributes) in float64.
+    """The same case on the CPU backend, its tensors of the tested dtype (and dtype= attributes) in float64
+    (complex128 for complex dtypes).
 
     Other tensors (indices, masks, operands of other dtypes) move to the CPU unchanged; the
     differentiable inputs are the case's own, in the same order.
     """
     cpu = ember.device("cpu")
-    values = {slot: (ember.tensor(host(t).astype(np.float64), dtype=ember.float64, device=cpu)
-                     if t.dtype is case.dtype else t.to(cpu))
+    widest = widest_like(case.dtype)
+    values = {slot: (ember.tensor(wide(t), dtype=widest, device=cpu) if t.dtype is case.dtype else t.to(cpu))
               for slot, t in _slots(case.sample)}
     sample = substitute(case.sample, values)
     sample = replace(sample, args=tuple(_attr(a, case.dtype) for a in sample.args),
                      kwargs={k: _attr(v, case.dtype) for k, v in sample.kwargs.items()})
-    return GradCase(case.op, sample, ember.float64, case.slots)
+    return GradCase(case.op, sample, widest, case.slots)
+
+
+def widest_like(dt):
+    """float64, or complex128 for a complex ``dt``: where the reference gradients are computed."""
+    return ember.complex128 if dt.is_complex else ember.float64
 
 
 def _attr(value, dtype):
-    """A ``dtype=`` attribute naming the tested dtype becomes float64 in the reference."""
-    return ember.float64 if value is dtype or (isinstance(value, str) and value == dtype.name) else value
+    """A ``dtype=`` attribute naming the tested dtype becomes float64 (complex128) in the reference."""
+    return widest_like(dtype) if value is dtype or (isinstance(value, str) and value == dtype.name) else value
+
+
+def standard_normal(rng, shape: tuple, dt) -> np.ndarray:
+    """Seeded standard-normal values for a tensor of dtype ``dt``: both parts drawn for complex dtypes."""
+    values = rng.standard_normal(shape)
+    return np.asarray(values + 1j * rng.standard_normal(shape) if dt.is_complex else values)
 
 
 def random_weights(outputs, rng) -> list:
     """One seeded standard-normal tensor per output, in the output's dtype and on its device."""
-    return [ember.tensor(rng.standard_normal(tuple(o.shape)), dtype=o.dtype, device=o.device) for o in outputs]
+    return [ember.tensor(standard_normal(rng, tuple(o.shape), o.dtype), dtype=o.dtype, device=o.device)
+            for o in outputs]
 
 
 def matching(weights, outputs) -> list:
     """The same weight values in the dtypes and on the devices of ``outputs`` (the reference's)."""
-    return [ember.tensor(host(w).astype(np.float64), dtype=o.dtype, device=o.device)
-            for w, o in zip(weights, outputs)]
+    return [ember.tensor(wide(w), dtype=o.dtype, device=o.device) for w, o in zip(weights, outputs)]
 
 
 def compare_gradients(case, reference, rng, order: int = 1) -> None:
@@ -270,6 +287,5 @@ def finite_differences_apply(case) -> bool:
     down to float16 makes an eps-sized step invisible; other dtypes' samples cover the cast)."""
     if not case.sample.gradcheck:
         return False
-    with no_grad():
-        return all(o.dtype is case.dtype for o in case(*case.inputs))
-
+    with no_grad():  # complex128 -> float64 (abs) keeps the precision
+        return all(o.dtype.to_real() is case.dtype.to_real() for o in case(*case.inputs))

@@ -14,6 +14,12 @@ UNSIGNED_RANGE = (0, 10)
 #: Floats that kernels most often get wrong: NaN, infinities, signed zeros, halves (for rounding).
 SPECIAL_FLOATS = (math.nan, math.inf, -math.inf, 0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 2.5, -3.75, 1e-3)
 
+#: The complex counterpart: special parts against ordinary ones, and against each other (inf with nan, the
+#: branch cuts of log and sqrt on the negative real axis with both signs of zero). As many as SPECIAL_FLOATS.
+SPECIAL_COMPLEX = (complex(math.nan, 1.0), complex(1.0, math.nan), complex(math.inf, 0.0), complex(-math.inf, 2.0),
+                   complex(0.5, math.inf), complex(math.inf, math.nan), complex(0.0, 0.0), complex(-0.0, -0.0),
+                   complex(-2.0, 0.0), complex(-2.0, -0.0), complex(1.0, -1.0), complex(-0.5, 2.5))
+
 
 class Unsupported(Exception):
     """A sample needs a dtype that the backend under test does not support."""
@@ -57,6 +63,9 @@ class Maker:
         lo = FLOAT_RANGE[0] if low is None else low
         hi = FLOAT_RANGE[1] if high is None else high
         out = self.rng.uniform(lo, hi, shape)
+        if dt.kind == "complex":  # both parts in [low, high): a domain (low=0 for sqrt) holds for each part
+            out = out + 1j * self.rng.uniform(lo, hi, shape)
+        out = np.asarray(out)  # an array even when 0-d, for the masking below
         if nonzero:
             out[np.abs(out) < 1e-3] = 1.0
         return out
@@ -77,7 +86,9 @@ class Maker:
         return F.transpose(view, last - 1, last) if values.ndim >= 2 else view
 
     def specials(self, shape=None, dtype=None):
-        """Special float values (NaN, infinities, signed zeros, halves), reshaped to ``shape``."""
-        dt = self.dtype if dtype is None else dtype
-        values = np.array(SPECIAL_FLOATS)
+        """Special values (NaN, infinities, signed zeros, halves; in either part for complex), reshaped to
+        ``shape``."""
+        from ember.dispatch.schema.dtypes import as_dtype
+        dt = self.dtype if dtype is None else as_dtype(dtype)
+        values = np.array(SPECIAL_COMPLEX if dt.is_complex else SPECIAL_FLOATS)
         return self.tensor(values if shape is None else values.reshape(shape), dt)

@@ -16,7 +16,7 @@ from ember.dispatch.schema.promotion import result_type_of
 
 #: Parameter types whose tensors take part in type promotion.
 PROMOTED = ("Tensor", "Tensor?", "Tensor[]")
-_NUMBER = (bool, int, float)
+_NUMBER = (bool, int, float, complex)
 
 
 def numpy_dtype(dt) -> np.dtype:
@@ -35,6 +35,11 @@ def reference_dtype(dt) -> np.dtype:
 def host(t) -> np.ndarray:
     """A private NumPy copy of a tensor's values, in its storage's own dtype, from any device."""
     return np.array(t.numpy(force=True), copy=True)
+
+
+def wide(t) -> np.ndarray:
+    """A tensor's values on the host in float64, or complex128 for complex tensors: for arithmetic on them."""
+    return host(t).astype(np.complex128 if t.dtype.is_complex else np.float64)
 
 
 def is_tensor(value) -> bool:

@@ -41,7 +41,7 @@ def parity_dtypes(supported) -> list:
 
 def tolerance(dt, scale: float = 1.0) -> tuple[float, float]:
     """(rtol, atol) for comparing tensors of dtype ``dt`` computed on two backends, loosened by ``scale``."""
-    rtol, atol = DEFAULT_TOLERANCES.get(dt.name, (0.0, 0.0))
+    rtol, atol = DEFAULT_TOLERANCES.get(dt.to_real().name, (0.0, 0.0))
     return rtol * scale, atol * scale
 
 
@@ -73,9 +73,9 @@ def assert_matches(actual, expected, what: str, device, scale: float = 1.0) -> N
 def assert_values_match(got: np.ndarray, want: np.ndarray, dt, what: str, device, scale: float = 1.0) -> None:
     """Host values computed from the device (``got``) and from the CPU (``want``), for tensors of dtype ``dt``,
     agree as ``assert_matches`` requires."""
-    if dt.is_floating_point:
+    if dt.is_floating_point or dt.is_complex:
         rtol, atol = tolerance(dt, scale)
-        problem = gradient_mismatch(got, want.astype(np.float64), dt, rtol, atol)
+        problem = gradient_mismatch(got, want.astype(np.complex128 if dt.is_complex else np.float64), dt, rtol, atol)
     else:
         problem = mismatch(got, want, dt, 0.0, 0.0)
     assert problem is None, f"{what} ({dt.name}) on {device} differs from the cpu backend's: {problem}"

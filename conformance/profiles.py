@@ -38,6 +38,13 @@ def transform_samples(config, samples: list) -> list:
     return [samples[0], samples[-1]]
 
 
+def gradient_samples(config, dtype, cases: list) -> list:
+    """The gradient cases of an op that ``test_gradients`` checks: all, except for complex dtypes under ``quick``:
+    the first and the last, as ``transform_samples`` (the real dtypes' cases check the same derivative formulas
+    on more shapes; the complex ones check their conjugations)."""
+    return transform_samples(config, cases) if dtype.is_complex else cases
+
+
 def load_for_conformance(config) -> str:
     """Make the chosen profile (default ``quick``) current; called when the suite is collected."""
     from hypothesis import settings
@@ -46,3 +53,26 @@ def load_for_conformance(config) -> str:
     name = requested(config) or DEFAULT
     settings.load_profile(name)
     return name
+
+
+def generated_dtypes(config, dtypes) -> list:
+    """The dtypes that hypothesis generates inputs in (``test_values_generated``): under ``quick``, the real ones
+    only (complex dtypes get their fixed samples there: CI compiles each kernel variant on OpenCL)."""
+    if (requested(config) or DEFAULT) != "quick":
+        return list(dtypes)
+    return [d for d in dtypes if not d.is_complex]
+
+
+#: Under ``quick``, the backends whose complex128 cases run: the CPU (the reference) and the template (NumPy, as CI
+#: runs it). Elsewhere complex64 stands for both: complex128 would double the kernel variants that CI's cold
+#: OpenCL run compiles, and its semantics differ from complex64's only in precision. ``thorough`` runs both.
+QUICK_COMPLEX128_BACKENDS = ("cpu", "template")
+
+
+def sampled_dtypes(config, target, dtypes) -> list:
+    """The dtypes among ``dtypes`` (the target's) that tests are generated for (see QUICK_COMPLEX128_BACKENDS)."""
+    if (requested(config) or DEFAULT) != "quick" or not target.available:
+        return list(dtypes)
+    if target.device.type in QUICK_COMPLEX128_BACKENDS:
+        return list(dtypes)
+    return [d for d in dtypes if not (d.is_complex and d.to_real().itemsize == 8)]

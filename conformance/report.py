@@ -8,7 +8,8 @@ from .matrix import FAIL, NOT_RUN, PASS, SKIP, STATUSES, UNSUPPORTED, Matrix
 from .record import Result
 
 SHORT_DTYPE = {"bool": "bool", "uint8": "u8", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
-               "float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64"}
+               "float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64", "complex64": "c64",
+               "complex128": "c128"}
 TEXT_CELL = {PASS: "ok", FAIL: "FAIL", UNSUPPORTED: "-", SKIP: "skip", NOT_RUN: "."}
 MARKDOWN_CELL = {PASS: "✅", FAIL: "❌", UNSUPPORTED: "—", SKIP: "⏭", NOT_RUN: "·"}
 

@@ -24,6 +24,11 @@ ELEMENTWISE_SHAPES = {
 }
 REDUCTION_SHAPES = [(), (5,), (3, 4), (2, 0, 3), (2, 3, 4)]
 GENERIC_SHAPES = [(), (4,), (2, 3), (0, 3)]
+#: The lean complex cases (see ``_complex_samples``): one shape set each, and two declared samples (first, last).
+COMPLEX_ELEMENTWISE_SHAPES = {1: [((2, 3),)], 2: [((2, 1), (1, 3))], 3: [((2, 1), (1, 3), (3,))]}
+COMPLEX_REDUCTION_SHAPES = [(3, 4)]
+COMPLEX_GENERIC_SHAPES = [(2, 3)]
+COMPLEX_DECLARED_SAMPLES = 2
 DIM_TYPES = ("dim", "dim?", "dim[]?")
 
 
@@ -34,11 +39,34 @@ def fixed_samples(op, make, dtype) -> list:
     attribute variants to them); other ops get defaults only when they declare no samples.
     """
     declared = _until_unsupported(op.samples(make, dtype)) if op.samples is not None else []
+    if dtype is not None and dtype.is_complex:
+        return _complex_samples(op, make, dtype, declared)
     if op.category == "elementwise" and _elementwise_signature(op):
         return declared + _until_unsupported(_elementwise_samples(op, make, dtype))
     if op.category == "reduction" and _reduction_signature(op):
         return declared + _until_unsupported(_reduction_samples(op, make))
     return declared or _until_unsupported(_generic_samples(op, make))
+
+
+def _complex_samples(op, make, dtype, declared: list) -> list:
+    """The lean set for complex dtypes (CI compiles every kernel variant on OpenCL): the op's first and last
+    declared samples (the simplest and the largest, by convention), and for elementwise ops and reductions
+    one broadcasting (or reducing) sample, one non-contiguous, and the special values; the real dtypes'
+    samples already cover shapes, dims and attributes."""
+    if op.category == "elementwise" and _elementwise_signature(op):
+        generated = _elementwise_samples(op, make, dtype, COMPLEX_ELEMENTWISE_SHAPES)
+    elif op.category == "reduction" and _reduction_signature(op):
+        generated = _reduction_samples(op, make, COMPLEX_REDUCTION_SHAPES, lean=True)
+    elif declared:
+        return _ends(declared)
+    else:
+        generated = _generic_samples(op, make, COMPLEX_GENERIC_SHAPES)
+    return _ends(declared) + _until_unsupported(generated)
+
+
+def _ends(samples: list) -> list:
+    """The first and the last of ``samples`` (all of them when there are no more than two)."""
+    return samples if len(samples) <= COMPLEX_DECLARED_SAMPLES else [samples[0], samples[-1]]
 
 
 def _until_unsupported(samples) -> list:
@@ -106,25 +134,25 @@ def _scalar_for(op, p, make):
 
 # -- elementwise ---------------------------------------------------------------------------------
 
-def _elementwise_samples(op, make, dtype):
+def _elementwise_samples(op, make, dtype, shapes_by_arity=None):
     params = _tensor_params(op)
     n = len(params)
-    shape_sets = ELEMENTWISE_SHAPES.get(n, [((2, 3),) * n])
+    shape_sets = (shapes_by_arity or ELEMENTWISE_SHAPES).get(n, [((2, 3),) * n])
     for shapes in shape_sets:
         yield _sample(op, {p.name: _make_input(op, p, make, s) for p, s in zip(params, shapes)}, f"shapes {shapes}")
     yield _sample(op, {p.name: _make_input(op, p, make, (2, 3, 4), noncontiguous=True) for p in params},
                   "non-contiguous (2, 3, 4)")
-    for k, p in enumerate(params if n >= 2 else ()):
+    for k, p in enumerate(params if n >= 2 and shapes_by_arity is None else ()):
         if p.type == "Tensor":
             values = {q.name: _make_input(op, q, make, (2, 3)) for q in params}
             values[p.name] = _scalar_for(op, p, make)
             yield _sample(op, values, f"Python number {p.name}")
-    for p in params:
+    for p in params if shapes_by_arity is None else ():
         if p.optional:
             values = {q.name: _make_input(op, q, make, (2, 3)) for q in params}
             values[p.name] = None
             yield _sample(op, values, f"{p.name}=None")
-    if dtype.is_floating_point:
+    if dtype.is_floating_point or dtype.is_complex:
         yield _special_sample(op, params, make)
 
 
@@ -152,14 +180,16 @@ def _dim_choices(p, ndim: int) -> list:
     return choices
 
 
-def _reduction_samples(op, make):
+def _reduction_samples(op, make, shapes=REDUCTION_SHAPES, lean: bool = False):
+    """Every dim choice with and without keepdim; ``lean``: the first dim choice, keepdim left out."""
     first, *rest = op.params
     dim_param = next((p for p in rest if p.type in DIM_TYPES), None)
-    keepdim = "keepdim" in op.param_index
-    for shape in REDUCTION_SHAPES:
+    keepdims = (False, True) if "keepdim" in op.param_index and not lean else (None,)
+    for shape in shapes:
         x = _make_input(op, first, make, shape)
-        for dim in _dim_choices(dim_param, len(shape)) if dim_param else [None]:
-            for keep in (False, True) if keepdim else (None,):
+        dims = _dim_choices(dim_param, len(shape)) if dim_param else [None]
+        for dim in dims[:1] if lean else dims:
+            for keep in keepdims:
                 values = {first.name: x}
                 if dim_param:
                     values[dim_param.name] = dim
@@ -174,12 +204,12 @@ def _reduction_samples(op, make):
 
 # -- anything else whose attributes all have defaults --------------------------------------------
 
-def _generic_samples(op, make):
+def _generic_samples(op, make, shapes=GENERIC_SHAPES):
     params = _tensor_params(op)
     if not params or any(p.default is REQUIRED for p in op.params if not p.is_tensor):
         return
     required = [p for p in params if not p.optional]
-    for shape in GENERIC_SHAPES:
+    for shape in shapes:
         values = {}
         for p in required:
             if p.type == "Tensor[]":

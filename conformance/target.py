@@ -1,6 +1,7 @@
 """The backend under test: ``--backend NAME`` resolved through Ember's plugin registry."""
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,3 +42,23 @@ def all_dtypes() -> tuple:
     """Every dtype Ember knows: what tests are parametrized over when the target is unavailable."""
     from ember.dispatch import ALL_DTYPES
     return ALL_DTYPES
+
+
+@contextmanager
+def optional_kernels_fall_back(target):
+    """Primitives a backend may leave out (``OpDef.optional_kernel``: the LAPACK decompositions) run on it as a user
+    runs them there, through the explicit CPU fallback (``EMBER_FALLBACK=cpu``), which warns once per op. Off where
+    the backend has every kernel."""
+    from ember.dispatch import primitives
+    from ember.dispatch.execution.fallback import get_fallback, set_fallback
+
+    lacking = target.available and any(op.optional_kernel and op.name not in target.impl.kernels
+                                       for op in primitives())
+    previous = get_fallback()
+    if lacking:
+        set_fallback("cpu")
+    try:
+        yield
+    finally:
+        if lacking:
+            set_fallback(previous)

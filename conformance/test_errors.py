@@ -5,6 +5,7 @@ import pytest
 
 import ember
 from ember.conformance.target import all_dtypes
+from ember.dispatch.schema.errors import UnsupportedDtypeError
 from ember.conformance.plugin import target_of
 
 
@@ -61,6 +62,22 @@ ARGUMENT_ERRORS = [
 ]
 
 
+# Ops that PyTorch 2.13 refuses on complex inputs (a NotImplementedError or RuntimeError saying so), with the part
+# of its message that Ember's UnsupportedDtypeError repeats: (name, the call given a complex tensor z, fragment).
+COMPLEX_REFUSALS = [
+    ("lt", lambda z: ember.lt(z, z), "not implemented for 'Complex"),
+    ("maximum", lambda z: ember.maximum(z, z), "maximum"),
+    ("floor", lambda z: ember.floor(z), "floor"),
+    ("argmax", lambda z: ember.argmax(z), "argmax"),
+    ("sort", lambda z: ember.sort(z), "sort"),
+    ("clamp", lambda z: ember.clamp(z, 0, 1), "clamp"),
+    ("remainder", lambda z: ember.remainder(z, z), "not implemented for 'Complex"),
+    ("erf", lambda z: ember.erf(z), "not implemented for 'Complex"),
+    ("amax", lambda z: ember.amax(z), "amax"),
+    ("sign", lambda z: ember.sign(z), "sign"),
+]
+
+
 @pytest.mark.parametrize("call,error,fragments", [pytest.param(c, e, f, id=n) for n, c, e, f in
                                                   SHAPE_ERRORS + INDEX_ERRORS + ARGUMENT_ERRORS])
 def test_error_names_the_op(call, error, fragments, make):
@@ -112,3 +129,14 @@ def test_unsupported_dtype(lacking, device):
         with pytest.raises(ember.DtypeError) as info:
             create()
         assert lacking.name in str(info.value) and str(device) in str(info.value)
+
+
+@pytest.mark.parametrize("call,fragment", [pytest.param(c, f, id=n) for n, c, f in COMPLEX_REFUSALS])
+def test_complex_refused(call, fragment, make, backend):
+    """What PyTorch refuses on complex tensors, Ember refuses with an UnsupportedDtypeError (a DtypeError and a
+    NotImplementedError, as PyTorch's) that says so, never with a silent answer from the real part."""
+    if not backend.supports(ember.complex64):
+        pytest.skip(f"{backend.name} lacks complex64 (test_unsupported_dtype checks that it refuses it)")
+    with pytest.raises(UnsupportedDtypeError) as info:
+        call(make((2, 3), dtype="complex64"))
+    assert fragment in str(info.value) and "complex" in str(info.value).lower(), str(info.value)

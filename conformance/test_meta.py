@@ -30,7 +30,8 @@ def test_meta(op, dtype, make, backend):
 
 
 def test_rejects_dtype(op, dtype, make, backend):
-    """A dtype the op does not accept (or the backend cannot compute in) is refused, naming the op."""
+    """A dtype the op does not accept (or the backend cannot compute in) is refused, naming the op (complex
+    dtypes too: ``test_errors.test_complex_refused`` checks PyTorch's wording where PyTorch refuses)."""
     samples = fixed_samples(op, make, dtype)
     if not samples:
         pytest.skip(f"{op.name} declares no samples for {dtype.name}")

@@ -5,29 +5,50 @@ import numpy as np
 import pytest
 
 import ember
-from ember.conformance.cases import target_dtypes
-from ember.conformance.oracle import host, numpy_dtype
+from ember.conformance.cases import sampled_dtypes, target_dtypes
+from ember.conformance.oracle import host, numpy_dtype, wide
 from ember.dispatch import ALL_DTYPES
 
-# PyTorch's torch.promote_types, written out by hand: row dtype with column dtype.
+# PyTorch's torch.promote_types, written out (from PyTorch 2.13): row dtype with column dtype.
 PROMOTE_TYPES_TABLE = """
-        bool  uint8  int8   int16  int32  int64  float16  bfloat16  float32  float64
-bool    bool  uint8  int8   int16  int32  int64  float16  bfloat16  float32  float64
-uint8   uint8 uint8  int16  int16  int32  int64  float16  bfloat16  float32  float64
-int8    int8  int16  int8   int16  int32  int64  float16  bfloat16  float32  float64
-int16   int16 int16  int16  int16  int32  int64  float16  bfloat16  float32  float64
-int32   int32 int32  int32  int32  int32  int64  float16  bfloat16  float32  float64
-int64   int64 int64  int64  int64  int64  int64  float16  bfloat16  float32  float64
-float16 float16 float16 float16 float16 float16 float16 float16 float32 float32 float64
-bfloat16 bfloat16 bfloat16 bfloat16 bfloat16 bfloat16 bfloat16 float32 bfloat16 float32 float64
-float32 float32 float32 float32 float32 float32 float32 float32 float32 float32 float64
-float64 float64 float64 float64 float64 float64 float64 float64 float64 float64 float64
+         bool     uint8    int8     int16    int32    int64    float16  bfloat16 float32  float64
+bool     bool     uint8    int8     int16    int32    int64    float16  bfloat16 float32  float64
+uint8    uint8    uint8    int16    int16    int32    int64    float16  bfloat16 float32  float64
+int8     int8     int16    int8     int16    int32    int64    float16  bfloat16 float32  float64
+int16    int16    int16    int16    int16    int32    int64    float16  bfloat16 float32  float64
+int32    int32    int32    int32    int32    int32    int64    float16  bfloat16 float32  float64
+int64    int64    int64    int64    int64    int64    int64    float16  bfloat16 float32  float64
+float16  float16  float16  float16  float16  float16  float16  float16  float32  float32  float64
+bfloat16 bfloat16 bfloat16 bfloat16 bfloat16 bfloat16 bfloat16 float32  bfloat16 float32  float64
+float32  float32  float32  float32  float32  float32  float32  float32  float32  float32  float64
+float64  float64  float64  float64  float64  float64  float64  float64  float64  float64  float64
+"""
+# ... and with the complex dtypes (the table is symmetric: these columns are also the missing rows).
+COMPLEX_PROMOTE_TYPES_TABLE = """
+           complex64   complex128
+bool       complex64   complex128
+uint8      complex64   complex128
+int8       complex64   complex128
+int16      complex64   complex128
+int32      complex64   complex128
+int64      complex64   complex128
+float16    complex64   complex128
+bfloat16   complex64   complex128
+float32    complex64   complex128
+float64    complex128  complex128
+complex64  complex64   complex128
+complex128 complex128  complex128
 """
 
 
 def _expected_table() -> dict:
-    header, *rows = [line.split() for line in PROMOTE_TYPES_TABLE.strip().splitlines()]
-    return {(row[0], column): cell for row in rows for column, cell in zip(header, row[1:])}
+    table = {}
+    for text in (PROMOTE_TYPES_TABLE, COMPLEX_PROMOTE_TYPES_TABLE):
+        header, *rows = [line.split() for line in text.strip().splitlines()]
+        for row in rows:
+            for column, cell in zip(header, row[1:]):
+                table[row[0], column] = table[column, row[0]] = cell
+    return table
 
 
 EXPECTED = _expected_table()
@@ -41,8 +62,8 @@ def test_promote_types(a, b):
 
 def pytest_generate_tests(metafunc) -> None:
     if metafunc.definition.name == "test_tensor_pairs":
-        dtypes = target_dtypes(metafunc.config)
-        metafunc.parametrize("a,b", [pytest.param(a, b, id=f"{a.name}-{b.name}") for a in dtypes for b in dtypes
+        dtypes, sampled = target_dtypes(metafunc.config), sampled_dtypes(metafunc.config)
+        metafunc.parametrize("a,b", [pytest.param(a, b, id=f"{a.name}-{b.name}") for a in sampled for b in sampled
                                      if BY_NAME[EXPECTED[a.name, b.name]] in dtypes])
 
 
@@ -53,10 +74,10 @@ def test_tensor_pairs(a, b, make):
     expected = ember.promote_types(a, b)
     assert out.dtype is expected
     assert host(out).dtype == numpy_dtype(expected)
-    want = (host(x).astype(np.float64) + host(y).astype(np.float64)).astype(numpy_dtype(expected))
+    want = (wide(x) + wide(y)).astype(numpy_dtype(expected))
     if expected is ember.bool:
         want = host(x) | host(y)
-    np.testing.assert_allclose(host(out).astype(np.float64), want.astype(np.float64), rtol=1e-2)
+    np.testing.assert_allclose(wide(out), want.astype(np.complex128), rtol=1e-2)
 
 
 def _t(make, dtype, shape=(2, 3)):
@@ -86,8 +107,23 @@ CASES = [
     ("sum of int8", ("int8", "int64"), lambda make: ember.sum(_t(make, "int8")), "int64"),
     ("sum of bool", ("bool", "int64"), lambda make: ember.sum(make((4,), dtype="bool")), "int64"),
     ("exp of int16", ("int16", "float32"), lambda make: ember.exp(_t(make, "int16")), "float32"),
-    ("eq of int8 and float32", ("int8", "float32", "bool"), lambda make: ember.eq(_t(make, "int8"), _t(make, "float32")),
-     "bool"),
+    ("eq of int8 and float32", ("int8", "float32", "bool"),
+     lambda make: ember.eq(_t(make, "int8"), _t(make, "float32")), "bool"),
+    # complex: a Python complex or a lower-ranked complex tensor takes the float's complex counterpart
+    ("float32 tensor + 1j", ("float32", "complex64"), lambda make: _t(make, "float32") + 1j, "complex64"),
+    ("float64 tensor + 1j", ("float64", "complex128"), lambda make: _t(make, "float64") + 1j, "complex128"),
+    ("int64 tensor * 2j", ("int64", "complex64"), lambda make: _t(make, "int64") * 2j, "complex64"),
+    ("float32 tensor + 0-d complex128 tensor", ("float32", "complex128", "complex64"),
+     lambda make: _t(make, "float32") + _t(make, "complex128", ()), "complex64"),
+    ("float64 tensor + 0-d complex64 tensor", ("float64", "complex64", "complex128"),
+     lambda make: _t(make, "float64") + _t(make, "complex64", ()), "complex128"),
+    ("complex64 + float64 tensors", ("complex64", "float64", "complex128"),
+     lambda make: _t(make, "complex64") + _t(make, "float64"), "complex128"),
+    ("complex64 tensor + 2.5", ("complex64",), lambda make: _t(make, "complex64") + 2.5, "complex64"),
+    ("abs of complex64", ("complex64", "float32"), lambda make: ember.abs(_t(make, "complex64")), "float32"),
+    ("sum of complex128", ("complex128",), lambda make: ember.sum(_t(make, "complex128")), "complex128"),
+    ("eq of complex64 and float32", ("complex64", "float32", "bool"),
+     lambda make: ember.eq(_t(make, "complex64"), _t(make, "float32")), "bool"),
 ]
 
 
@@ -120,6 +156,20 @@ def test_inplace_refuses_lossy_cast(make, backend):
     with pytest.raises(ember.DtypeError, match="mul") as info:
         x *= make((2, 3), dtype="float32")
     assert "float32" in str(info.value) and "int32" in str(info.value)
+    np.testing.assert_array_equal(host(x), before)
+
+
+def test_inplace_refuses_complex_into_real(make, backend):
+    """A float tensor += a complex one would drop the imaginary part: PyTorch refuses, and so must we."""
+    if not backend.supports(ember.float32, ember.complex64):
+        pytest.skip(f"{backend.name} lacks float32 or complex64")
+    x = make((2, 3), dtype="float32")
+    before = host(x)
+    with pytest.raises(ember.DtypeError, match="add") as info:
+        x += make((2, 3), dtype="complex64")
+    assert "complex64" in str(info.value) and "float32" in str(info.value)
+    with pytest.raises(ember.DtypeError, match="mul"):
+        x *= 1j
     np.testing.assert_array_equal(host(x), before)
 
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, strategies as st
 
-from ember.conformance.cases import op_dtype_params
+from ember.conformance import profiles
+from ember.conformance.cases import op_dtype_params, target_dtypes
 from ember.conformance.checks import Unsupported, check_values, on_device
 from ember.conformance.make import Maker
 from ember.conformance.plugin import target_of
@@ -25,7 +26,9 @@ def pytest_generate_tests(metafunc) -> None:
         cases = op_dtype_params(metafunc.config, where=lambda op: op.kind == "composite" and target.available
                                 and op.reference is not None and op.name in target.impl.kernels)
     else:
-        cases = op_dtype_params(metafunc.config, where=has_generated_samples)
+        generated = profiles.generated_dtypes(metafunc.config, target_dtypes(metafunc.config))
+        cases = [case for case in op_dtype_params(metafunc.config, where=has_generated_samples)
+                 if case.values[1] in generated]
     metafunc.parametrize("op,dtype", cases)
 
 

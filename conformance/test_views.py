@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import ember
+from ember.conformance.cases import target_dtypes
 from ember.conformance.oracle import host
 
 # name -> (base shape, the view in Ember, the same view in NumPy)
@@ -34,56 +35,78 @@ VIEWS = {
     "detach": ((6, 4), lambda x: x.detach(), lambda a: a),
 }
 EXPAND = ((3, 1), lambda x: x.expand(3, 4), lambda a: np.broadcast_to(a, (3, 4)))
+#: Views of complex tensors only: their parts, and the (..., 2) real view of the pairs they are stored as.
+COMPLEX_VIEWS = {
+    "real": ((4, 6), lambda x: x.real, lambda a: a.real),
+    "imag": ((4, 6), lambda x: x.imag, lambda a: a.imag),
+    "view_as_real": ((4, 6), lambda x: ember.view_as_real(x), lambda a: a.view(a.real.dtype).reshape(4, 6, 2)),
+    "view_as_real-select": ((4, 6), lambda x: ember.view_as_real(x)[..., 1], lambda a: a.imag),
+}
+#: The real views that complex tensors are checked through too (a few: the layouts differ, not the code).
+COMPLEX_CHECKED = ("transpose", "slice-columns", "select", "unsqueeze")
 
 
-@pytest.fixture(params=sorted(VIEWS), ids=str)
-def view_case(request):
-    return VIEWS[request.param]
+def pytest_generate_tests(metafunc) -> None:
+    """(view case, dtype): every view in float32, some and the complex-only ones in complex64 where supported."""
+    if "view_case" not in metafunc.fixturenames or "dtype" not in metafunc.fixturenames:
+        return
+    cases = [pytest.param(VIEWS[name], ember.float32, id=name) for name in sorted(VIEWS)]
+    if metafunc.definition.name == "test_view_sees_base_writes":  # an expanded view cannot be written through
+        cases.append(pytest.param(EXPAND, ember.float32, id="expand"))
+    if ember.complex64 in target_dtypes(metafunc.config):
+        cases += [pytest.param(VIEWS[name], ember.complex64, id=f"{name}-complex64") for name in COMPLEX_CHECKED]
+        cases += [pytest.param(case, ember.complex64, id=f"{name}-complex64") for name, case in COMPLEX_VIEWS.items()]
+    metafunc.parametrize("view_case,dtype", cases)
 
 
-def test_shares_storage(view_case, make):
+def _number(dtype, value: float):
+    """``value``, or for complex dtypes a complex number with both parts (so that the parts cannot swap)."""
+    return complex(value, 1 - value) if dtype.is_complex else value
+
+
+def test_shares_storage(view_case, dtype, make):
     shape, view_of, _ = view_case
     base = make(shape)
     assert view_of(base).data_ptr_id() == base.data_ptr_id()
 
 
-def test_write_through_view(view_case, make):
+def test_write_through_view(view_case, dtype, make):
     """add_ on the view changes exactly the base elements it covers."""
     shape, view_of, numpy_view = view_case
     base = make(shape)
     expected = host(base)
     view = view_of(base)
     version = base._version[0]
-    out = view.add_(1)
-    numpy_view(expected)[...] += 1
+    step = _number(view.dtype, 1)
+    out = view.add_(step)
+    numpy_view(expected)[...] += step
     assert out is view
     np.testing.assert_allclose(host(base), expected, rtol=1e-6)
     assert base._version[0] > version, "an in-place write through a view must bump the base's version"
     assert view._version is base._version, "a view shares its base's version counter"
 
 
-def test_write_through_view_with_copy(view_case, make):
+def test_write_through_view_with_copy(view_case, dtype, make):
     shape, view_of, numpy_view = view_case
     base = make(shape)
     expected = host(base)
     view = view_of(base)
-    source = make(tuple(view.shape))
+    source = make(tuple(view.shape), dtype=view.dtype)
     view.copy_(source)
     numpy_view(expected)[...] = host(source)
     np.testing.assert_allclose(host(base), expected, rtol=1e-6)
 
 
-@pytest.mark.parametrize("view_case", [*VIEWS.values(), EXPAND], ids=[*VIEWS, "expand"])
-def test_view_sees_base_writes(view_case, make):
+def test_view_sees_base_writes(view_case, dtype, make):
     """Writing into the base (setitem, then fill_) shows through the view."""
     shape, view_of, numpy_view = view_case
     base = make(shape)
     view = view_of(base)
-    base[0] = 7.0
+    base[0] = _number(dtype, 7.0)
     expected = host(base)
     np.testing.assert_allclose(host(view), numpy_view(expected), rtol=1e-6)
-    base.fill_(-2.0)
-    assert np.all(host(view) == -2.0)
+    base.fill_(_number(dtype, -2.0))
+    np.testing.assert_array_equal(host(view), numpy_view(np.full(shape, _number(dtype, -2.0), host(base).dtype)))
 
 
 def test_setitem_writes_base(make):

@@ -12,8 +12,8 @@ from numbers import Number as _Number
 from .dispatch.contract import registry as _registry
 from .dispatch.schema.defaults import get_default_device, set_default_device
 from .dispatch.schema.device import device
-from .dispatch.schema.dtypes import (bfloat16, bool_ as bool, dtype, float16, float32, float64, get_default_dtype, int8,
-                                     int16, int32, int64, set_default_dtype, uint8)
+from .dispatch.schema.dtypes import (bfloat16, bool_ as bool, complex64, complex128, dtype, float16, float32, float64,
+                                     get_default_dtype, int8, int16, int32, int64, set_default_dtype, uint8)
 from .dispatch.schema.errors import BackendError, DeviceError, DtypeError, EmberError, ShapeError
 from .dispatch.schema.errors import NumberOverflowError, OutOfMemoryError, OutOfRangeError
 from .dispatch.schema.promotion import can_cast as _can_cast, promote_types as _promote_types
@@ -50,12 +50,14 @@ from .library import ops  # noqa: E402  (ember.ops.<namespace>.<op>: torch.ops, 
 from .amp.state import *  # noqa: E402,F403  (is_autocast_enabled, get_autocast_dtype, ...: torch's names)
 
 half, float, double = float16, float32, float64
+cfloat, cdouble = complex64, complex128
 short, int, long = int16, int32, int64
 
 from .tensor import surface as _surface  # noqa: E402  (every Tensor attribute and torch-level name not an op's)
 _surface.install(globals())
 from . import sparse  # noqa: E402  (ember.sparse: torch.sparse; COO and CSR tensors)
 sparse.install(globals())  # sparse_coo_tensor, ..., and sparse operands of ember.mm, ember.add, ember.sin, ...
+from . import fft  # noqa: E402  (ember.fft: torch.fft)
 
 # The names programs reach for: switches, accelerator, constants, testing, dtype facts, memory formats.
 from .legacy_types import CPU_TYPES as _CPU_TYPES  # noqa: E402

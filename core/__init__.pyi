@@ -6,7 +6,7 @@ from ember.legacy_types import LegacyTensorType as _LegacyTensorType
 from ember.library.namespace import Ops as _Ops
 from ember.random import _DefaultGenerator
 from ember.sparse.tensor import SparseTensor as _SparseTensor
-from ember.tensor import _AdamStepResult, _AdaptiveMaxPool1dResult, _AdaptiveMaxPool2dResult, _AdaptiveMaxPool3dResult, _AminmaxResult, _CummaxResult, _CumminResult, _EmbeddingBagResult, _FractionalMaxPool2dResult, _FractionalMaxPool3dResult, _FrexpResult, _GeqrfResult, _HistogramResult, _KthvalueResult, _LayerNormBackwardResult, _LinalgCholeskyExResult, _LinalgEighResult, _LinalgInvExResult, _LinalgLdlFactorExResult, _LinalgLdlFactorResult, _LinalgLstsqResult, _LinalgLuFactorExResult, _LinalgLuFactorResult, _LinalgLuResult, _LinalgQrResult, _LinalgSlogdetResult, _LinalgSolveExResult, _LinalgSvdResult, _LstmLayerResult, _LuUnpackResult, _MaxPool1dWithIndicesResult, _MaxPool2dWithIndicesResult, _MaxPool3dWithIndicesResult, _ModeResult, _NativeBatchNormResult, _Number, _QrResult, _RnnLayerResult, _SlogdetResult, _SortResult, _SvdResult, _TopkResult, _TriangularSolveResult
+from ember.tensor import _AdamStepResult, _AdaptiveMaxPool1dResult, _AdaptiveMaxPool2dResult, _AdaptiveMaxPool3dResult, _AminmaxResult, _CummaxResult, _CumminResult, _EmbeddingBagResult, _FractionalMaxPool2dResult, _FractionalMaxPool3dResult, _FrexpResult, _GeqrfResult, _HistogramResult, _KthvalueResult, _LayerNormBackwardResult, _LinalgCholeskyExResult, _LinalgEigResult, _LinalgEighResult, _LinalgInvExResult, _LinalgLdlFactorExResult, _LinalgLdlFactorResult, _LinalgLstsqResult, _LinalgLuFactorExResult, _LinalgLuFactorResult, _LinalgLuResult, _LinalgQrResult, _LinalgSlogdetResult, _LinalgSolveExResult, _LinalgSvdResult, _LstmLayerResult, _LuUnpackResult, _MaxPool1dWithIndicesResult, _MaxPool2dWithIndicesResult, _MaxPool3dWithIndicesResult, _ModeResult, _NativeBatchNormResult, _Number, _QrResult, _RnnLayerResult, _SlogdetResult, _SortResult, _SvdResult, _TopkResult, _TriangularSolveResult
 from ember.torch_version import TorchVersion as _TorchVersion
 from numpy import ndarray as _ndarray
 from typing import Any, Callable, Sequence as _Sequence
@@ -25,6 +25,7 @@ from . import dispatch as dispatch
 from . import distributed as distributed
 from . import distributions as distributions
 from . import export as export
+from . import fft as fft
 from . import func as func
 from . import functions as functions
 from . import interop as interop
@@ -36,6 +37,7 @@ from . import nn as nn
 from . import onnx as onnx
 from . import optim as optim
 from . import printing as printing
+from . import printing_layout as printing_layout
 from . import profiler as profiler
 from . import random as random
 from . import return_types as return_types
@@ -105,8 +107,12 @@ class ShortTensor(Tensor, metaclass=_LegacyTensorType):
 __version__: _TorchVersion
 bfloat16: dtype
 bool: dtype
+cdouble: dtype
+cfloat: dtype
 channels_last: memory_format
 channels_last_3d: memory_format
+complex128: dtype
+complex64: dtype
 contiguous_format: memory_format
 default_generator: _DefaultGenerator
 double: dtype
@@ -308,6 +314,7 @@ def aminmax(
     keepdim: _bool = False,
     out: _Sequence[Tensor] | None = None,
 ) -> _AminmaxResult: ...
+def angle(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
 def any(
     input: Tensor | _Number,
     dim: _int | Sequence[_int] | None = None,
@@ -668,8 +675,11 @@ def compile(
     options: _dict | None = None,
     disable: _bool = False,
 ) -> Any: ...
+def complex(real: Tensor | _Number, imag: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
 def concat(tensors: Sequence[Tensor], dim: _int = 0, *, out: Any = None) -> Tensor: ...
 def concatenate(tensors: Sequence[Tensor], dim: _int = 0, *, out: Any = None) -> Tensor: ...
+def conj(input: Tensor | _Number) -> Tensor: ...
+def conj_physical(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
 def conv1d(
     input: Tensor | _Number,
     weight: Tensor | _Number,
@@ -1059,6 +1069,184 @@ def eye(
 ) -> Tensor: ...
 def feature_alpha_dropout(input: Any, p: _float, train: _bool) -> Any: ...
 def feature_alpha_dropout_(input: Any, p: _float, train: _bool) -> Any: ...
+def fft_fft(
+    input: Tensor | _Number,
+    n: _int | None = None,
+    dim: _int = -1,
+    norm: _str | None = None,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def fft_fft2(
+    input: Tensor | _Number,
+    s: _int | Sequence[_int] | None = None,
+    dim: _int | Sequence[_int] = (-2, -1),
+    norm: _str | None = None,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def fft_fftfreq(
+    n: _int,
+    d: _float = 1.0,
+    *,
+    dtype: dtype | None = None,
+    device: device | _str | None = None,
+    out: Any = None,
+    requires_grad: _bool = False,
+    layout: Any = ...,
+    pin_memory: _bool = False,
+) -> Tensor: ...
+def fft_fftn(
+    input: Tensor | _Number,
+    s: _int | Sequence[_int] | None = None,
+    dim: _int | Sequence[_int] | None = None,
+    norm: _str | None = None,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def fft_fftshift(
+    input: Tensor | _Number,
+    dim: _int | Sequence[_int] | None = None,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def fft_hfft(
+    input: Tensor | _Number,
+    n: _int | None = None,
+    dim: _int = -1,
+    norm: _str | None = None,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def fft_hfft2(
+    input: Tensor | _Number,
+    s: _int | Sequence[_int] | None = None,
+    dim: _int | Sequence[_int] = (-2, -1),
+    norm: _str | None = None,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def fft_hfftn(
+    input: Tensor | _Number,
+    s: _int | Sequence[_int] | None = None,
+    dim: _int | Sequence[_int] | None = None,
+    norm: _str | None = None,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def fft_ifft(
+    input: Tensor | _Number,
+    n: _int | None = None,
+    dim: _int = -1,
+    norm: _str | None = None,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def fft_ifft2(
+    input: Tensor | _Number,
+    s: _int | Sequence[_int] | None = None,
+    dim: _int | Sequence[_int] = (-2, -1),
+    norm: _str | None = None,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def fft_ifftn(
+    input: Tensor | _Number,
+    s: _int | Sequence[_int] | None = None,
+    dim: _int | Sequence[_int] | None = None,
+    norm: _str | None = None,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def fft_ifftshift(
+    input: Tensor | _Number,
+    dim: _int | Sequence[_int] | None = None,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def fft_ihfft(
+    input: Tensor | _Number,
+    n: _int | None = None,
+    dim: _int = -1,
+    norm: _str | None = None,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def fft_ihfft2(
+    input: Tensor | _Number,
+    s: _int | Sequence[_int] | None = None,
+    dim: _int | Sequence[_int] = (-2, -1),
+    norm: _str | None = None,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def fft_ihfftn(
+    input: Tensor | _Number,
+    s: _int | Sequence[_int] | None = None,
+    dim: _int | Sequence[_int] | None = None,
+    norm: _str | None = None,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def fft_irfft(
+    input: Tensor | _Number,
+    n: _int | None = None,
+    dim: _int = -1,
+    norm: _str | None = None,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def fft_irfft2(
+    input: Tensor | _Number,
+    s: _int | Sequence[_int] | None = None,
+    dim: _int | Sequence[_int] = (-2, -1),
+    norm: _str | None = None,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def fft_irfftn(
+    input: Tensor | _Number,
+    s: _int | Sequence[_int] | None = None,
+    dim: _int | Sequence[_int] | None = None,
+    norm: _str | None = None,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def fft_rfft(
+    input: Tensor | _Number,
+    n: _int | None = None,
+    dim: _int = -1,
+    norm: _str | None = None,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def fft_rfft2(
+    input: Tensor | _Number,
+    s: _int | Sequence[_int] | None = None,
+    dim: _int | Sequence[_int] = (-2, -1),
+    norm: _str | None = None,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
+def fft_rfftfreq(
+    n: _int,
+    d: _float = 1.0,
+    *,
+    dtype: dtype | None = None,
+    device: device | _str | None = None,
+    out: Any = None,
+    requires_grad: _bool = False,
+    layout: Any = ...,
+    pin_memory: _bool = False,
+) -> Tensor: ...
+def fft_rfftn(
+    input: Tensor | _Number,
+    s: _int | Sequence[_int] | None = None,
+    dim: _int | Sequence[_int] | None = None,
+    norm: _str | None = None,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
 def fill(input: Tensor | _Number, value: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
 def fill_(input: Tensor | _Number, value: Tensor | _Number) -> Tensor: ...
 def fill_diagonal_(self: Tensor | _Number, fill_value: _Number, wrap: _bool = False) -> Tensor: ...
@@ -1317,6 +1505,7 @@ def im2col(
     *,
     out: Tensor | None = None,
 ) -> Tensor: ...
+def imag(input: Tensor | _Number) -> Tensor: ...
 def index(
     input: Tensor | _Number,
     indices: Sequence[Tensor | None],
@@ -1401,6 +1590,8 @@ def is_anomaly_enabled() -> _bool: ...
 def is_autocast_cache_enabled() -> _bool: ...
 def is_autocast_cpu_enabled() -> _bool: ...
 def is_autocast_enabled(device_type: _str | None = None) -> _bool: ...
+def is_complex(input: Tensor) -> _bool: ...
+def is_conj(input: Tensor) -> _bool: ...
 def is_deterministic_algorithms_warn_only_enabled() -> _bool: ...
 def is_distributed(input: Tensor) -> _bool: ...
 def is_floating_point(input: Tensor) -> _bool: ...
@@ -1436,6 +1627,20 @@ def isnan(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
 def isneginf(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
 def isposinf(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
 def isreal(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def istft(
+    input: Tensor | _Number,
+    n_fft: _int,
+    hop_length: _int | None = None,
+    win_length: _int | None = None,
+    window: Tensor | _Number | None = None,
+    center: _bool = True,
+    normalized: _bool = False,
+    onesided: _bool | None = None,
+    length: _int | None = None,
+    return_complex: _bool = False,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
 def kaiser_window(
     window_length: _int,
     periodic: _bool = True,
@@ -1527,12 +1732,14 @@ def linalg_cross(
     out: Tensor | None = None,
 ) -> Tensor: ...
 def linalg_det(A: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
+def linalg_eig(A: Tensor | _Number, *, out: _Sequence[Tensor] | None = None) -> _LinalgEigResult: ...
 def linalg_eigh(
     A: Tensor | _Number,
     UPLO: _str = 'L',
     *,
     out: _Sequence[Tensor] | None = None,
 ) -> _LinalgEighResult: ...
+def linalg_eigvals(A: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
 def linalg_eigvalsh(A: Tensor | _Number, UPLO: _str = 'L', *, out: Tensor | None = None) -> Tensor: ...
 def linalg_householder_product(
     A: Tensor | _Number,
@@ -2249,6 +2456,7 @@ def poisson_nll_loss(
     *,
     out: Tensor | None = None,
 ) -> Tensor: ...
+def polar(abs: Tensor | _Number, angle: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
 def polygamma(n: _int, input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
 def positive(input: Any) -> Any: ...
 def pow(input: Tensor | _Number, other: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
@@ -2423,6 +2631,7 @@ def range(
     pin_memory: _bool = False,
 ) -> Tensor: ...
 def ravel(input: Tensor | _Number) -> Tensor: ...
+def real(input: Tensor | _Number) -> Tensor: ...
 def reciprocal(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
 def reciprocal_(input: Tensor | _Number) -> Tensor: ...
 def relu(input: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
@@ -2447,6 +2656,7 @@ def repeat_interleave(
 def reshape(input: Tensor | _Number, shape: _int | Sequence[_int]) -> Tensor: ...
 def resize_as_(input: Any, *args: Any, **kwargs: Any) -> Any: ...
 def resize_as_sparse_(input: _SparseTensor, the_template: _SparseTensor) -> _SparseTensor: ...
+def resolve_conj(input: Tensor | _Number) -> Tensor: ...
 def resolve_neg(input: Tensor) -> Tensor: ...
 def result_type(*args: Any, **kwargs: Any) -> dtype: ...
 def rms_norm(
@@ -2868,6 +3078,21 @@ def std_mean(
     correction: _Number | None = None,
     out: Any = None,
 ) -> Any: ...
+def stft(
+    input: Tensor | _Number,
+    n_fft: _int,
+    hop_length: _int | None = None,
+    win_length: _int | None = None,
+    window: Tensor | _Number | None = None,
+    center: _bool = True,
+    pad_mode: _str = 'reflect',
+    normalized: _bool = False,
+    onesided: _bool | None = None,
+    return_complex: _bool | None = None,
+    align_to_window: _bool | None = None,
+    *,
+    out: Tensor | None = None,
+) -> Tensor: ...
 def sub(
     input: Tensor | _Number,
     other: Tensor | _Number,
@@ -3110,6 +3335,10 @@ def var_mean(
 ) -> Any: ...
 def vdot(input: Tensor | _Number, other: Tensor | _Number, *, out: Tensor | None = None) -> Tensor: ...
 def view(input: Tensor | _Number, size: _int | Sequence[_int]) -> Tensor: ...
+def view_as_complex(input: Tensor | _Number) -> Tensor: ...
+def view_as_complex_copy(input: Tensor | _Number) -> Tensor: ...
+def view_as_real(input: Tensor | _Number) -> Tensor: ...
+def view_as_real_copy(input: Tensor | _Number) -> Tensor: ...
 def view_copy(input: Tensor | _Number, size: _int | Sequence[_int]) -> Tensor: ...
 def vmap(
     func: Callable,

@@ -17,7 +17,7 @@ ALIASES: dict[str, str] = {
     "subtract": "sub", "greater": "gt", "greater_equal": "ge", "less": "lt", "less_equal": "le",
     "not_equal": "ne", "clip": "clamp", "concat": "cat", "concatenate": "cat",
     "arccos": "acos", "arcsin": "asin", "arctan": "atan", "arctan2": "atan2", "arccosh": "acosh",
-    "arcsinh": "asinh", "arctanh": "atanh", "fix": "trunc", "sgn": "sign",
+    "arcsinh": "asinh", "arctanh": "atanh", "fix": "trunc",
     "moveaxis": "movedim", "swapdims": "transpose", "row_stack": "vstack",
     "unsafe_split": "split", "unsafe_chunk": "chunk", "unsafe_split_with_sizes": "split_with_sizes",
 }

@@ -10,7 +10,8 @@ import numpy as np
 from .dispatch.contract import registry
 from .dispatch.schema.defaults import get_default_device
 from .dispatch.schema.binding import size_argument
-from .dispatch.schema.dtypes import ALL_DTYPES, as_dtype, bfloat16, bool_, get_default_dtype, int64
+from .dispatch.schema.dtypes import (ALL_DTYPES, as_dtype, bfloat16, bool_, get_default_complex_dtype,
+                                     get_default_dtype, int64)
 from .dispatch.schema.errors import ArgumentError, DeviceError, DtypeError, NumberOverflowError, ShapeError
 from .dispatch.ops import F
 from .memory_format import strided
@@ -39,6 +40,8 @@ def _infer_dtype(data, array: np.ndarray):
         return int64
     if kind == "f":
         return get_default_dtype()
+    if kind == "c":
+        return get_default_complex_dtype()
     raise DtypeError(f"tensor: could not infer a dtype from data of NumPy kind {array.dtype} "
                      f"({type(data).__name__}); expected numbers or bools")
 
@@ -74,6 +77,9 @@ def _python_numbers(data, array: np.ndarray, requested) -> np.ndarray:
     kind = array.dtype.kind
     beyond_int64 = kind in "uO" or (kind == "f" and array.size > 0 and np.abs(array).max() >= 2 ** 63)
     integral = requested is not None and requested.kind == "int"
+    if kind == "c" and requested is not None and requested.kind in ("int", "float"):
+        raise TypeError(f"tensor(): must be real number, not complex (data of {array.size} value(s) for dtype "
+                        f"{requested.name})")
     if beyond_int64 and (requested is None or integral):
         numbers = list(_flatten(data)) if isinstance(data, (list, tuple)) else [data]
         floating = requested is None and any(isinstance(x, float) for x in numbers)
@@ -98,7 +104,7 @@ def _require_numbers(data, array: np.ndarray) -> None:
     if array.dtype.kind not in "OSU":
         return
     for x in _flatten(data) if isinstance(data, (list, tuple)) else [data]:
-        if not isinstance(x, (bool, int, float, np.number, np.bool_, Tensor)):
+        if not isinstance(x, (bool, int, float, complex, np.number, np.bool_, Tensor)):
             raise TypeError(f"tensor(): must be real number, not {type(x).__name__}")
 
 

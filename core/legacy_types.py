@@ -14,8 +14,8 @@ from typing import Any
 
 from .dispatch.contract import registry
 from .dispatch.schema.defaults import get_default_device
-from .dispatch.schema.dtypes import (as_dtype, bfloat16, bool_, dtype as DType, float16, float32, float64,
-                                     get_default_dtype, int8, int16, int32, int64, uint8)
+from .dispatch.schema.dtypes import (as_dtype, bfloat16, bool_, complex64, complex128, dtype as DType, float16,
+                                     float32, float64, get_default_dtype, int8, int16, int32, int64, uint8)
 from .dispatch.ops import F
 from .tensor import Size, Tensor
 
@@ -23,7 +23,9 @@ TYPE_NAMES: dict[DType, str] = {
     float32: "FloatTensor", float64: "DoubleTensor", float16: "HalfTensor", bfloat16: "BFloat16Tensor",
     int64: "LongTensor", int32: "IntTensor", int16: "ShortTensor", int8: "CharTensor", uint8: "ByteTensor",
     bool_: "BoolTensor"}
-_DTYPES_BY_NAME = {name: dt for dt, name in TYPE_NAMES.items()}
+#: the names type strings use: complex ones too, for which PyTorch has type strings but no legacy classes
+TYPE_STRING_NAMES = {**TYPE_NAMES, complex64: "ComplexFloatTensor", complex128: "ComplexDoubleTensor"}
+_DTYPES_BY_NAME = {name: dt for dt, name in TYPE_STRING_NAMES.items()}
 
 
 # -- construction ---------------------------------------------------------------------------------
@@ -110,7 +112,7 @@ CUDA_TYPES = {name: _type_class(dt, "cuda", "ember.cuda") for dt, name in TYPE_N
 def type_string(t: Tensor) -> str:
     """PyTorch's type string: "torch.FloatTensor", "torch.cuda.LongTensor"."""
     device = "" if t.device.type == "cpu" else f"{t.device.type}."
-    return f"torch.{device}{TYPE_NAMES[t.dtype]}"
+    return f"torch.{device}{TYPE_STRING_NAMES[t.dtype]}"
 
 
 def convert(t: Tensor, spec=None, non_blocking: bool = False, **kwargs):

@@ -5,7 +5,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .dispatch.schema.dtypes import bool_, float32, get_default_dtype, int64
+from .dispatch.schema.dtypes import bool_, get_default_dtype, int64
+from .printing_layout import values_text, with_suffixes
 
 
 @dataclass
@@ -47,45 +48,36 @@ def get_printoptions() -> dict:
     return dict(vars(_options))
 
 
-def _format_values(values: np.ndarray, floating: bool) -> str:
-    if floating:
-        values = values.astype(np.float64)
-        finite = values[np.isfinite(values)]
-        integral = finite.size == 0 or bool(np.all(finite == np.round(finite)))
-        big = finite.size and (np.abs(finite).max() >= 1e8 or (np.abs(finite[finite != 0]).min(initial=1) < 1e-4))
-        if _options.sci_mode is not None:
-            big = _options.sci_mode
-        digits = _options.precision
-
-        def fmt(x):
-            if not np.isfinite(x):
-                return "nan" if np.isnan(x) else ("inf" if x > 0 else "-inf")
-            if big:
-                return f"{x:.{digits}e}"
-            return f"{x:.0f}." if integral else f"{x:.{digits}f}"
-        formatter = {"float_kind": fmt}
-    else:
-        formatter = None
-    threshold = _options.threshold
-    return np.array2string(values, separator=", ", prefix="tensor(", formatter=formatter,
-                           threshold=int(min(threshold, np.iinfo(np.int64).max)), edgeitems=_options.edgeitems,
-                           max_line_width=_options.linewidth)
+def _host_values(t) -> np.ndarray:
+    """The values to print, widened as PyTorch prints them: floats as doubles, complex as complex128."""
+    values = np.asarray(t._host())
+    if t._dtype.is_complex:
+        return values.astype(np.complex128)
+    return values.astype(np.float64) if t._dtype.is_floating_point else values
 
 
 def tensor_repr(t) -> str:
-    host = t._host()
-    body = _format_values(np.asarray(host), t._dtype.is_floating_point)
-    if host.size == 0 and host.ndim != 1:
-        body = f"[], size={tuple(host.shape)}"
-    extras = []
+    """``tensor(values, suffixes)``: the suffixes say what the values do not (device, a dtype that is not a
+    default one, autograd), as PyTorch's ``_str_intern``."""
+    values = _host_values(t)
+    prefix = "tensor("
+    suffixes = []
     if t._device.type != "cpu":
-        extras.append(f"device='{t._device}'")
+        suffixes.append(f"device='{t._device}'")
     default_float = get_default_dtype()
-    if t._dtype not in (default_float, int64, bool_) or (t._dtype is float32 and default_float is not float32):
-        if not (host.size == 0 and t._dtype is default_float):
-            extras.append(f"dtype={t._dtype!r}")
+    if values.size == 0:
+        if values.ndim != 1:
+            suffixes.append(f"size={tuple(values.shape)}")
+        if t._dtype is not default_float:  # an empty tensor has no values to tell an int64 one by
+            suffixes.append(f"dtype={t._dtype!r}")
+    else:
+        if not _options.edgeitems:
+            suffixes.append(f"size={tuple(values.shape)}")
+        if t._dtype not in (default_float, default_float.to_complex(), int64, bool_):
+            suffixes.append(f"dtype={t._dtype!r}")
     if t.grad_fn is not None:
-        extras.append(f"grad_fn=<{t.grad_fn.name()}>")
+        suffixes.append(f"grad_fn=<{t.grad_fn.name()}>")
     elif t.requires_grad:
-        extras.append("requires_grad=True")
-    return f"tensor({body}{''.join(', ' + e for e in extras)})"
+        suffixes.append("requires_grad=True")
+    body = values_text(values, len(prefix), _options)
+    return with_suffixes(prefix + body, suffixes, len(prefix), _options.linewidth)

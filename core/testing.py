@@ -15,7 +15,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .creation import from_numpy
-from .dispatch.schema.dtypes import bfloat16, dtype as DType, float16, float32, float64, int64
+from .dispatch.schema.dtypes import bfloat16, complex64, complex128, dtype as DType, float16, float32, float64, int64
 from .dispatch.contract.host import c_contiguous
 from .dispatch.ops import F
 from .dispatch.schema.promotion import promote_types
@@ -23,9 +23,11 @@ from .tensor import Tensor
 
 __all__ = ["assert_close"]
 
-#: (rtol, atol) when neither is given; dtypes not listed (integers, bool) compare exactly.
+#: (rtol, atol) when neither is given (complex dtypes: their component's); dtypes not listed (integers, bool) compare
+#: exactly.
 DEFAULT_TOLERANCES: dict[DType, tuple[float, float]] = {
-    float16: (1e-3, 1e-5), bfloat16: (1.6e-2, 1e-5), float32: (1.3e-6, 1e-5), float64: (1e-7, 1e-7)}
+    float16: (1e-3, 1e-5), bfloat16: (1.6e-2, 1e-5), float32: (1.3e-6, 1e-5), float64: (1e-7, 1e-7),
+    complex64: (1.3e-6, 1e-5), complex128: (1e-7, 1e-7)}
 _PYTHON_FLOAT_TOLERANCES = DEFAULT_TOLERANCES[float64]
 
 
@@ -88,7 +90,7 @@ def _is_tensor_like(value) -> bool:
 
 
 def _is_number(value) -> bool:
-    return isinstance(value, (bool, int, float, np.number, np.bool_))
+    return isinstance(value, (bool, int, float, complex, np.number, np.bool_))
 
 
 def _is_sequence(value) -> bool:
@@ -116,7 +118,7 @@ def _compare_numbers(actual, expected, path: tuple, options: dict) -> None:
         raise _Mismatch(f"The (d)types do not match: {type(actual)} != {type(expected)}.", path)
     rtol, atol = options["rtol"], options["atol"]
     if rtol is None:
-        floating = any(isinstance(v, (float, np.floating)) for v in (actual, expected))
+        floating = any(isinstance(v, (float, complex, np.inexact)) for v in (actual, expected))
         rtol, atol = _PYTHON_FLOAT_TOLERANCES if floating else (0.0, 0.0)
     if _numbers_close(actual, expected, rtol, atol, options["equal_nan"]):
         return
@@ -188,7 +190,7 @@ def _check_attributes(actual: Tensor, expected: Tensor, path: tuple, options: di
 
 def _tensor_message(actual: Tensor, expected: Tensor, matches: Tensor, rtol: float, atol: float) -> str:
     shown = (actual.item(), expected.item()) if actual.ndim == 0 else None
-    if not actual.dtype.is_floating_point:  # differences of integers and bools, without wrapping around
+    if actual.dtype.kind not in ("float", "complex"):  # differences of integers and bools, without wrapping around
         actual, expected = actual.to(int64), expected.to(int64)
     difference = F.abs(F.sub(actual, expected))
     relative = F.div(difference, F.abs(expected))

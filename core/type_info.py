@@ -11,7 +11,8 @@ _FLOAT_FORMATS = {"float16": (16, 10, 15, -14), "bfloat16": (16, 7, 127, -126), 
 
 
 class finfo:
-    """``finfo(type=None)``: limits of a floating dtype (the default dtype when None).
+    """``finfo(type=None)``: limits of a floating dtype (the default dtype when None); of a complex dtype, those
+    of its component type (complex64's are float32's), as PyTorch.
 
     ``bits``, ``eps`` (the gap between 1 and the next value), ``max``, ``min`` (= -max), ``tiny`` and
     ``smallest_normal`` (the smallest positive normal number), ``resolution`` (10 to the minus the number of
@@ -20,6 +21,8 @@ class finfo:
 
     def __init__(self, type=None) -> None:
         dt = get_default_dtype() if type is None else as_dtype(type)
+        if dt.is_complex:
+            dt = dt.to_real()
         if dt.name not in _FLOAT_FORMATS:
             raise TypeError(f"ember.finfo() requires a floating point input type, got {dt!r}. Use ember.iinfo to "
                             f"handle integer types")

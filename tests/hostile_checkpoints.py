@@ -516,7 +516,7 @@ def _safetensors_cases() -> list[Case]:
         "header not UTF-8": _safetensors(b'{"\xff": 1}'),
         "header a list": _safetensors(b"[1, 2]"),
         "dtype F128": _safetensors(_entry("F128")),
-        "dtype C64": _safetensors(_entry("C64", offsets=(0, 32)), bytes(32)),
+        "dtype C128": _safetensors(_entry("C128", offsets=(0, 32)), bytes(32)),  # C64 is complex64
         "dtype 'x'": _safetensors(_entry("x")),
         "offsets past the end": _safetensors(_entry(offsets=(0, 1600))),
         "offsets reversed": _safetensors(_entry(offsets=(16, 0))),

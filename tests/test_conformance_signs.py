@@ -25,7 +25,8 @@ from ember.dispatch import OPS, clear_plans, registry
 from ember.dispatch.schema import Gauge, OpDef
 
 CPU = resolve("cpu")
-VECTOR_OPS = ("linalg_svd", "svd", "linalg_eigh")  # every op that declares a gauge (see test_the_gauged_ops)
+# every op that declares a gauge (see test_the_gauged_ops)
+VECTOR_OPS = ("linalg_svd", "svd", "linalg_eigh", "linalg_eig")
 
 
 # -- changes a library could make to the vectors, applied to (array, axis) pairs, with k values -------------

@@ -4,7 +4,9 @@
 ``scalar=`` formula, as the one-step programs the conformance fusion test builds from the op's samples
 (declared attribute variants, Python-number operands, defaults), in every dtype the cuda backend holds but
 bfloat16, which the fusion declines. (b) Every kernel of ``backends/cuda/fused`` in every dtype it is
-instantiated for. No other module of the backend holds CUDA C (rng.py calls cuRAND, conv.py cuDNN).
+instantiated for. (c) The complex dialect (``codegen.complex_c``): every complex helper function, and the
+fusion kernel of every formula op whose complex one-step program renders, whether or not the op's schema
+enables complex yet. No other module of the backend holds CUDA C (rng.py calls cuRAND, conv.py cuDNN).
 
 Each record is wrapped as CuPy 14 wraps it (``translation.py``) and compiled for real machine code. The
 many fusion kernels of one dtype compile as one NVRTC call with ``--Ofast-compile=max`` (ptxas optimizes
@@ -20,9 +22,10 @@ from dataclasses import dataclass, field, replace
 
 import pytest
 
+from ember.backends.codegen import CUDA, complex_c, one_step_program
 from ember.backends.cuda import fused, nvrtc, translation
-from ember.backends.cuda.kernel_sources import ElementwiseSource
-from ember.dispatch import ALL_DTYPES, OPS, bfloat16
+from ember.backends.cuda.kernel_sources import ElementwiseSource, ModuleSource
+from ember.dispatch import ALL_DTYPES, COMPLEX_DTYPES, OPS, UnsupportedProgram, bfloat16, bool_, complex128
 from ember.dispatch.schema import REQUIRED
 
 _REASON = nvrtc.unavailable_reason()
@@ -157,6 +160,55 @@ def test_fused_kernels_cover_every_dtype_they_run_in():
     for op in ("floor_divide", "remainder"):
         assert {f"ember_{op}_float[T=float16]", f"ember_{op}_float[T=float32]",
                 f"ember_{op}_double[T=float64]"} <= labels
+
+
+# -- (c) the complex dialect --------------------------------------------------------------------------------
+
+def _complex_fusion_units(dtype) -> tuple[list, set]:
+    """The fusion kernel of each formula op's complex one-step program (attributes at their defaults, every
+    operand complex), and the ops whose program the renderer declines (max, floor, <: undefined on complex)."""
+    from ember.backends.cuda.fusion import elementwise_source
+    from ember.dispatch.schema import REQUIRED
+    units, declined = [], set()
+    for op in OPS.values():
+        defaults = tuple(op.params[i].default for i in op.attr_positions)
+        if op.scalar is None or any(d is REQUIRED for d in defaults):
+            continue
+        dtypes = [dtype if op.params[i].type.startswith("Tensor") else bool_ for i in op.tensor_positions]
+        try:
+            program = one_step_program(op.name, dtypes, defaults, (4,))
+            source = elementwise_source(program)
+        except (UnsupportedProgram, ValueError):
+            source = None
+        if source is None:
+            declined.add(op.name)
+            continue
+        units += translation.units(source, f"{op.name} on {dtype.name}")
+    return units, declined
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("dtype", [d.name for d in COMPLEX_DTYPES])
+def test_complex_fusion_kernels_compile(dtype, arch):
+    units, declined = _complex_fusion_units(next(d for d in COMPLEX_DTYPES if d.name == dtype))
+    assert {"add", "mul", "div", "exp", "log", "sqrt", "tanh", "pow", "eq", "where", "abs"} - declined <= \
+        {u.label.split(" on ")[0] for u in units}
+    assert {"lt", "maximum", "floor"} <= declined  # undefined on complex numbers: declined, not miscompiled
+    failures = _failures(units, arch, FAST)
+    assert not failures, "\n\n".join(failures)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_every_complex_helper_compiles(arch):
+    """The whole helper library of both complex dtypes, the inverse functions no formula reaches included."""
+    def call(name: str) -> str:
+        value = f"{complex_c.function(name, complex128)}({', '.join(['in[0]'] * (2 if name == 'pow' else 1))})"
+        return f"out[0].x = {value};" if name == "abs" else f"out[0] = {value};"
+    calls = " ".join(call(name) for name in complex_c.FUNCTIONS)  # (the complex64 helpers compile unused)
+    code = (complex_c.helpers_for(COMPLEX_DTYPES, CUDA)
+            + f'extern "C" __global__ void ember_complex_helpers(const double2 *in, double2 *out) {{ {calls} }}\n')
+    unit = translation.units(ModuleSource("complex helpers", code, ("--std=c++17",)))[0]
+    assert not _failures([unit], arch)
 
 
 # -- the check itself can fail ---------------------------------------------------------------------------

@@ -10,7 +10,6 @@ import pytest
 import ember
 from ember.dispatch import clear_plans
 from ember.dispatch import OPS, registry
-from ember.dispatch.execution.dispatcher import CATEGORY_ACCEPTS
 from ember.dispatch.ops import F
 
 OP_NAMES = ["argwhere", "nonzero", "unbind", "index", "index_put_", "gather", "scatter", "scatter_add",
@@ -79,7 +78,7 @@ def assert_shape_fits(actual, meta_shape):
 def _cases():
     for name in OP_NAMES:
         for dt in DTYPES:
-            if CATEGORY_ACCEPTS[OPS[name].dtypes](dt):
+            if dt in OPS[name].accepted_dtypes:
                 yield pytest.param(name, dt, id=f"{name}-{dt.name}")
 
 

@@ -114,7 +114,7 @@ def test_gradients_match_torch(name):
 
 
 ALIASES = {"arccos": "acos", "arcsin": "asin", "arctan": "atan", "arctan2": "atan2", "arccosh": "acosh",
-           "arcsinh": "asinh", "arctanh": "atanh", "fix": "trunc", "sgn": "sign", "absolute": "abs",
+           "arcsinh": "asinh", "arctanh": "atanh", "fix": "trunc", "absolute": "abs",
            "negative": "neg", "multiply": "mul", "divide": "div", "subtract": "sub", "true_divide": "div",
            "greater": "gt", "less": "lt", "not_equal": "ne", "clip": "clamp"}
 

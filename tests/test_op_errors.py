@@ -101,6 +101,8 @@ COPY_CALLS = {
     "squeeze_copy": lambda: ember.squeeze_copy(ember.zeros(2, 3), 5),
     "t_copy": lambda: ember.t_copy(ember.zeros(2, 3, 4)),
     "transpose_copy": lambda: ember.transpose_copy(ember.zeros(2, 3), 0, 5),
+    "view_as_complex_copy": lambda: ember.view_as_complex_copy(ember.zeros(2, 3)),
+    "view_as_real_copy": lambda: ember.view_as_real_copy(ember.zeros(2, 3)),
     "unbind_copy": lambda: ember.unbind_copy(ember.tensor(1.0)),
     "unfold_copy": lambda: ember.unfold_copy(ember.zeros(5), 0, 9, 1),
     "unsqueeze_copy": lambda: ember.unsqueeze_copy(ember.zeros(2, 3), 5),

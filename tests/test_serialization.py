@@ -369,7 +369,7 @@ def _set_tensor(field, value):
     (_set_tensor("offset", 3), "out of range"),
     (_set_tensor("nbytes", -1), "out of range"),
     (_set_tensor("offset", "64"), "integer offset"),
-    (_set_tensor("dtype", "complex64"), "unknown dtype 'complex64'"),
+    (_set_tensor("dtype", "complex32"), "unknown dtype 'complex32'"),
     (_set_tensor("dtype", "float64"), "shape .* needs 128"),
     (_set_tensor("shape", [4, -4]), "invalid shape"),
     (_set_tensor("shape", [4, True]), "invalid shape"),

@@ -13,8 +13,10 @@ def test_tensor_infers_pytorch_dtypes():
     assert ember.tensor([True, False]).dtype is ember.bool
     assert ember.tensor(np.zeros(2, dtype=np.float64)).dtype is ember.float64
     assert ember.tensor(3.5).shape == ()
-    with pytest.raises(ember.DtypeError, match="complex128"):
-        ember.tensor(np.zeros(2, dtype=np.complex128))
+    assert ember.tensor(np.zeros(2, dtype=np.complex128)).dtype is ember.complex128
+    assert ember.tensor([1 + 2j]).dtype is ember.complex64
+    with pytest.raises(ember.DtypeError, match="uint16"):
+        ember.tensor(np.zeros(2, dtype=np.uint16))
 
 
 def test_tensor_copies_but_from_numpy_shares_memory():

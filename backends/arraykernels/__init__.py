@@ -14,13 +14,13 @@ from __future__ import annotations
 
 from typing import Callable
 
-from . import (activations, attention, conv, creation, decompositions, elementwise, indexing, layers, linalg, losses,
-               norm_backward, padding, pooling, random, recurrent, reduction, views)
+from . import (activations, attention, complex_views, conv, creation, decompositions, elementwise, fft, indexing,
+               layers, linalg, losses, norm_backward, padding, pooling, random, recurrent, reduction, views)
 from .elementwise import out_kernels
 from .library import ArrayLib, strided_windows
 
 _MODULES = (elementwise, reduction, views, creation, random, linalg, indexing, conv, pooling, activations, padding,
-            layers, norm_backward, losses, decompositions, attention, recurrent)
+            layers, norm_backward, losses, decompositions, attention, recurrent, complex_views, fft)
 
 
 def build_kernels(lib: ArrayLib) -> dict[str, Callable]:

@@ -3,6 +3,8 @@
 Failures are data, not exceptions: cholesky and LU report the failing order in ``info`` as LAPACK does, and
 the triangular solve of a singular matrix gives inf/NaN, as PyTorch's. LU is a vectorized Doolittle
 elimination over the whole batch (NumPy has no getrf; one loop per column, each step on every matrix).
+Complex matrices take the same roads: Hermitian where real ones are symmetric, pivots chosen by |re| + |im| as
+LAPACK's i?amax chooses them.
 """
 from __future__ import annotations
 
@@ -20,6 +22,10 @@ def build(lib: ArrayLib) -> dict:
         """The matrices of a batch in one leading dim (its size counted: -1 is ambiguous for no elements)."""
         return a.reshape((math.prod(a.shape[:-2]),) + a.shape[-2:])
 
+    def _conj(a):
+        """a's conjugate; a itself when real (NumPy's conj would copy it)."""
+        return a.conj() if a.dtype.kind == "c" else a
+
     def _cholesky_by_columns(a):
         """Cholesky of every matrix, column by column: the factor and LAPACK's info (first failing order)."""
         flat = _flat(a)
@@ -27,8 +33,8 @@ def build(lib: ArrayLib) -> dict:
         lower = xp.zeros_like(flat)
         info = xp.zeros(flat.shape[0], np.int32)
         for j in range(n):
-            row = lower[:, j, :j]
-            d = flat[:, j, j] - xp.sum(row * row, axis=-1)
+            row = _conj(lower[:, j, :j])
+            d = (flat[:, j, j] - xp.sum(lower[:, j, :j] * row, axis=-1)).real
             bad = ~(d > 0)
             info = xp.where((info == 0) & bad, j + 1, info).astype(np.int32)
             root = xp.sqrt(xp.where(bad, 1, d))
@@ -39,8 +45,8 @@ def build(lib: ArrayLib) -> dict:
         return lower.reshape(a.shape), info.reshape(a.shape[:-2])
 
     def _cholesky_ex(a, upper):
-        if upper:  # U reads the upper triangle, as LAPACK's potrf('U'): the lower factor of A^T, transposed
-            a = xp.swapaxes(a, -1, -2)
+        if upper:  # U reads the upper triangle, as LAPACK's potrf('U'): the lower factor of A^H, adjoint
+            a = _conj(xp.swapaxes(a, -1, -2))
         try:
             lower = xp.linalg.cholesky(a)
             info = xp.zeros(a.shape[:-2], np.int32)
@@ -48,7 +54,7 @@ def build(lib: ArrayLib) -> dict:
                 raise np.linalg.LinAlgError
         except np.linalg.LinAlgError:
             lower, info = _cholesky_by_columns(a)
-        return (xp.ascontiguousarray(xp.swapaxes(lower, -1, -2)) if upper else lower), info
+        return (xp.ascontiguousarray(_conj(xp.swapaxes(lower, -1, -2))) if upper else lower), info
 
     def _qr(a, mode):
         if mode == "r":
@@ -64,6 +70,12 @@ def build(lib: ArrayLib) -> dict:
         values, vectors = xp.linalg.eigh(a, UPLO=UPLO)
         return values, vectors
 
+    def _pivot_size(column):
+        """What partial pivoting maximizes: |x|, or |re| + |im| for complex x (LAPACK's i?amax)."""
+        if column.dtype.kind == "c":
+            return xp.abs(column.real) + xp.abs(column.imag)
+        return xp.abs(column)
+
     def _lu_factor_ex(a, pivot):
         flat = _flat(a).copy()
         count, m, n = flat.shape
@@ -73,7 +85,7 @@ def build(lib: ArrayLib) -> dict:
         rows = xp.arange(count)
         for j in range(k):
             if pivot:
-                p = j + xp.argmax(xp.abs(flat[:, j:, j]), axis=1)
+                p = j + xp.argmax(_pivot_size(flat[:, j:, j]), axis=1)
                 top, chosen = flat[rows, j, :].copy(), flat[rows, p, :].copy()
                 flat[rows, j, :], flat[rows, p, :] = chosen, top
                 pivots[:, j] = p + 1
@@ -138,5 +150,6 @@ def build(lib: ArrayLib) -> dict:
             perm[:, i], perm[rows, j] = there, here
         return perm.reshape(batch + (m,))
 
-    return {"lu_pivots_to_permutation": _pivots_to_permutation, "linalg_cholesky_ex": _cholesky_ex, "linalg_qr": _qr, "linalg_svd": _svd, "linalg_eigh": _eigh,
-            "linalg_lu_factor_ex": _lu_factor_ex, "linalg_solve_triangular": _solve_triangular}
+    return {"lu_pivots_to_permutation": _pivots_to_permutation, "linalg_cholesky_ex": _cholesky_ex, "linalg_qr": _qr,
+            "linalg_svd": _svd, "linalg_eigh": _eigh, "linalg_lu_factor_ex": _lu_factor_ex,
+            "linalg_solve_triangular": _solve_triangular}

@@ -92,6 +92,24 @@ def build(lib: ArrayLib) -> dict:
         result = erf(a, out=out)  # (the CPU's fast float32 form answers in a fresh array)
         return result if result is out or out is OUT else _into(result, out)
 
+    expit = _in_kind(lib.expit)
+
+    @writes_out
+    def _sigmoid(a, out=OUT):
+        """SciPy's expit has no complex loop: complex takes 1 / (1 + exp(-z)), as PyTorch computes it."""
+        if a.dtype.kind != "c":
+            return expit(a, out=out)
+        return xp.reciprocal(xp.exp(xp.negative(a)) + 1, out=out)
+
+    @writes_out
+    def _reciprocal(a, out=OUT):
+        """1 / z for complex z (inf + NaN j at 0, as PyTorch): NumPy's reciprocal of 0j is NaN + NaN j."""
+        return xp.reciprocal(a, out=out) if a.dtype.kind != "c" else true_divide(1, a, out=out)
+
+    @writes_out
+    def _log1p(a, out=OUT):
+        return xp.log1p(a, out=out) if a.dtype.kind != "c" else _into(_complex_log1p(xp, a), out)
+
     def _scaled(b, alpha):
         """alpha * b in b's dtype; integer alphas wrap into it (alpha=-1 on uint8 multiplies by 255)."""
         if b.dtype.kind in "iu":
@@ -149,6 +167,9 @@ def build(lib: ArrayLib) -> dict:
         a, b = _operands(a, b)
         if _integral(b) and _integral(a) and _has_negative(b):
             raise ValueError("pow: integers to negative integer powers are not allowed")
+        if getattr(a, "dtype", None) == np.complex64 or getattr(b, "dtype", None) == np.complex64:
+            # NumPy's complex64 power overflows on the way (NaN for (1e30 + 1e30j) ** 0.5j): complex128, rounded once
+            return _into(power(xp.asarray(a, np.complex128), xp.asarray(b, np.complex128)).astype(np.complex64), out)
         return power(a, b, out=out)
 
     def _where(condition, a, b):
@@ -156,7 +177,7 @@ def build(lib: ArrayLib) -> dict:
 
     return {
         "neg": _unary(xp.negative), "abs": _unary(xp.abs), "sign": _unary(xp.sign),
-        "exp": _unary(xp.exp), "expm1": _unary(xp.expm1), "log": _unary(xp.log), "log1p": _unary(xp.log1p),
+        "exp": _unary(xp.exp), "expm1": _unary(xp.expm1), "log": _unary(xp.log), "log1p": _log1p,
         "sqrt": _unary(xp.sqrt), "sin": _unary(xp.sin), "cos": _unary(xp.cos), "tan": _unary(xp.tan),
         "tanh": _unary(xp.tanh), "erf": _erf, "floor": _floor, "ceil": _ceil, "round": _round,
         "logical_not": _unary(xp.logical_not), "isnan": _unary(xp.isnan),
@@ -167,9 +188,10 @@ def build(lib: ArrayLib) -> dict:
         "logical_and": _binary(xp.logical_and), "logical_or": _binary(xp.logical_or),
         "logical_xor": _binary(xp.logical_xor), "where": _where,
         # composites that run faster as one ufunc
-        "reciprocal": _unary(xp.reciprocal), "sigmoid": _in_kind(lib.expit),
+        "reciprocal": _reciprocal, "sigmoid": _sigmoid,
         "isinf": _unary(xp.isinf), "isfinite": _unary(xp.isfinite), "log2": _unary(xp.log2),
         **_math_composites(xp, _in_kind, _binary, _operands, _integral, _same, _into, OUT),
+        **_complex_kernels(xp, OUT),
     }
 
 
@@ -218,3 +240,57 @@ def _math_composites(xp, in_kind, binary, operands, integral, same, into, OUT) -
         "bitwise_xor": binary(xp.bitwise_xor), "bitwise_not": bitwise_not,
         "gcd": binary(xp.gcd), "lcm": binary(xp.lcm),
     }
+
+
+def _complex_log1p(xp, z):
+    """log(1 + z) without NumPy's cancellation near 0 (its relative error there reaches 1e-7 in complex128):
+    where |z| < 1/2 the real part log|1 + z| is log1p(x (x + 2) + y^2) / 2, whose sum cannot overflow there."""
+    x, y = z.real, z.imag
+    shifted = z.copy()
+    shifted.real += 1  # (z + 1 would turn a -0.0 imaginary part into +0.0, across log's branch cut)
+    out = xp.log(shifted)  # the imaginary part, and the real part away from 0
+    with np.errstate(all="ignore"):
+        near = xp.log1p(x * (x + 2) + y * y) / 2
+    out.real = xp.where(xp.abs(z) < 0.5, near, out.real)
+    return out
+
+
+def _complex_kernels(xp, OUT) -> dict:  # noqa: N803
+    """The ops of complex numbers (core/dispatch/ops/elementwise/complex_numbers.py) as array functions."""
+    def from_parts(real, imag):
+        """real + i imag, exactly (an infinite part times 1j would make NaN of the other)."""
+        real, imag = xp.broadcast_arrays(real, imag)
+        out = xp.empty(real.shape, xp.result_type(real.dtype, np.complex64))
+        out.real, out.imag = real, imag
+        return out
+
+    def angle(a):
+        if a.dtype.kind == "c":
+            return xp.asarray(xp.angle(a))
+        return xp.where(xp.isnan(a), a, xp.where(a < 0, a.dtype.type(np.pi), a.dtype.type(0)))
+
+    def sgn(a):
+        """z / |z|, dividing each part by the real |z| (as PyTorch: sgn(inf) is NaN, not NumPy's 1); 0 at 0."""
+        if a.dtype.kind != "c":
+            return xp.asarray(xp.sign(a))
+        magnitude = xp.abs(a)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            direction = from_parts(a.real / magnitude, a.imag / magnitude)
+        return xp.where(magnitude == 0, a.dtype.type(0), direction)
+
+    def polar(abs, angle):
+        if abs.dtype.itemsize == 2:  # half precision: computed in float32, its complex type's parts
+            abs, angle = abs.astype(np.float32), angle.astype(np.float32)
+        return from_parts(abs * xp.cos(angle), abs * xp.sin(angle))
+
+    @writes_out
+    def conj_physical(a, out=OUT):
+        if a.dtype.kind == "c":
+            return xp.conjugate(a, out=out)
+        return a.copy() if out is OUT else _copy_into(a, out)  # (NumPy's conjugate of bools is int8)
+
+    def _copy_into(a, out):
+        xp.copyto(out, a)
+        return out
+
+    return {"angle": angle, "sgn": sgn, "polar": polar, "complex": from_parts, "conj_physical": conj_physical}

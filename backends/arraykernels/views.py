@@ -12,11 +12,17 @@ def build(lib: ArrayLib) -> dict:
     dtypes = lib.dtypes
     floating = {v for k, v in dtypes.items() if k.is_floating_point}
     unsigned = {v for k, v in dtypes.items() if k.kind == "int" and not k.is_signed}
+    complexes = {v for k, v in dtypes.items() if k.kind == "complex"}
 
     def _wrappable(a, to):
         """``a`` ready for a C-style cast to ``to``: floats bound for an unsigned dtype go through int64 first,
         as c10 converts them, so that -2.0 becomes 254 in uint8 on every library. Converting an out-of-range
-        float straight to an unsigned type is undefined in C: x86 (NumPy) wraps, CUDA (CuPy) saturates (-2.0 -> 0)."""
+        float straight to an unsigned type is undefined in C: x86 (NumPy) wraps, CUDA (CuPy) saturates (-2.0 -> 0).
+        Complex values bound for a real number dtype keep their real part, without NumPy's ComplexWarning: the
+        autograd engine casts that way on purpose (a real input's gradient is the real part of a complex one).
+        To bool, a complex value is its truth: nonzero in either part."""
+        if a.dtype in complexes and to not in complexes and to.kind != "b":
+            a = a.real
         return a.astype(xp.int64) if to in unsigned and a.dtype in floating else a
 
     def _slice(a, dim, start, end, step):

@@ -4,7 +4,8 @@ A backend's kernel for an op with a ``scalar=`` formula is that formula rendered
 fused kernel and the composite agree (``tests/test_formula_kernels.py``). The kernel receives its tensors in
 the computation dtype (the dispatcher promotes them; an ``Index``-typed operand such as ``where``'s
 condition keeps its own), so the program's step computes in the first promoted operand's dtype and answers
-in bool where the formula's value is a truth value (comparisons, ``isnan``), else in that dtype.
+in bool where the formula's value is a truth value (comparisons, ``isnan``), in the component dtype where it is
+the magnitude of a complex value (``abs``), else in that dtype.
 """
 from __future__ import annotations
 
@@ -25,6 +26,12 @@ def answers_truth(op_name: str, attrs: tuple) -> bool:
     return negation or isinstance(node, (ast.Compare, ast.BoolOp))
 
 
+def answers_magnitude(op_name: str, attrs: tuple, compute: DType) -> bool:
+    """Whether ``op_name``'s formula computing in ``compute`` is a complex value's (real) magnitude: ``abs(z)``."""
+    node = parse_formula(OPS[op_name], formula(OPS[op_name], attrs))
+    return compute.is_complex and isinstance(node, ast.Call) and node.func.id == "abs"
+
+
 def compute_dtype(op_name: str, dtypes: Sequence[DType]) -> DType:
     """The dtype a call with operands of ``dtypes`` (one per tensor parameter) computes in: the first
     promoted operand's."""
@@ -38,7 +45,8 @@ def one_step_program(op_name: str, dtypes: Sequence[DType], attrs: tuple, shape:
     """``op_name`` called with these converted attribute values on operands of ``dtypes``, all of ``shape``,
     as a program of one step."""
     compute = compute_dtype(op_name, dtypes)
-    out = bool_ if answers_truth(op_name, attrs) else compute
+    out = bool_ if answers_truth(op_name, attrs) else \
+        compute.to_real() if answers_magnitude(op_name, attrs, compute) else compute
     step = Step(op_name, tuple(("input", k) for k in range(len(dtypes))), tuple(attrs), compute, out)
     return ElementwiseProgram(tuple((shape, dt) for dt in dtypes), (step,), (0,), shape)
 

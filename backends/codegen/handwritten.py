@@ -25,6 +25,10 @@ NO_FORMULA_FOR_CALL = ("rendered, except what the formula does not cover: divisi
                        "(no formula: integer division by zero raises, which needs a read back) and integer powers "
                        "(negative exponents raise)")
 
+COMPLEX_FORM = ("rendered, except complex calls: the op's complex composite is not its formula (atanh's 2z / (1 - z) "
+                "overflows and loses the sign of a zero imaginary part at the branch cuts; isinf's x - x != 0 misses "
+                "inf + nan i), so complex calls take a kernel that follows the composite (complex_c's atanh)")
+
 _ARRAY = {
     **dict.fromkeys(("neg", "abs", "sign", "exp", "expm1", "log", "log1p", "sqrt", "sin", "cos", "tan", "tanh",
                      "erf", "floor", "ceil", "logical_not", "isnan", "log2", "reciprocal", "sigmoid", "isinf",
@@ -40,7 +44,8 @@ _ARRAY = {
 HANDWRITTEN: dict[str, dict[str, str]] = {
     "cpu": _ARRAY,
     "cuda": {**_ARRAY, "gelu_backward": ARRAY_PASSES, "threshold_backward": ARRAY_PASSES},  # gelu: rendered
-    "opencl": {"add": BAKED_ATTRIBUTE, "sub": BAKED_ATTRIBUTE, "div": NO_FORMULA_FOR_CALL, "pow": NO_FORMULA_FOR_CALL},
+    "opencl": {"add": BAKED_ATTRIBUTE, "sub": BAKED_ATTRIBUTE, "div": NO_FORMULA_FOR_CALL, "pow": NO_FORMULA_FOR_CALL,
+               "atanh": COMPLEX_FORM, "isinf": COMPLEX_FORM},
 }
 
 __all__ = ["HANDWRITTEN"]

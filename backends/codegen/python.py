@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import math
 
-from ember.dispatch import ElementwiseProgram, Instr, bool_, dtype as DType, fast_erf, fast_exp, float32, lower
+from ember.dispatch import (ElementwiseProgram, Instr, UnsupportedProgram, bool_, dtype as DType, fast_erf, fast_exp,
+                            float32, lower)
 
 from .common import expressions, keeps_first, reduction_parts
 
@@ -50,7 +51,12 @@ def render_python(program: ElementwiseProgram, name: str = "element") -> str:
     scalar erf and exp, kept for float64, stop that).
 
     With a reduction, also ``name_init()``, ``name_combine(acc, v)`` and ``name_finish(acc, count)`` (see
-    the module docstring; ``v`` is the element function's output)."""
+    the module docstring; ``v`` is the element function's output).
+
+    Complex programs are declined (UnsupportedProgram): numba's complex functions are its own, not NumPy's
+    (special values, branch cuts), and the CPU's complex kernels are NumPy's."""
+    if any(dt.is_complex for dt in program.dtypes()):
+        raise UnsupportedProgram("render_python: complex programs run op by op on NumPy's complex loops")
     instrs, outputs = lower(program)
     fast = sorted({ins.args[0] for ins in instrs if _fast_float32(ins)})
     lines = [line for function in fast for line in (_FAST_FLOAT32[function](f"{name}_{function}"), "")]

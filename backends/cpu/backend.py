@@ -9,13 +9,15 @@ from __future__ import annotations
 import numpy as np
 
 from ember.backends import arraykernels
-from ember.dispatch import Backend
+from ember.dispatch import ALL_DTYPES, Backend
 
 from . import fusion
 from .dtypes import NUMPY_DTYPE, STORAGE_ONLY
 from .kernels import KERNELS
 from .rng import CpuGenerator
 from .sparse import ScipySparseKernels
+
+SUPPORTED = frozenset(ALL_DTYPES)
 
 
 class CpuBackend(Backend):
@@ -31,6 +33,9 @@ class CpuBackend(Backend):
 
     def default_index(self):
         return None  # one CPU device, spelled "cpu"
+
+    def supported_dtypes(self, index):
+        return SUPPORTED  # every dtype, complex64 and complex128 included (NumPy's own)
 
     def storage_only_dtypes(self, index):
         return STORAGE_ONLY  # bfloat16 computes in float32 (see dtypes.py)

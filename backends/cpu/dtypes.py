@@ -9,6 +9,7 @@ NUMPY_DTYPE = {
     d.int16: np.dtype(np.int16), d.int32: np.dtype(np.int32), d.int64: np.dtype(np.int64),
     d.float16: np.dtype(np.float16), d.bfloat16: np.dtype(ml_dtypes.bfloat16),
     d.float32: np.dtype(np.float32), d.float64: np.dtype(np.float64),
+    d.complex64: np.dtype(np.complex64), d.complex128: np.dtype(np.complex128),
 }
 EMBER_DTYPE = {v: k for k, v in NUMPY_DTYPE.items()}
 LOW_PRECISION = frozenset({NUMPY_DTYPE[d.float16], NUMPY_DTYPE[d.bfloat16]})

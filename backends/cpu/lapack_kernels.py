@@ -1,5 +1,6 @@
-"""LAPACK through SciPy for decompositions (ops/linalg/decompositions.py) on the CPU: getrf and trtrs, and the
-symmetric-indefinite sytrf/sytrs (LDL^T), which NumPy and CuPy lack altogether.
+"""LAPACK through SciPy for decompositions (ops/linalg/decompositions.py) on the CPU: getrf and trtrs, the
+symmetric-indefinite sytrf/sytrs (LDL^T; hetrf/hetrs for Hermitian complex matrices), which NumPy and CuPy lack
+altogether, and the general eigendecomposition geev (NumPy's eig; CuPy has none: other backends fall back here).
 
 NumPy has no LU and only a general solve, so the shared kernels (``arraykernels/decompositions.py``, which
 CuPy also runs) eliminate column by column and solve triangular systems as general ones. SciPy's batched
@@ -13,6 +14,7 @@ import warnings
 import numpy as np
 import scipy.linalg
 
+from ember.dispatch import ArgumentError
 
 #: matrices smaller than this go to the shared kernels: their loops run on the whole batch at once, while SciPy
 #: calls LAPACK once per matrix, which costs more than it saves on tiny ones
@@ -49,8 +51,8 @@ def build(shared: dict) -> dict:
         return np.ascontiguousarray(x, dtype=A.dtype)
 
     def _ldl_factor_ex(A, hermitian):
-        """sytrf on each matrix's lower triangle (real: hermitian changes nothing)."""
-        sytrf = scipy.linalg.lapack.dsytrf if A.dtype == np.float64 else scipy.linalg.lapack.ssytrf
+        """sytrf (hetrf for Hermitian complex) on each matrix's lower triangle (real: hermitian changes nothing)."""
+        sytrf = _ldl_routine("trf", A.dtype, hermitian)
         factor, pivots = np.zeros_like(A), np.zeros(A.shape[:-1], np.int32)
         info = np.zeros(A.shape[:-2], np.int32)
         for index in np.ndindex(A.shape[:-2]):
@@ -64,11 +66,26 @@ def build(shared: dict) -> dict:
         batch = np.broadcast_shapes(LD.shape[:-2], B.shape[:-2])
         factors = np.broadcast_to(LD, batch + (n, n))
         swaps, rights = np.broadcast_to(pivots, batch + (n,)), np.broadcast_to(B, batch + B.shape[-2:])
-        sytrs = scipy.linalg.lapack.dsytrs if LD.dtype == np.float64 else scipy.linalg.lapack.ssytrs
+        sytrs = _ldl_routine("trs", LD.dtype, hermitian)
         out = np.empty(batch + B.shape[-2:], B.dtype)
         for index in np.ndindex(batch):
             out[index] = sytrs(factors[index], swaps[index], rights[index], lower=1)[0]
         return out
 
+    def _eig(A):
+        """geev on every matrix: eigenvalues and unit-norm eigenvectors, complex even where they are real (NumPy
+        answers real arrays then)."""
+        if not np.isfinite(A).all():
+            raise ArgumentError("linalg.eig: input tensor should not contain infs or NaNs.")  # geev cannot start
+        values, vectors = np.linalg.eig(A)
+        wanted = np.result_type(A.dtype, np.complex64)
+        return values.astype(wanted, copy=False), vectors.astype(wanted, copy=False)
+
     return {"linalg_lu_factor_ex": _lu_factor_ex, "linalg_solve_triangular": _solve_triangular,
-            "linalg_ldl_factor_ex": _ldl_factor_ex, "linalg_ldl_solve": _ldl_solve}
+            "linalg_ldl_factor_ex": _ldl_factor_ex, "linalg_ldl_solve": _ldl_solve, "linalg_eig": _eig}
+
+
+def _ldl_routine(step: str, dtype, hermitian: bool):
+    """LAPACK's ?sytrf/?sytrs (step "trf"/"trs") for dtype, or ?hetrf/?hetrs for Hermitian complex matrices."""
+    kind = "he" if hermitian and np.dtype(dtype).kind == "c" else "sy"
+    return scipy.linalg.get_lapack_funcs(kind + step, dtype=dtype)

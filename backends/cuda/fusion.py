@@ -7,9 +7,12 @@ contiguous dims, compiles per device with NVRTC, and caches the binary on disk (
 in the process kernels are cached by ``program.key()``.
 
 float16 is CuPy's ``float16`` in memory and ``float`` in the element function (converted on load and
-store), so a fused chain rounds to half once per output instead of once per op. Declined (None, so the
-compiler runs the steps op by op): bfloat16 (CuPy has no C++ type for it) and programs the renderer cannot
-express (integer ``pow``). This module never imports CuPy: the backend passes in the module it loaded.
+store), so a fused chain rounds to half once per output instead of once per op. complex64/complex128 are
+CuPy's ``complex<float>``/``complex<double>`` in memory and the renderer's ``float2``/``double2`` pairs in the
+element function (the same complex dialect as OpenCL's: ``codegen.complex_c``), converted part by part on load
+and store. Declined (None, so the compiler runs the steps op by op): bfloat16 (CuPy has no C++ type for it)
+and programs the renderer cannot express (integer ``pow``, complex ``<``). This module never imports CuPy:
+the backend passes in the module it loaded.
 """
 from __future__ import annotations
 
@@ -21,6 +24,7 @@ from ember.backends.codegen import CUDA, render_c
 from ember.dispatch import ElementwiseProgram, UnsupportedProgram, bfloat16, float16, value_dtype
 
 from .kernel_sources import ElementwiseSource
+from .translation import CUPY_TYPES
 
 # CUDART_INF and CUDART_NAN, which the CUDA dialect spells infinities and NaNs with, from CuPy's own copy of
 # the header (NVRTC sees no CUDA toolkit headers of its own)
@@ -72,16 +76,33 @@ def _out_dtypes(program: ElementwiseProgram) -> list[np.dtype]:
 
 def operation(program: ElementwiseProgram) -> str:
     """The kernel's per-element code over CuPy's element variables ``a{k}`` (inputs) and ``o{i}`` (outputs):
-    half inputs widen to float before the call, half outputs narrow after it."""
-    loads = [f"(float){f'a{k}'}" if dt is float16 else f"a{k}" for k, (_, dt) in enumerate(program.inputs)]
+    half inputs widen to float before the call, half outputs narrow after it; complex ones convert between
+    CuPy's complex type and the element function's pair."""
+    loads = [_load(f"a{k}", dt) for k, (_, dt) in enumerate(program.inputs)]
     lines, pointers, stores = [], [], []
     for i, j in enumerate(program.outputs):
         out = program.steps[j].out
         lines.append(f"{CUDA.types[value_dtype(out).name]} y{i};")
         pointers.append(f"&y{i}")
-        stores.append(f"o{i} = float16(y{i});" if out is float16 else f"o{i} = y{i};")
+        stores.append(f"o{i} = {_stored(f'y{i}', out)};")
     lines.append(f"{_ELEMENT}({', '.join(loads + pointers)});")
     return "\n".join(lines + stores)
+
+
+def _load(name: str, dt) -> str:
+    if dt is float16:
+        return f"(float){name}"
+    if dt.is_complex:
+        return f"make_{CUDA.types[dt.name]}({name}.real(), {name}.imag())"
+    return name
+
+
+def _stored(value: str, dt) -> str:
+    if dt is float16:
+        return f"float16({value})"
+    if dt.is_complex:
+        return f"{CUPY_TYPES[dt.name]}({value}.x, {value}.y)"
+    return value
 
 
 class FusedKernel:

@@ -17,6 +17,7 @@ _BASE_DTYPES = {
     d.bool_: np.dtype(np.bool_), d.uint8: np.dtype(np.uint8), d.int8: np.dtype(np.int8),
     d.int16: np.dtype(np.int16), d.int32: np.dtype(np.int32), d.int64: np.dtype(np.int64),
     d.float16: np.dtype(np.float16), d.float32: np.dtype(np.float32), d.float64: np.dtype(np.float64),
+    d.complex64: np.dtype(np.complex64), d.complex128: np.dtype(np.complex128),  # CuPy's complex<float>/<double>
 }
 
 
@@ -51,8 +52,13 @@ _ATOMIC = frozenset(np.dtype(t) for t in (np.int32, np.uint32, np.int64, np.uint
 
 def scatter_adder(cupyx) -> Callable:
     """``add_at(a, key, values)``: cupyx.scatter_add, through a wider copy for the dtypes without an atomicAdd
-    (``accumulating_dtype``); summing wide and casting back wraps exactly as adding narrow would."""
+    (``accumulating_dtype``); summing wide and casting back wraps exactly as adding narrow would. Complex arrays
+    add their real and imaginary parts (views) one after the other."""
     def add_at(a, key, values):
+        if a.dtype.kind == "c":
+            add_at(a.real, key, values.real)
+            add_at(a.imag, key, values.imag)
+            return
         if a.dtype in _ATOMIC:
             cupyx.scatter_add(a, key, values)
             return

@@ -25,9 +25,11 @@ CUPY_OPTIONS = ("-ftz=true", "--device-as-default-execution-space")
 #: CuPy 14's language standard where the kernel's options name none (its CCCL headers need C++17)
 DEFAULT_STD = "--std=c++17"
 #: CuPy's C type of each dtype (cupy._core._scalar.get_typename): the fusion renderer's CUDA dialect's, plus
-#: the unsigned types Ember has no dtype for and CuPy's own half types
+#: the unsigned types Ember has no dtype for and CuPy's own half and complex types (the renderer's complex
+#: values are float2/double2 pairs, converted on load and store: ``fusion.operation``)
 CUPY_TYPES = {**CUDA.types, "uint16": "unsigned short", "uint32": "unsigned int", "uint64": "unsigned long long",
-              "float16": "float16", "bfloat16": "bfloat16"}
+              "float16": "float16", "bfloat16": "bfloat16", "complex64": "complex<float>",
+              "complex128": "complex<double>"}
 #: the header CuPy includes (before the typedefs) where a kernel's parameters use a type of its own
 CUPY_TYPE_HEADERS = {"float16": "cupy/float16.cuh", "bfloat16": "cupy/bfloat16.cuh"}
 #: the layout every array parameter is compiled with: 1-d, C-contiguous, 32-bit indices

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ember.dispatch import ALL_DTYPES, Backend, bfloat16, c_contiguous, float16, float64
+from ember.dispatch import ALL_DTYPES, Backend, bfloat16, c_contiguous, complex128, float16, float64
 
 from . import fusion
 from .array import CLArray
@@ -37,8 +37,8 @@ class OpenCLBackend(Backend):
     def supported_dtypes(self, index):
         runtime = runtime_of(index)
         missing = {bfloat16}
-        if not runtime.fp64:
-            missing.add(float64)
+        if not runtime.fp64:  # (complex128 is a pair of doubles)
+            missing |= {float64, complex128}
         if not runtime.fp16:
             missing.add(float16)
         return frozenset(d for d in ALL_DTYPES if d not in missing)

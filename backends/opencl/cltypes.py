@@ -2,7 +2,9 @@
 
 Booleans are stored as ``uchar`` 0/1. float16 is stored as ``half`` and computed in
 ``float`` (``vload_half``/``vstore_half``), on devices with ``cl_khr_fp16`` only.
-OpenCL C has no bfloat16 type, so no device supports it.
+OpenCL C has no bfloat16 type, so no device supports it. OpenCL C has no complex type either: a complex
+element is stored and computed as its (real, imaginary) pair, a ``float2``/``double2`` (``convert`` moves
+values between real and complex types; ``ember.backends.codegen``'s complex dialect does their arithmetic).
 """
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ NUMPY_DTYPE = {
     d.bool_: np.dtype(np.bool_), d.uint8: np.dtype(np.uint8), d.int8: np.dtype(np.int8),
     d.int16: np.dtype(np.int16), d.int32: np.dtype(np.int32), d.int64: np.dtype(np.int64),
     d.float16: np.dtype(np.float16), d.float32: np.dtype(np.float32), d.float64: np.dtype(np.float64),
+    d.complex64: np.dtype(np.complex64), d.complex128: np.dtype(np.complex128),
 }
 EMBER_DTYPE = {v: k for k, v in NUMPY_DTYPE.items()}
 
@@ -22,7 +25,13 @@ STORAGE_CTYPE = {
     np.dtype(np.bool_): "uchar", np.dtype(np.uint8): "uchar", np.dtype(np.int8): "char",
     np.dtype(np.int16): "short", np.dtype(np.int32): "int", np.dtype(np.int64): "long",
     np.dtype(np.float16): "half", np.dtype(np.float32): "float", np.dtype(np.float64): "double",
+    # OpenCL C has no complex type: a complex element is its (real, imaginary) pair as a two-vector
+    np.dtype(np.complex64): "float2", np.dtype(np.complex128): "double2",
 }
+
+
+def is_complex(dtype: np.dtype) -> bool:
+    return dtype.kind == "c"
 
 
 def compute_ctype(dtype: np.dtype) -> str:
@@ -47,11 +56,29 @@ def store(dtype: np.dtype, pointer: str, index: str, value: str) -> str:
     undefined out of range, and GPUs saturate it: -2.0 would store 0 in uint8, not 254)."""
     if dtype == np.float16:
         return f"vstore_half_rte((float)({value}), {index}, {pointer});"
+    if dtype.kind == "c":  # (a cast would broadcast a real value to both parts: ``convert`` it first)
+        return f"{pointer}[{index}] = {value};"
     if dtype == np.bool_:
         return f"{pointer}[{index}] = (uchar)(({value}) != 0);"
     if dtype.kind in "iu" and dtype.itemsize < 8:
         return f"{pointer}[{index}] = ({STORAGE_CTYPE[dtype]})(long)({value});"
     return f"{pointer}[{index}] = ({STORAGE_CTYPE[dtype]})({value});"
+
+
+def convert(value: str, source: np.dtype, target: np.dtype) -> str:
+    """C expression: ``value``, of ``source``'s compute type, as ``target``'s where either is complex (a real
+    value gets imaginary part 0; a complex one keeps its real part, or to bool, whether it is non-zero, as
+    NumPy's and PyTorch's casts do); otherwise ``value`` itself, which ``store`` converts C-style."""
+    if source.kind != "c" and target.kind != "c":
+        return value
+    if source.kind != "c":
+        component = "float" if target == np.complex64 else "double"
+        return f"(({STORAGE_CTYPE[target]})(({component})({value}), 0))"
+    if target.kind == "c":
+        return value if source == target else f"convert_{STORAGE_CTYPE[target]}({value})"
+    if target == np.bool_:
+        return f"(({value}).x != 0 || ({value}).y != 0)"
+    return f"({value}).x"
 
 
 def scalar_arg(value, dtype: np.dtype):

@@ -9,9 +9,11 @@ program and the merged rank, never on sizes or strides (those are arguments); bu
 process by ``program.key()`` and rank, and PyOpenCL/PoCL keep compiled binaries on disk across processes.
 
 Declined (None, so the compiler runs the steps op by op): bfloat16 anywhere (OpenCL C has no such type),
-float16 on devices without ``cl_khr_fp16`` (such devices cannot hold it), float64 on devices without
-``cl_khr_fp64``, and programs the renderer cannot express (integer ``pow``). float16 data is stored as
-``half`` and computed in ``float``, as the op-by-op kernels do.
+float16 on devices without ``cl_khr_fp16`` (such devices cannot hold it), float64 and complex128 on devices
+without ``cl_khr_fp64``, and programs the renderer cannot express (integer ``pow``, complex ``<``). float16 data
+is stored as ``half`` and computed in ``float``, as the op-by-op kernels do. Complex programs render through
+the same complex dialect as the op-by-op formula kernels (float2/double2 pairs), so fusing them costs no code
+of its own and agrees with op by op.
 """
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ from typing import Callable
 import numpy as np
 
 from ember.backends.codegen import OPENCL, render_c
-from ember.dispatch import ElementwiseProgram, UnsupportedProgram, bfloat16, float16, float64, value_dtype
+from ember.dispatch import ElementwiseProgram, UnsupportedProgram, bfloat16, complex128, float16, float64, value_dtype
 
 from .array import CLArray, empty
 from .cltypes import NUMPY_DTYPE, STORAGE_CTYPE, arg_dtype, compute_ctype, load, scalar_arg, store
@@ -66,7 +68,7 @@ def _supported(program: ElementwiseProgram, runtime: DeviceRuntime) -> bool:
         return False
     if float16 in used and not runtime.fp16:
         return False
-    return float64 not in used or runtime.fp64
+    return runtime.fp64 or not used & {float64, complex128}
 
 
 class FusedKernel:

@@ -1,7 +1,9 @@
 """The backward engine: walks the graph from the roots in dependency order, one pass.
 
 Gradients of broadcast inputs are reduced to the input's shape here, in one place, and cast
-to the input's dtype, so derivative formulas never deal with broadcasting.
+to the input's dtype, so derivative formulas never deal with broadcasting. A real input that
+receives a complex gradient (a real tensor fed into a complex op) keeps its real part, as in
+PyTorch: the cast to the input's dtype is what takes it.
 """
 from __future__ import annotations
 

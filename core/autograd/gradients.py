@@ -39,6 +39,9 @@ def _default_grads(outputs, grad_outputs):
             if out.numel() != 1:
                 raise RuntimeError(f"grad can be implicitly created only for scalar outputs; got an output of "
                                    f"shape {tuple(out.shape)}: pass gradient=")
+            if not out._dtype.is_floating_point:  # a complex loss has no direction of steepest descent
+                raise RuntimeError(f"grad can be implicitly created only for real scalar outputs but got "
+                                   f"{out.dtype}")
             g = _unit_gradient(out)
         elif not isinstance(g, Tensor):
             g = F.full_like(out, g)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import inspect
 import weakref
 
-from ..tensor import Tensor
+from ..tensor import Tensor, differentiable_dtype
 from . import saved as saving
 from .grad_mode import state
 from .saved_hooks import disable_saved_tensors_hooks, save_on_cpu, saved_tensors_hooks
@@ -384,17 +384,18 @@ def tensor_inputs_of(op, values):
 
 def record(call_plan, values, outputs) -> None:
     """The one recording entry point: the executor calls it after a call whose plan records (grad mode on,
-    an input needs grad, the op is differentiable); it attaches one node to the floating outputs."""
+    an input needs grad, the op is differentiable); it attaches one node to the floating and complex outputs."""
     op = call_plan.op
     if outputs.__class__ is Tensor:
         node = OpNode(op, values, (outputs,), call_plan.node_plans)
-        if outputs._dtype.is_floating_point:
+        dtype = outputs._dtype
+        if dtype.is_floating_point or dtype.kind == "complex":  # differentiable_dtype, inlined: the hot path
             outputs.requires_grad = True
             outputs.grad_fn = node
         return
     node = OpNode(op, values, outputs, call_plan.node_plans)
     for nr, out in enumerate(outputs):
-        if out._dtype.is_floating_point:
+        if differentiable_dtype(out._dtype):
             out.requires_grad = True
             out.grad_fn = node
             out._output_nr = nr

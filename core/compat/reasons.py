@@ -29,7 +29,6 @@ class Reason:
 
 
 _TORCHSCRIPT = "TorchScript, fx and compiler"
-_EVERYTHING = r"."
 
 REASONS: tuple[Reason, ...] = (
     Reason("quantization", r"quantiz|^(q|Q)u?[iI]nt|^q_|qscheme|^per_(channel|tensor)|int_repr|fake_quant|fbgemm"
@@ -37,13 +36,9 @@ REASONS: tuple[Reason, ...] = (
     Reason("column-compressed, block and semi-structured sparse layouts (CSC, BSR, BSC, 2:4; ember.sparse has COO "
            "and CSR)", r"_(csc|bsr|bsc)(_tensor)?$|^sparse_compressed_tensor$|^(ccol_indices|row_indices)(_copy)?$"
                        r"|[sS]emi[sS]tructured|semi_structured"),
-    Reason("complex numbers", r"complex|^(conj|conj_physical|conj_physical_|resolve_conj|is_conj|real|imag|angle"
-                              r"|polar|view_as_real|view_as_real_copy|view_as_complex|cfloat|cdouble|chalf"
-                              r"|complex32)$"),
-    Reason("dtypes Ember does not have (sub-byte, float8/float4, unsigned 16-64 bit, bits)",
-           r"^u?int[1-7]$|^uint(16|32|64)$|^bits\w*$|^bit$|^float[48]_\w+$|^hash_tensor$"),  # a uint64 result
-    Reason("FFT and spectral ops (outside issue 15's scope)", _EVERYTHING, ("torch.fft",)),
-    Reason("FFT and spectral ops (outside issue 15's scope)", r"^(i?stft|i?r?fftn?\d?|fft\w*|has_spectral)$"),
+    Reason("dtypes Ember does not have (sub-byte, float8/float4, unsigned 16-64 bit, bits, complex32)",
+           r"^u?int[1-7]$|^uint(16|32|64)$|^bits\w*$|^bit$|^float[48]_\w+$|^hash_tensor$"  # a uint64 result
+           r"|^(complex32|chalf)$"),
     Reason("nested and jagged tensors", r"nested|jagged|^to_padded_tensor$"),
     Reason("named tensors", r"^(names|rename_?|refine_names|align_to|align_as)$"),
     Reason("TorchData DataPipes (deprecated in PyTorch)",

@@ -24,8 +24,8 @@ import sys as _sys
 from .schema import dtypes
 from .contract.backend import Backend, DeviceTimer
 from .schema.device import device
-from .schema.dtypes import (ALL_DTYPES, FLOAT_DTYPES, INT_DTYPES, bfloat16, bool_, dtype, float16, float32, float64,
-                            int8, int16, int32, int64, uint8)
+from .schema.dtypes import (ALL_DTYPES, COMPLEX_DTYPES, FLOAT_DTYPES, INT_DTYPES, REAL_DTYPES, bfloat16, bool_,
+                            complex64, complex128, dtype, float16, float32, float64, int8, int16, int32, int64, uint8)
 from .schema.errors import (ArgumentError, BackendError, DeviceError, DtypeError, EmberError, NumberOverflowError,
                             OutOfMemoryError, OutOfRangeError, ShapeError, UnsupportedDtypeError)
 from .contract.hookspecs import PLUGIN_API_VERSION, backend_hooks, hookimpl, hookspec
@@ -74,8 +74,9 @@ def __getattr__(name: str):
 
 __all__ = ["Backend", "DeviceTimer", "device", "dtype", "dtypes", "hookimpl", "hookspec", "PLUGIN_API_VERSION", "OPS", "OpDef",
            "builtin_ops", "primitives", "composites", "promote_types", "can_cast", "ALL_DTYPES", "FLOAT_DTYPES",
-           "INT_DTYPES", "bool_", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32",
-           "float64",
+           "INT_DTYPES", "REAL_DTYPES", "COMPLEX_DTYPES", "bool_", "uint8", "int8", "int16", "int32", "int64",
+           "float16",
+           "bfloat16", "float32", "float64", "complex64", "complex128",
            "view_strides", "diagonal_view", "EmberError", "DeviceError", "DtypeError", "ShapeError", "BackendError", "OutOfRangeError",
            "ArgumentError", "UnsupportedDtypeError",
            "OutOfMemoryError", "NumberOverflowError", "DispatchMode",

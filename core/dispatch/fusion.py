@@ -25,7 +25,11 @@ single-assignment form (``lower``), so they agree on every cast:
   ``sigmoid(x)`` is ``1 / (1 + exp(-x))``, ``rsqrt(x)`` is ``1 / sqrt(x)``; ``floor``/``ceil`` of integers
   are the integers themselves;
 - ``pow`` of integers is not rendered (integer powers raise on negative exponents op by op): rendering
-  such a program raises :class:`UnsupportedProgram`, and a backend hook answers None for it.
+  such a program raises :class:`UnsupportedProgram`, and a backend hook answers None for it;
+- complex values (complex64, complex128) take ``+ - * /``, ``== !=``, ``where`` and the functions of
+  ``COMPLEX_FUNCTIONS``; ``abs`` of a complex value is its (real) magnitude. Ordering comparisons, max/min,
+  floor/ceil and erf of complex values are not defined (PyTorch refuses them): :class:`UnsupportedProgram`,
+  as for the ops of ``REAL_ONLY_FORMULAS`` computing in complex.
 
 A program may end with a reduction of its single output (``reduction=(op, dims, keepdim)``, op one of
 ``REDUCTIONS``): the result then has the reduced shape (``result_shape()``) and the reduction's dtype
@@ -34,7 +38,8 @@ write ``<name>_init()``, ``<name>_combine(acc, value)`` and ``<name>_finish(acc,
 accumulator per result element, combines the element function's output of every reduced position into it
 and finishes it with the number of reduced positions. Sums accumulate in float64 for floats (at least as
 accurate as the op-by-op kernels' pairwise float32 sums) and in int64 for integers (wrapping); amax/amin
-keep the value's dtype and propagate NaN; mean divides the sum by the count.
+keep the value's dtype and propagate NaN; mean divides the sum by the count. Complex sums accumulate in
+complex128.
 """
 from __future__ import annotations
 
@@ -46,7 +51,7 @@ from typing import Any
 
 import numpy as np
 
-from .schema.dtypes import bfloat16, bool_, dtype as DType, float16, float32, float64, int64
+from .schema.dtypes import bfloat16, bool_, complex128, dtype as DType, float16, float32, float64, int64
 from .schema.errors import DtypeError, EmberError, ShapeError
 from .schema import OPS, OpDef
 
@@ -55,6 +60,12 @@ FUNCTIONS: dict[str, int] = {
     "exp": 1, "log": 1, "log1p": 1, "expm1": 1, "sqrt": 1, "rsqrt": 1, "tanh": 1, "erf": 1, "abs": 1,
     "sin": 1, "cos": 1, "tan": 1, "floor": 1, "ceil": 1, "sigmoid": 1, "pow": 2, "max": 2, "min": 2, "where": 3,
 }
+#: The functions of complex values (the others are not defined on complex numbers).
+COMPLEX_FUNCTIONS = frozenset(("exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "tanh", "abs", "sin", "cos", "tan",
+                               "sigmoid", "pow", "where"))
+#: Ops whose formula holds for real numbers only: their complex composite is another (atanh's 2z / (1 - z)
+#: overflows and loses the sign of a zero at the branch cuts; isinf's x - x != 0 misses inf + nan i).
+REAL_ONLY_FORMULAS = frozenset({"atanh", "isinf"})
 #: The reductions a program may end with (the schema ops whose semantics they have).
 REDUCTIONS = ("sum", "mean", "amax", "amin")
 _ARITHMETIC = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}
@@ -208,8 +219,8 @@ class ElementwiseProgram:
         if not isinstance(keepdim, bool):
             raise FormulaError(f"fusion: {op}'s keepdim must be a bool, not {keepdim!r}")
         value = self.steps[self.outputs[0]].out
-        if op == "mean" and not value.is_floating_point:
-            raise DtypeError(f"fusion: mean of {value.name} values: mean takes floating-point values only")
+        if op == "mean" and value.kind not in ("float", "complex"):
+            raise DtypeError(f"fusion: mean of {value.name} values: mean takes floating-point or complex values only")
         if op in ("amax", "amin") and any(shape[d] == 0 for d in dims):
             raise ShapeError(f"fusion: {op} over dims {dims!r} of shape {shape}: a dim to reduce is empty")
 
@@ -225,7 +236,7 @@ class ElementwiseProgram:
     def result_dtype(self, i: int = 0) -> DType:
         """Output ``i``'s dtype: its step's ``out``, or the reduction's (sums of bools and integers: int64)."""
         value = self.steps[self.outputs[i]].out
-        if self.reduction is not None and self.reduction[0] == "sum" and not value.is_floating_point:
+        if self.reduction is not None and self.reduction[0] == "sum" and value.kind in ("bool", "int"):
             return int64
         return value
 
@@ -312,6 +323,8 @@ class _Lowering:
             if text is None:
                 raise FormulaError(f"fusion: {step.op} has no formula for attributes {step.attrs!r}")
             compute = value_dtype(step.compute)
+            if compute.is_complex and step.op in REAL_ONLY_FORMULAS:
+                raise UnsupportedProgram(f"fusion: {step.op}'s formula does not hold for complex numbers")
             env: dict[str, Any] = {}
             for position, (kind, value) in zip(op.tensor_positions, step.operands):
                 param = op.params[position]
@@ -354,7 +367,11 @@ class _Lowering:
         if isinstance(node, ast.Compare):
             a = self.cast(self.expr(op, node.left, env, dt), dt)
             b = self.cast(self.expr(op, node.comparators[0], env, dt), dt)
-            return self.emit(bool_, "compare", _COMPARISONS[type(node.ops[0])], a, b)
+            symbol = _COMPARISONS[type(node.ops[0])]
+            if dt.is_complex and symbol not in ("==", "!="):
+                raise UnsupportedProgram(f"fusion: {op.name} compares complex values with {symbol}, which is not "
+                                         "defined (complex numbers are not ordered)")
+            return self.emit(bool_, "compare", symbol, a, b)
         return self.call(op, node, env, dt)
 
     def call(self, op: OpDef, node: ast.Call, env: dict, dt: DType) -> str:
@@ -363,10 +380,15 @@ class _Lowering:
             condition = self.cast(self.expr(op, node.args[0], env, dt), bool_)
             a, b = (self.cast(self.expr(op, arg, env, dt), dt) for arg in node.args[1:])
             return self.emit(dt, "where", condition, a, b)
+        if dt.is_complex and name not in COMPLEX_FUNCTIONS:
+            raise UnsupportedProgram(f"fusion: {op.name} calls {name} of {dt.name} values, which is not defined "
+                                     "on complex numbers")
         args = [self.cast(self.expr(op, arg, env, dt), dt) for arg in node.args]
-        if name in ("floor", "ceil") and not dt.is_floating_point:
+        if name in ("floor", "ceil") and dt.kind in ("bool", "int"):
             return args[0]
-        if name == "pow" and not dt.is_floating_point:
+        if name == "abs" and dt.is_complex:  # the magnitude: a real value
+            return self.emit(dt.to_real(), "call", "abs", args[0])
+        if name == "pow" and dt.kind in ("bool", "int"):
             raise UnsupportedProgram(f"fusion: {op.name} raises integers to powers, which is not rendered "
                                      "(negative integer exponents raise op by op)")
         if name == "rsqrt":
@@ -388,11 +410,16 @@ def lower(program: ElementwiseProgram) -> tuple[list[Instr], list[str]]:
 
 def accumulator_dtype(program: ElementwiseProgram) -> DType:
     """The dtype the program's reduction accumulates in: float64 for sums and means of floats, int64 for
-    sums of bools and integers, the value's own (float32 for half types) for amax and amin."""
+    sums of bools and integers, complex128 for complex sums, the value's own (float32 for half types) for amax and
+    amin."""
     op = program.reduction[0]
     value = value_dtype(program.steps[program.outputs[0]].out)
     if op in ("amax", "amin"):
+        if value.is_complex:
+            raise UnsupportedProgram(f"fusion: {op} of {value.name} values (complex numbers are not ordered)")
         return value
+    if value.is_complex:
+        return complex128
     return float64 if value.is_floating_point else int64
 
 
@@ -408,6 +435,6 @@ def reduction_identity(op: str, dt: DType):
     return int(info.min if op == "amax" else info.max)
 
 
-__all__ = ["FUNCTIONS", "FormulaError", "UnsupportedProgram", "Step", "ElementwiseProgram", "Instr", "REDUCTIONS",
-           "accumulator_dtype", "convert_constant", "formula", "fusible", "parse_formula", "lower", "reduction_identity",
-           "value_dtype"]
+__all__ = ["COMPLEX_FUNCTIONS", "FUNCTIONS", "FormulaError", "UnsupportedProgram", "Step", "ElementwiseProgram",
+           "Instr", "REAL_ONLY_FORMULAS", "REDUCTIONS", "accumulator_dtype", "convert_constant", "formula", "fusible",
+           "parse_formula", "lower", "reduction_identity", "value_dtype"]

@@ -276,8 +276,10 @@ def _check_reduction(op_name: str, op, tensor: Tensor) -> RedOpType:
     kind = tensor.dtype.kind
     if op is RedOpType.AVG and kind == "bool":
         raise DtypeError(f"{op_name}: Cannot use ReduceOp.AVG with boolean inputs (dtype bool)")
-    if op in (RedOpType.BAND, RedOpType.BOR, RedOpType.BXOR) and kind == "float":
+    if op in (RedOpType.BAND, RedOpType.BOR, RedOpType.BXOR) and kind in ("float", "complex"):
         raise DtypeError(f"{op_name}: ReduceOp.{op.name} needs integer or bool tensors, got {tensor.dtype.name}")
+    if kind == "complex" and op not in (RedOpType.SUM, RedOpType.AVG):  # PyTorch's ValueError and wording
+        raise ValueError(f"{op_name} does not support {op.name} on complex tensors (dtype {tensor.dtype.name})")
     return op
 
 

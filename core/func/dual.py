@@ -98,7 +98,8 @@ class ForwardLevel(modes.DispatchMode):
             with modes.restored(above):
                 tangents = jvp_rules.output_tangents(op, values, outputs, self._input_tangents(op, values))
             for out, tangent in zip(outputs, tangents):
-                if tangent is not None and hasattr(out, "_dtype") and out._dtype.is_floating_point:
+                if tangent is not None and hasattr(out, "_dtype") and (out._dtype.is_floating_point
+                                                                       or out._dtype.is_complex):
                     self.set_tangent(out, tangent)
         return result
 

@@ -14,6 +14,7 @@ from ..autograd.engine import _fit
 from ..autograd.grad_mode import enable_grad, is_grad_enabled
 from ..autograd.graph import derivative_inputs, run_derivative, tensor_inputs_of
 from ..dispatch.ops import F
+from ..dispatch.ops.elementwise.complex_support import conj
 from . import autograd_calls, levels
 from .batched import requiring_grad, unwrap_all, with_levels, zeros_leaf_like
 
@@ -34,13 +35,21 @@ def output_tangents(op, values: list, outputs: tuple, tangents: list) -> list:
         return _as_list(_op_on(op, values, _with_zeros(op, values, tangents)))
     if rule == "multilinear":
         return [_multilinear(op, values, tangents)]
-    if rule == "elementwise" and len(outputs) == 1 and not op.list_positions:
+    if rule == "elementwise" and len(outputs) == 1 and not op.list_positions and not _complex_call(values, outputs):
         return [_fitted_to(outputs[0], _elementwise(op, values, outputs, tangents))]
     return _derived(op, values, outputs, tangents)
 
 
 def _floating(t) -> bool:
-    return hasattr(t, "_dtype") and t._dtype.is_floating_point
+    """Whether ``t`` is a tensor that carries a tangent: floating or complex."""
+    return hasattr(t, "_dtype") and (t._dtype.is_floating_point or t._dtype.is_complex)
+
+
+def _complex_call(values: list, outputs: tuple) -> bool:
+    """Whether a complex tensor takes part. The derivative applied to a tangent is then no JVP: the derivative
+    conjugates (PyTorch's convention), and the conjugation is not undone for ops that are not holomorphic (abs),
+    so such calls take the double-VJP construction, which is exact for them."""
+    return any(hasattr(v, "_dtype") and v._dtype.is_complex for v in (*values, *outputs))
 
 
 def _as_list(result) -> list:
@@ -141,7 +150,9 @@ def _derived(op, values: list, outputs: tuple, tangents: list) -> list:
     """J t as the gradient of <Jᵀ g, t> with respect to g, g a zero cotangent that requires grad."""
     inputs = tensor_inputs_of(op, values)
     flat = [t for tangent in tangents for t in (tangent if isinstance(tangent, list) else [tangent])]
-    keep_graph = is_grad_enabled()
+    # a graph for the tangents only where something they come from is differentiated (the stand-ins made to
+    # require grad below are not): otherwise jvp's tangents would require grad, which PyTorch's do not
+    keep_graph = is_grad_enabled() and any(getattr(t, "requires_grad", False) for t in (*flat, *inputs))
     with enable_grad():
         sizes = _tangent_levels(flat)  # a batch of tangents through unbatched values makes batched ones
         cotangents = [zeros_leaf_like(with_levels(out, sizes)) if _floating(out) else None for out in outputs]
@@ -152,7 +163,8 @@ def _derived(op, values: list, outputs: tuple, tangents: list) -> list:
             if vjp is None or tangent is None:
                 continue
             vjp = _fit(vjp, (x._data.shape, x._dtype, x._device))
-            term = F.sum(F.mul(vjp, tangent))
+            # <Jᵀ g, t>, as the real inner product Re(sum(conj(a) b)) where complex: its gradient in g is J t
+            term = F.sum(F.mul(vjp, tangent)) if not vjp._dtype.is_complex else F.real(F.sum(F.mul(conj(vjp), tangent)))
             total = term if total is None else F.add(total, term)
         wanted = [g for g in cotangents if g is not None]
         if total is None or not total.requires_grad:

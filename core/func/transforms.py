@@ -26,8 +26,9 @@ def _leaf_of(x, sizes: dict, name: str):
     """A fresh differentiable stand-in for input ``x``, batched at every vmap level of ``sizes``."""
     if not isinstance(x, Tensor):
         raise RuntimeError(f"{name}: Expected inputs to be Tensors, got {type(x).__name__}")
-    if not x.dtype.is_floating_point:
-        raise RuntimeError(f"{name}: only Tensors of floating point dtype can require gradients, got {x.dtype}")
+    if not (x.dtype.is_floating_point or x.dtype.is_complex):
+        raise RuntimeError(f"{name}: only Tensors of floating point and complex dtype can require gradients, got "
+                           f"{x.dtype}")
     forward = [mode for mode in levels.active if not hasattr(mode, "size")]
     with contextlib.ExitStack() as hidden:  # physical work: forward levels get the stand-in's tangent after it
         for mode in forward:

@@ -116,7 +116,7 @@ def _as_array(owner: _Import, managed, versioned: bool) -> np.ndarray:
         "version": 3,
         "shape": shape,
         "strides": strides,  # None: C-contiguous
-        "typestr": np.dtype(f"u{itemsize}").str,  # bits of the right width; the real dtype comes by view
+        "typestr": f"|V{itemsize}",  # bytes of the right width (16 for complex128); the real dtype comes by view
         "data": ((tensor.data or 0) + tensor.byte_offset, read_only),
     }
     return np.asarray(owner).view(numpy_dtype)

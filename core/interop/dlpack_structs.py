@@ -68,6 +68,8 @@ DTYPE_CODES = {
     "bfloat16": (DLDataTypeCode.kDLBfloat, 16),
     "float32": (DLDataTypeCode.kDLFloat, 32),
     "float64": (DLDataTypeCode.kDLFloat, 64),
+    "complex64": (DLDataTypeCode.kDLComplex, 64),
+    "complex128": (DLDataTypeCode.kDLComplex, 128),
 }
 DTYPE_NAMES = {code: name for name, code in DTYPE_CODES.items()}
 

@@ -2,13 +2,12 @@
 
 Each is one op of the schema (``linalg_<name>`` in ``ember.dispatch.ops``, declared in ops/linalg/decompositions.py
 and the ops/linalg/linalg_*.py modules); the few defined here add what an op cannot say: the ``check_errors``
-switch of the ``_ex`` functions, torch.linalg's ``driver=`` keyword, and the refusal of ``eig``/``eigvals``,
-whose results are complex.
+switch of the ``_ex`` functions and torch.linalg's ``driver=`` keyword. Every function takes complex matrices too,
+as torch.linalg's, and ``eig``/``eigvals`` answer in complex even for real input.
 """
 from __future__ import annotations
 
-from ..dispatch.schema.binding import tensor_argument
-from ..dispatch.schema.errors import ArgumentError, DtypeError, LinAlgError
+from ..dispatch.schema.errors import ArgumentError, LinAlgError
 from ..dispatch.ops import F
 from ..dispatch.ops.linalg.matrices import check_info
 from ..dispatch.execution.out_argument import write_out
@@ -17,7 +16,9 @@ cholesky = F.linalg_cholesky
 cond = F.linalg_cond
 cross = F.linalg_cross
 det = F.linalg_det
+eig = F.linalg_eig
 eigh = F.linalg_eigh
+eigvals = F.linalg_eigvals
 eigvalsh = F.linalg_eigvalsh
 householder_product = F.linalg_householder_product
 inv = F.linalg_inv
@@ -123,23 +124,6 @@ def _check_driver(name: str, driver) -> None:
 def diagonal(A, *, offset: int = 0, dim1: int = -2, dim2: int = -1):
     """The diagonal of the matrices on the last two dims (a view), as ``ember.diagonal`` with these defaults."""
     return F.diagonal(A, offset, dim1, dim2)
-
-
-def _complex_results(name: str, A) -> DtypeError:
-    tensor_argument(f"linalg_{name}", "input", A, position=1)
-    return DtypeError(f"linalg.{name}: the eigenvalues of a general real matrix are complex, and Ember has no complex "
-                      f"dtypes (input of shape {tuple(A.shape)}, dtype {A.dtype.name}); for symmetric matrices use "
-                      f"linalg.eigh or linalg.eigvalsh")
-
-
-def eig(input, *, out=None):
-    """Not available: PyTorch returns complex eigenvalues and eigenvectors, which Ember cannot hold."""
-    raise _complex_results("eig", input)
-
-
-def eigvals(input, *, out=None):
-    """Not available: PyTorch returns complex eigenvalues, which Ember cannot hold."""
-    raise _complex_results("eigvals", input)
 
 
 __all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eig", "eigh", "eigvals",

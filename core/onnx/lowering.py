@@ -37,6 +37,7 @@ def lower(graph: Graph, forms: SymbolicForms, naming: Naming, opset: int, scopes
     env: dict[int, str] = {}  # value slot -> ONNX name
     for path, name in naming.inputs.items():
         shape, dtype = argument_shapes[name]
+        _refuse_complex(f"the model's input '{name}'", dtype)
         axes = naming.input_axes.get(name, {})
         g.inputs.append(value_info(name, dtype, [axes.get(i, n) for i, n in enumerate(shape)]))
     by_path = {path: name for path, name in naming.inputs.items()}
@@ -56,6 +57,16 @@ def lower(graph: Graph, forms: SymbolicForms, naming: Naming, opset: int, scopes
         _lower_node(g, step, forms.node_values[index], env, forms, scopes.get(id(step), ""))
     _write_outputs(g, graph, env, forms, naming)
     return g
+
+
+def _refuse_complex(what: str, dtype) -> None:
+    """ONNX has COMPLEX64/COMPLEX128 tensor types but almost no operator accepts them, so a graph computing in
+    complex would be invalid: refused, naming where the complex values met the exporter."""
+    if dtype is not None and dtype.is_complex:
+        raise UnsupportedOperatorError(
+            f"ember.onnx.export: {what}: {dtype.name} tensors cannot be exported, since ONNX operators do not "
+            f"accept complex tensors (keep complex numbers as real pairs, e.g. with ember.view_as_real, outside "
+            f"the exported model)")
 
 
 def _read_as_is(g: GraphBuilder, tensor, value: Value, naming: Naming) -> str:
@@ -79,6 +90,8 @@ def _lower_node(g: GraphBuilder, step: OpNode, values: list, env: dict, forms: S
     g.scope = "/" + scope.replace(".", "/") if scope else ""
     g.compute = step.plan.compute
     g.out_dtypes = tuple(v.dtype for v in step.outputs)
+    for dtype in (g.compute, *g.out_dtypes):
+        _refuse_complex(f"op '{op.name}' (in {place})", dtype)
     lowering = op.onnx
     if lowering is None:
         raise UnsupportedOperatorError(

@@ -189,6 +189,7 @@ class Optimizer:
         options, update, counts_steps = self._options(group), self._update, self._counts_steps
         multi = self._uses_multi_tensor(group)
         buckets: dict[tuple, list] = {}
+        complex_states: list = []
         for p, grad, state in self._params_with_grad(group):
             if not state:
                 state.update(self._initial_state(p, grad, group))
@@ -198,6 +199,11 @@ class Optimizer:
                     step.add_(1)  # on the device: a replayed graph advances it
                 else:
                     state["step"] = step + 1
+            if p._dtype.is_complex:  # stepped as its real view, as PyTorch does: each part has its own moments
+                real_state = real_view_state(state)
+                p, grad = F.view_as_real(p), F.view_as_real(grad)
+                complex_states.append((state, real_state, dict(real_state), p.shape))
+                state = real_state
             if multi:
                 buckets.setdefault((p.device, p.dtype), []).append((p, grad, state))
             elif isinstance(state.get("step"), Tensor):  # a capturable state on the per-parameter path
@@ -211,6 +217,8 @@ class Optimizer:
                 update(p, grad, state, options)
         for entries in buckets.values():
             self._multi_tensor_step(group, entries, options)
+        for state, real_state, views, real_shape in complex_states:
+            write_back_complex_state(state, real_state, views, real_shape)
 
     def _uses_multi_tensor(self, group: dict[str, Any]) -> bool:
         """Whether ``group`` steps through the multi-tensor op: where the optimizer has one, unless
@@ -369,6 +377,23 @@ def saved_param_groups(optimizer: Optimizer, state_dict: dict[str, Any], caller:
         raise mismatch(f"{caller}: {argument} has a different number of parameter groups: {len(groups)} saved, "
                        f"{len(optimizer.param_groups)} in the optimizer")
     return groups
+
+
+def real_view_state(state: dict[str, Any]) -> dict[str, Any]:
+    """A complex parameter's state as its optimizer sees it: every complex tensor as its real view."""
+    return {k: F.view_as_real(v) if isinstance(v, Tensor) and v._dtype.is_complex else v for k, v in state.items()}
+
+
+def write_back_complex_state(state: dict[str, Any], real_state: dict[str, Any], views: dict[str, Any],
+                             real_shape) -> None:
+    """Keep in a complex parameter's own ``state`` what its update rebound in ``real_state`` (new moment
+    tensors, a momentum buffer made on the first step, the step count), complex where it has the parameter's
+    real-view shape; the ``views`` it was given and wrote into in place already changed it."""
+    for k, v in real_state.items():
+        if v is views.get(k, state):  # unchanged, or written in place
+            continue
+        per_element = isinstance(v, Tensor) and not v._dtype.is_complex and v.shape == real_shape
+        state[k] = F.view_as_complex(v.contiguous()) if per_element else v
 
 
 def _cast_state(param: Tensor, value, key=None):

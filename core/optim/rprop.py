@@ -29,7 +29,9 @@ class Rprop(Optimizer):
         super().__init__(params, defaults)
 
     def _initial_state(self, p: Tensor, grad: Tensor | None, group: dict[str, Any]) -> dict[str, Any]:
-        return {"step": 0, "prev": F.zeros_like(p), "step_size": F.full_like(grad, float(group["lr"]))}
+        lr = float(group["lr"])
+        start = complex(lr, lr) if p.is_complex() else lr  # a complex parameter's parts: two reals, each at lr
+        return {"step": 0, "prev": F.zeros_like(p), "step_size": F.full_like(grad, start)}
 
     def _options(self, group: dict[str, Any]) -> dict[str, Any]:
         etaminus, etaplus = (float(e) for e in group["etas"])

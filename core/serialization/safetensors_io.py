@@ -4,12 +4,16 @@ from __future__ import annotations
 import os
 
 from ..dispatch.contract import registry
+from ..dispatch.schema.errors import DtypeError
 from ..tensor import Tensor
 from .atomic import atomic_path
 from .errors import CheckpointError, in_file
 from .tensors import DTYPES, checked_shape, host_values, make_tensor, type_name
 
-_ITEMSIZES = {"BOOL": 1, "U8": 1, "I8": 1, "I16": 2, "I32": 4, "I64": 8, "F16": 2, "BF16": 2, "F32": 4, "F64": 8}
+_ITEMSIZES = {"BOOL": 1, "U8": 1, "I8": 1, "I16": 2, "I32": 4, "I64": 8, "F16": 2, "BF16": 2, "F32": 4, "F64": 8,
+              "C64": 8}
+#: Ember dtypes the safetensors format has no code for (it has C64, not C128)
+_UNWRITABLE = frozenset({"complex128"})
 
 
 def save_safetensors(tensors: dict, path, metadata: dict | None = None) -> None:
@@ -21,6 +25,9 @@ def save_safetensors(tensors: dict, path, metadata: dict | None = None) -> None:
     for name, t in tensors.items():
         if not isinstance(name, str) or not isinstance(t, Tensor):
             raise TypeError(f"save_safetensors: expected str names and tensors, got {name!r}: {type_name(type(t))}")
+        if t.dtype.name in _UNWRITABLE:
+            raise DtypeError(f"save_safetensors: the safetensors format has no {t.dtype.name} dtype (tensor {name!r} "
+                             f"of shape {tuple(t.shape)}); convert it (complex64 is supported) or use ember.save")
         arrays[name] = host_values(t)  # safetensors reads raw memory, so it must be C-contiguous
     with atomic_path(path) as temp:
         save_file(arrays, temp, metadata=metadata)

@@ -123,10 +123,8 @@ class _Rebuilder:
             raise CheckpointError(f"ember.load: a tensor of this checkpoint has an invalid layout: offset "
                                   f"{offset!r}, size {list(size)}, stride {list(stride)} over a storage of "
                                   f"{elements.size} {dt.name} elements")
-        if metadata:
-            raise CheckpointError(f"ember.load: a tensor of this checkpoint carries {metadata!r} (conjugate or "
-                                  f"negative bits), which Ember does not support")
-        if type(requires_grad) is not bool or (requires_grad and not dt.is_floating_point):
+        lazy = _lazy_bits(metadata)
+        if type(requires_grad) is not bool or (requires_grad and not (dt.is_floating_point or dt.is_complex)):
             raise CheckpointError(f"ember.load: a {dt.name} tensor of this checkpoint has requires_grad "
                                   f"{requires_grad!r}")
         if math.prod(size) == 0:
@@ -139,6 +137,8 @@ class _Rebuilder:
                                       f"{elements.size} {dt.name} elements: the file is damaged")
             itemsize = elements.itemsize
             host = np.ndarray(size, elements.dtype, elements, offset * itemsize, [s * itemsize for s in stride])
+        if lazy:  # Ember keeps no conjugate or negative bit: the values are what the bits make of the storage
+            host = _resolved(host, lazy)
         target = self.devices(storage.location, f"a tensor saved on {storage.location}")
         if target.type != "cpu":
             host = c_contiguous(host)  # views share memory on the CPU only
@@ -146,6 +146,24 @@ class _Rebuilder:
             return make_tensor(host, dt, target, requires_grad)
         except DtypeError as exc:
             raise DtypeError(f"ember.load: {exc}; pick another device with map_location") from None
+
+
+def _lazy_bits(metadata) -> frozenset:
+    """The bits PyTorch saves for a lazily conjugated or negated view (``{'conj': True}``, ``{'neg': True}``)."""
+    if not metadata:
+        return frozenset()
+    if not isinstance(metadata, dict) or not set(metadata) <= {"conj", "neg"} \
+            or not all(type(v) is bool for v in metadata.values()):
+        raise CheckpointError(f"ember.load: a tensor of this checkpoint carries metadata {metadata!r}; Ember reads "
+                              f"only the conjugate and negative bits")
+    return frozenset(name for name, on in metadata.items() if on)
+
+
+def _resolved(host: np.ndarray, bits: frozenset) -> np.ndarray:
+    """A copy of the saved view with its conjugation and negation applied, as PyTorch's resolve_conj/_neg do."""
+    if "conj" in bits:
+        host = np.conj(host)
+    return np.negative(host) if "neg" in bits else host
 
 
 def _int_tuple(value, what: str) -> tuple:

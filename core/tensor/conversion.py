@@ -2,10 +2,12 @@
 and lists, and to NumPy and DLPack."""
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 from .. import accelerator
 from ..dispatch.execution import dispatcher, host_reads, links
+from ..dispatch.execution.caller import caller_stacklevel
 from ..dispatch.contract import registry
 from ..dispatch.schema.binding import tensor_argument
 from ..dispatch.schema.device import device as Device
@@ -55,6 +57,8 @@ def item(self):
     value = self._host().reshape(()).item()
     if self._dtype.is_floating_point:
         return float(value)
+    if self._dtype.is_complex:
+        return complex(value)
     return bool(value) if self._dtype.kind == "bool" else int(value)
 
 
@@ -71,16 +75,32 @@ def __bool__(self) -> bool:
     return bool(self.item())
 
 
+def _real_value(self, type_name: str):
+    """The value of a one-element tensor as a real number: a complex one only where it has no imaginary part
+    (PyTorch's check and message, with the C++ type it converts to)."""
+    value = self.item()
+    if isinstance(value, complex):
+        if value.imag != 0:
+            raise RuntimeError(f"value cannot be converted to type {type_name} without overflow "
+                               f"(the value {value} has a nonzero imaginary part)")
+        return value.real
+    return value
+
+
 def __float__(self) -> float:
-    return float(self.item())
+    return float(_real_value(self, "double"))
 
 
 def __int__(self) -> int:
-    return int(self.item())
+    return int(_real_value(self, "int64_t"))
+
+
+def __complex__(self) -> complex:
+    return complex(self.item())
 
 
 def __index__(self) -> int:
-    if self._dtype.is_floating_point or self.numel() != 1:  # a bool is an int, as in Python and PyTorch
+    if self._dtype.kind not in ("int", "bool") or self.numel() != 1:  # a bool is an int, as in Python and PyTorch
         raise TypeError("only integer tensors of a single element can be converted to an index")
     return int(self.item())
 
@@ -91,6 +111,8 @@ def to(self, *args, **kwargs) -> Tensor:
     dev, dt, copy = _parse_to_args(self, args, kwargs)
     out = self
     if dt is not None and dt is not out._dtype:
+        if out._dtype.is_complex and not dt.is_complex:
+            _warn_imaginary_discarded()
         out = dispatcher.call(OPS["to_dtype"], (out, dt), {})
     if dev is not None and dev is not out._device:
         out = _to_device(out, dev)
@@ -99,6 +121,17 @@ def to(self, *args, **kwargs) -> Tensor:
     if memory_format is not preserve_format:
         out = to_format(out, memory_format, "to")
     return out
+
+
+_imaginary_warned = [False]
+
+
+def _warn_imaginary_discarded() -> None:
+    """PyTorch's warning, once per process as its TORCH_WARN_ONCE: a complex-to-real conversion keeps real parts."""
+    if not _imaginary_warned[0]:
+        _imaginary_warned[0] = True
+        warnings.warn("Casting complex values to real discards the imaginary part", UserWarning,
+                      stacklevel=caller_stacklevel())
 
 
 def cpu(self) -> Tensor:
@@ -129,7 +162,8 @@ def _to_dtype_method(name: str, dt):
 #: ``x.float()``, ``x.long()``, ...: PyTorch's conversions to one dtype each.
 DTYPE_METHODS = {name: _to_dtype_method(name, as_dtype(dtype_name)) for name, dtype_name in (
     ("float", "float32"), ("double", "float64"), ("half", "float16"), ("bfloat16", "bfloat16"), ("long", "int64"),
-    ("int", "int32"), ("short", "int16"), ("char", "int8"), ("byte", "uint8"), ("bool", "bool"))}
+    ("int", "int32"), ("short", "int16"), ("char", "int8"), ("byte", "uint8"), ("bool", "bool"),
+    ("cfloat", "complex64"), ("cdouble", "complex128"))}
 
 
 def contiguous(self, memory_format=contiguous_format) -> Tensor:

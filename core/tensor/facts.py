@@ -22,6 +22,10 @@ def is_floating_point(input: Tensor) -> bool:
     return tensor_argument("is_floating_point", "input", input).dtype.is_floating_point
 
 
+def is_complex(input: Tensor) -> bool:
+    return tensor_argument("is_complex", "input", input).dtype.is_complex
+
+
 def is_nonzero(input: Tensor) -> bool:
     """The truth of a one-element tensor; PyTorch refuses tensors of no or several elements."""
     count = tensor_argument("is_nonzero", "input", input).numel()
@@ -41,6 +45,12 @@ def is_same_size(input: Tensor, other: Tensor) -> bool:
 def is_neg(input: Tensor) -> bool:
     """Always False: Ember negates eagerly, it never keeps a lazy negation bit."""
     tensor_argument("is_neg", "input", input)
+    return False
+
+
+def is_conj(input: Tensor) -> bool:
+    """Always False: Ember conjugates eagerly (``conj`` is ``conj_physical``), it never keeps a conjugate bit."""
+    tensor_argument("is_conj", "input", input)
     return False
 
 

@@ -23,7 +23,7 @@ from ..dispatch.contract import flags
 from ..linalg import legacy as linalg_legacy
 from ..nn.functional.dropout import TORCH_FUNCTIONS as DROPOUT_FUNCTIONS
 from . import Tensor, callables, conversion, creation_methods, facts, generated, indexing, inplace, op_forms
-from . import protocols, sparse_methods, transposes
+from . import complex_parts, protocols, sparse_methods, transposes
 from .numpy_names import accept_numpy_names_in, accepting_numpy_names
 
 Kind = Literal["method", "property", "function", "both"]
@@ -49,7 +49,8 @@ def _hand_written() -> dict[str, Entry]:
             "numpy": conversion.numpy, "__array__": conversion.__array__, "__dlpack__": conversion.__dlpack__,
             "__dlpack_device__": conversion.__dlpack_device__, "item": conversion.item, "tolist": conversion.tolist,
             "__bool__": conversion.__bool__, "__float__": conversion.__float__, "__int__": conversion.__int__,
-            "__index__": conversion.__index__, "to": conversion.to, "cpu": conversion.cpu, "cuda": conversion.cuda,
+            "__complex__": conversion.__complex__, "__index__": conversion.__index__, "to": conversion.to,
+            "cpu": conversion.cpu, "cuda": conversion.cuda,
             "type": conversion.legacy_type, "type_as": conversion.type_as, "contiguous": conversion.contiguous,
             "pin_memory": conversion.pin_memory, **conversion.DTYPE_METHODS}),
         _entries("method", {  # creation
@@ -65,10 +66,10 @@ def _hand_written() -> dict[str, Entry]:
             "output_nr": facts.output_nr, "nbytes": facts.nbytes, "itemsize": facts.itemsize, "is_cpu": facts.is_cpu,
             "is_meta": facts.is_meta, "name": facts.name}),
         _entries("both", {
-            "is_signed": facts.is_signed, "is_floating_point": facts.is_floating_point,
+            "is_signed": facts.is_signed, "is_floating_point": facts.is_floating_point, "is_complex": facts.is_complex,
             "is_nonzero": facts.is_nonzero, "is_same_size": facts.is_same_size, "is_neg": facts.is_neg,
             "resolve_neg": facts.resolve_neg, "get_device": facts.get_device, "is_inference": facts.is_inference,
-            "is_distributed": facts.is_distributed}),
+            "is_distributed": facts.is_distributed, "is_conj": facts.is_conj}),
         _entries("method", {  # Python's protocols
             "__repr__": protocols.repr_, "__str__": protocols.repr_, "__format__": protocols.format_,
             "__deepcopy__": protocols.deepcopy, "__contains__": protocols.contains,
@@ -88,9 +89,11 @@ def _hand_written() -> dict[str, Entry]:
         _entries("both", {"swapaxes": op_forms.swapaxes, "allclose": comparison.allclose,
                           "equal": comparison.equal, "positive": positive, "lu": linalg_legacy.lu}),
         _entries("property", {"T": transposes.all_dims_reversed, "mT": transposes.matrix_transpose,
-                              "H": transposes.hermitian, "mH": transposes.matrix_adjoint,
+                              "H": complex_parts.hermitian, "mH": complex_parts.matrix_adjoint,
                               "data": (autograd_methods.get_data, autograd_methods.set_data),
-                              "retains_grad": autograd_methods.retains_grad}),
+                              "retains_grad": autograd_methods.retains_grad,
+                              "real": (complex_parts.get_real, complex_parts.set_real),
+                              "imag": (complex_parts.get_imag, complex_parts.set_imag)}),
         _entries("method", {  # autograd, Python callables
             "backward": autograd_methods.backward, "register_hook": autograd_methods.register_hook,
             "register_post_accumulate_grad_hook": autograd_methods.register_post_accumulate_grad_hook,

@@ -21,6 +21,7 @@ import math
 
 import ml_dtypes
 import numpy as np
+import scipy.fft
 from scipy import special
 
 import ember.dispatch as ed
@@ -32,7 +33,8 @@ DEVICE_TYPE = "template"
 NATIVE = {ed.bool_: np.dtype(np.bool_), ed.uint8: np.dtype(np.uint8), ed.int8: np.dtype(np.int8),
           ed.int16: np.dtype(np.int16), ed.int32: np.dtype(np.int32), ed.int64: np.dtype(np.int64),
           ed.float16: np.dtype(np.float16), ed.bfloat16: np.dtype(ml_dtypes.bfloat16),
-          ed.float32: np.dtype(np.float32), ed.float64: np.dtype(np.float64)}
+          ed.float32: np.dtype(np.float32), ed.float64: np.dtype(np.float64),
+          ed.complex64: np.dtype(np.complex64), ed.complex128: np.dtype(np.complex128)}
 _HALF = {NATIVE[ed.float16], NATIVE[ed.bfloat16]}  # computed in float32, stored in their own dtype
 
 
@@ -218,17 +220,83 @@ def _diagonal(a, offset, dim1, dim2):
     return np.lib.stride_tricks.as_strided(a[corner], size, strides, writeable=True)
 
 
+def _cast(a, native: np.dtype):
+    """``a`` as ``native``, C-style (floats truncate, ints wrap); complex to real keeps the real part, as
+    PyTorch's casts do."""
+    if a.dtype.kind == "c" and native.kind != "c":
+        a = a.real
+    return a.astype(native)
+
+
 def _copy_(dst, src):
-    np.copyto(dst, src, casting="unsafe")  # broadcast and cast, C-style (floats truncate, ints wrap)
+    np.copyto(dst, src.real if src.dtype.kind == "c" and dst.dtype.kind != "c" else src, casting="unsafe")
     return dst
+
+
+# Complex elements are stored as (real, imaginary) pairs of their component type, so the complex views are a
+# reinterpretation of the same bytes: a trailing axis of one element seen as two reals, and back.
+_COMPONENT = {NATIVE[dt]: NATIVE[dt.to_real()] for dt in ed.COMPLEX_DTYPES}
+_PAIRED = {component: native for native, component in _COMPONENT.items()}
+
+
+def _view_as_real(a):
+    return a[..., None].view(_COMPONENT[a.dtype])  # any layout: the new axis has the element's own size
+
+
+def _view_as_complex(a):
+    return a.view(_PAIRED[a.dtype])[..., 0]  # the op has checked that the pair axis is the last, of stride 1
 
 
 VIEWS = {
     "view": _view, "permute": lambda a, dims: np.transpose(a, dims), "expand": _expand, "slice": _slice,
     "unfold": _unfold, "diagonal": _diagonal, "clone": lambda a: a.copy(),
-    "to_dtype": lambda a, dtype: a.astype(NATIVE[dtype]),
+    "to_dtype": lambda a, dtype: _cast(a, NATIVE[dtype]),
     "copy_": _copy_, "cat": lambda tensors, dim: np.concatenate(tensors, axis=dim),
+    "view_as_real": _view_as_real, "view_as_complex": _view_as_complex,
 }
+
+
+# -- discrete Fourier transforms --------------------------------------------------------------------
+# ``dim`` is the tuple of transformed dims; ``normalization`` scales by 1 (0), 1/sqrt(n) (1) or 1/n (2), n the
+# product of the signal sizes. SciPy's pocketfft keeps single precision (numpy.fft would answer in complex128).
+
+_NORM_FORWARD = ("backward", "ortho", "forward")  # the ``norm`` that scales a forward transform by each
+_NORM_INVERSE = ("forward", "ortho", "backward")  # ... and an inverse transform
+
+
+def _resized(a, dim: int, size: int, native):
+    """Zeros of ``a``'s shape with ``dim`` of ``size``: the transform of an empty batch (SciPy refuses it)."""
+    return np.zeros(a.shape[:dim] + (size,) + a.shape[dim + 1:], native)
+
+
+def _fft_c2c(a, dim, normalization, forward):
+    if a.size == 0:
+        return np.zeros(a.shape, a.dtype)
+    if forward:
+        return _array(scipy.fft.fftn(a, axes=dim, norm=_NORM_FORWARD[normalization]))
+    return _array(scipy.fft.ifftn(a, axes=dim, norm=_NORM_INVERSE[normalization]))
+
+
+def _fft_r2c(a, dim, normalization, onesided):
+    """A real signal's transform: only the non-negative frequencies of the last dim when ``onesided``."""
+    native = np.result_type(a.dtype, np.complex64)
+    last = dim[-1]
+    if a.size == 0:
+        return _resized(a, last, a.shape[last] // 2 + 1 if onesided else a.shape[last], native)
+    if onesided:
+        return _array(scipy.fft.rfftn(a, axes=dim, norm=_NORM_FORWARD[normalization]))
+    return _array(scipy.fft.fftn(a.astype(native), axes=dim, norm=_NORM_FORWARD[normalization]))
+
+
+def _fft_c2r(a, dim, normalization, last_dim_size):
+    """The inverse of a onesided transform: a real signal whose last transformed dim has ``last_dim_size``."""
+    if a.size == 0:
+        return _resized(a, dim[-1], last_dim_size, a.real.dtype)
+    sizes = [a.shape[d] for d in dim[:-1]] + [last_dim_size]
+    return _array(scipy.fft.irfftn(a, s=sizes, axes=dim, norm=_NORM_INVERSE[normalization]))
+
+
+FFT = {"_fft_c2c": _fft_c2c, "_fft_r2c": _fft_r2c, "_fft_c2r": _fft_c2r}
 
 
 # -- linear algebra and indexing --------------------------------------------------------------------
@@ -347,7 +415,7 @@ CREATION = {
 }
 
 #: op name -> kernel: exactly the primitives (``python -m ember.dispatch --kind primitive``).
-KERNELS = {**ELEMENTWISE, **REDUCTIONS, **VIEWS, **INDEXING, **CREATION}
+KERNELS = {**ELEMENTWISE, **REDUCTIONS, **VIEWS, **FFT, **INDEXING, **CREATION}
 
 
 class TemplateGenerator:

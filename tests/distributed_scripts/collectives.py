@@ -20,11 +20,13 @@ checks = 0
 
 
 def values(r: int, dt, shape=(2, 3)) -> np.ndarray:
-    """Rank ``r``'s data: small integers, exact in every dtype (bool: a rank-dependent pattern)."""
+    """Rank ``r``'s data: small integers, exact in every dtype (bool: a rank-dependent pattern; complex: a
+    rank-dependent imaginary part too)."""
     base = np.arange(int(np.prod(shape))).reshape(shape)
     if dt == ember.bool:
         return (base + r) % 3 == 0
-    return (base % 5 + r + 1).astype(np.float64)
+    real = (base % 5 + r + 1).astype(np.float64)
+    return real + 1j * (base % 3 - r) if dt.is_complex else real
 
 
 def make(array: np.ndarray, dt) -> ember.Tensor:
@@ -33,7 +35,8 @@ def make(array: np.ndarray, dt) -> ember.Tensor:
 
 def check(name: str, t: ember.Tensor, expected: np.ndarray) -> None:
     global checks
-    got = np.asarray(t.cpu().tolist(), dtype=np.float64 if t.dtype != ember.bool else bool)
+    got = np.asarray(t.cpu().tolist(), dtype=bool if t.dtype == ember.bool else
+                     np.complex128 if t.dtype.is_complex else np.float64)
     want = np.asarray(expected).astype(got.dtype)
     if got.shape != want.shape or not np.array_equal(got, want):
         raise AssertionError(f"rank {rank}: {name} on {t.dtype} {device}: got {got.tolist()}, want {want.tolist()}")
@@ -48,13 +51,22 @@ def reduced(op, dt, arrays):
     result = {dist.ReduceOp.SUM: stack.sum(0), dist.ReduceOp.AVG: stack.sum(0) / world,
               dist.ReduceOp.MAX: stack.max(0), dist.ReduceOp.MIN: stack.min(0),
               dist.ReduceOp.PRODUCT: stack.prod(0)}[op]
-    return np.trunc(result) if op == dist.ReduceOp.AVG and not dt.is_floating_point else result
+    return np.trunc(result) if op == dist.ReduceOp.AVG and dt.kind == "int" else result
 
 
 for dt in dtypes:
     everyone = [values(r, dt) for r in range(world)]
     ops = [dist.ReduceOp.SUM, dist.ReduceOp.MAX, dist.ReduceOp.MIN, dist.ReduceOp.PRODUCT]
     ops += [] if dt == ember.bool else [dist.ReduceOp.AVG]
+    if dt.is_complex:  # PyTorch reduces complex tensors by SUM and AVG only, and refuses the others
+        for op in ops[1:4]:
+            try:
+                dist.all_reduce(make(everyone[rank], dt), op=op)
+            except ValueError as exc:
+                assert "does not support" in str(exc) and "complex" in str(exc), exc
+            else:
+                raise AssertionError(f"all_reduce {op} on {dt} was not refused")
+        ops = [dist.ReduceOp.SUM, dist.ReduceOp.AVG]
     for op in ops:
         t = make(everyone[rank], dt)
         dist.all_reduce(t, op=op)
@@ -62,7 +74,7 @@ for dt in dtypes:
         t = make(everyone[rank], dt)
         dist.reduce(t, dst=world - 1, op=op)
         check(f"reduce {op}", t, reduced(op, dt, everyone) if rank == world - 1 else everyone[rank])
-        out = make(np.zeros((1, 3), bool if dt == ember.bool else float), dt)
+        out = make(np.zeros((1, 3), bool if dt == ember.bool else complex if dt.is_complex else float), dt)
         stacked = np.concatenate([values(r, dt, (world, 3)) for r in range(world)])
         dist.reduce_scatter_tensor(out, make(values(rank, dt, (world, 3)), dt), op=op)
         check(f"reduce_scatter_tensor {op}", out,
@@ -72,8 +84,9 @@ for dt in dtypes:
     # in place through a view: the base tensor sees the result
     base = make(np.stack(everyone), dt) if world > 1 else make(everyone[0][None], dt)
     row = base[rank]
-    dist.all_reduce(row, op=dist.ReduceOp.MAX)
-    check("all_reduce on a view", base[rank], reduced(dist.ReduceOp.MAX, dt, [a for a in everyone]))
+    view_op = dist.ReduceOp.SUM if dt.is_complex else dist.ReduceOp.MAX
+    dist.all_reduce(row, op=view_op)
+    check("all_reduce on a view", base[rank], reduced(view_op, dt, [a for a in everyone]))
     # a non-contiguous view
     t = make(everyone[rank].T.copy(), dt).T
     dist.all_reduce(t, op=dist.ReduceOp.SUM)

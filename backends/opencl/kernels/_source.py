@@ -1,11 +1,13 @@
-"""Small helpers the indexing and sorting kernels share: parameter lists, coordinate splitting and a
-kernel cache keyed by what a kernel is specialized on (rank, dtypes), never by sizes.
+"""Small helpers the kernels share: parameter lists, coordinate splitting, a kernel cache keyed by what a
+kernel is specialized on (rank, dtypes), never by sizes, and the complex helper functions a kernel calls.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ..cltypes import STORAGE_CTYPE
+from ember.backends.codegen import OPENCL, complex_c
+
+from ..cltypes import EMBER_DTYPE, STORAGE_CTYPE
 
 LONG = np.dtype(np.int64)
 
@@ -77,6 +79,16 @@ def cached(runtime, key: tuple, build):
         source, name, scalar_dtypes = build()
         kernel = _KERNELS[full] = runtime.programs.kernel(source, name, scalar_dtypes)
     return kernel
+
+
+def complex_helpers(dtype: np.dtype) -> str:
+    """The codegen's complex helper functions (cmul, cexp, ...) for ``dtype`` values; none for real dtypes."""
+    return complex_c.helpers(OPENCL, EMBER_DTYPE[dtype]) if dtype.kind == "c" else ""
+
+
+def complex_call(name: str, dtype: np.dtype, *args: str) -> str:
+    """C calling complex helper ``name`` (add, mul, exp, asin, ...: ``complex_c``) of ``dtype`` values."""
+    return f"{complex_c.function(name, EMBER_DTYPE[dtype])}({', '.join(args)})"
 
 
 def group_size(runtime, count: int) -> int:

@@ -7,7 +7,8 @@ What stays hand-written is listed in ``ember.backends.codegen.handwritten`` with
 does not cover (division's rounding modes and integer powers, whose errors need a read back; add/sub with an
 alpha, which the formula would compile into the kernel) and ops the formula language cannot state (round,
 the inverse trigonometric and hyperbolic functions, bitwise ops). Semantics follow NumPy's, which PyTorch's
-CPU results match.
+CPU results match. Complex operands (float2/double2 pairs) compute through the codegen's complex helpers
+(``ember.backends.codegen.complex_c``), in formula kernels and hand-written ones alike.
 
 Every kernel here takes ``out=``, an array of the result's shape and dtype to write into through its own
 strides (``strided.run``): the backend's ``out_kernels`` (``OUT_KERNELS``), which run an in-place call
@@ -29,6 +30,7 @@ from ember.dispatch import OPS, BackendError, UnsupportedProgram, formula, parse
 from .. import strided
 from ..array import CLArray
 from ..cltypes import EMBER_DTYPE, NUMPY_DTYPE, compute_ctype, is_float
+from ._source import complex_call, complex_helpers
 from .reductions import any_true
 
 BOOL = np.dtype(np.bool_)
@@ -41,13 +43,19 @@ def _operands(*values):
 
 
 def _dtype_kind(dtype: np.dtype) -> str:
+    if dtype.kind == "c":
+        return "complex"
     return "float" if is_float(dtype) else ("bool" if dtype == BOOL else "int")
 
 
-def unary(expressions: dict):
-    """A kernel from {"float"|"int"|"bool": expression of x0}; "int" also serves bool unless given."""
+def unary(expressions: dict, complex_function: str | None = None):
+    """A kernel from {"float"|"int"|"bool": expression of x0}; "int" also serves bool unless given. Complex
+    inputs call the codegen's ``complex_function`` where given."""
     def kernel(a, out=None):
         kind = _dtype_kind(a.dtype)
+        if kind == "complex" and complex_function is not None:
+            return strided.run(a.runtime, complex_call(complex_function, a.dtype, "x0"), [a], a.dtype, out,
+                               helpers=complex_helpers(a.dtype))
         expr = expressions.get(kind) or expressions.get("int" if kind == "bool" else kind)
         return strided.run(a.runtime, expr, [a], a.dtype, out)
     return kernel
@@ -213,6 +221,10 @@ def _scaled(op: str):
         if alpha == 1:
             return strided.run(runtime, f"x0 {op} x1", operands, array.dtype, out)
         operands.append(strided.Scalar(alpha, array.dtype))
+        if array.dtype.kind == "c":  # (a vector product would multiply part by part)
+            scaled = complex_call("mul", array.dtype, "x2", "x1")
+            expr = complex_call("add" if op == "+" else "sub", array.dtype, "x0", scaled)
+            return strided.run(runtime, expr, operands, array.dtype, out, helpers=complex_helpers(array.dtype))
         return strided.run(runtime, f"x0 {op} x2 * x1", operands, array.dtype, out)
     return kernel
 
@@ -233,7 +245,14 @@ def _round(a, decimals, out=None):
 
 
 #: ops whose kernel is their formula, rendered (with the hand-written kernel for calls it does not cover)
-_BY_HAND_FOR_SOME_CALLS = {"add": _scaled("+"), "sub": _scaled("-"), "div": _div, "pow": _pow}
+def _complex_isinf(a, out=None):
+    """Either part infinite (NaN in the other included), as the op's composite |z| == inf."""
+    return strided.run(a.runtime, "(isinf(x0.x) || isinf(x0.y))", [a], BOOL, out)
+
+
+#: (complex atanh and isinf: the lowering declines their formulas, ``REAL_ONLY_FORMULAS``)
+_BY_HAND_FOR_SOME_CALLS = {"add": _scaled("+"), "sub": _scaled("-"), "div": _div, "pow": _pow,
+                           "atanh": unary({}, complex_function="atanh"), "isinf": _complex_isinf}
 FORMULA_OPS = ("neg", "abs", "sign", "exp", "expm1", "log", "log1p", "sqrt", "sin", "cos", "tan", "tanh", "erf",
                "floor", "ceil", "logical_not", "isnan", "add", "sub", "mul", "div", "pow", "maximum", "minimum",
                "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor", "where",
@@ -245,9 +264,8 @@ KERNELS = {
     "round": _round, "floor_divide": _floor_divide, "remainder": _remainder,
     # composites of core/dispatch/ops/elementwise/trigonometric.py and bitwise.py as OpenCL C's own functions
     # (the formula language has no such functions)
-    "asin": unary({"float": "asin(x0)"}), "acos": unary({"float": "acos(x0)"}), "atan": unary({"float": "atan(x0)"}),
-    "sinh": unary({"float": "sinh(x0)"}), "cosh": unary({"float": "cosh(x0)"}),
-    "asinh": unary({"float": "asinh(x0)"}), "acosh": unary({"float": "acosh(x0)"}),
+    **{name: unary({"float": f"{name}(x0)"}, complex_function=name)
+       for name in ("asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh")},
     "atan2": binary({"float": "atan2(x0, x1)"}), "hypot": binary({"float": "hypot(x0, x1)"}),
     "bitwise_and": binary(_same("x0 & x1")), "bitwise_or": binary(_same("x0 | x1")),
     "bitwise_xor": binary(_same("x0 ^ x1")), "bitwise_not": unary({"int": "~x0", "bool": "!x0"}),

@@ -22,7 +22,7 @@ import numpy as np
 
 from .. import strided
 from ..array import CLArray, empty
-from ..cltypes import compute_ctype, load, store
+from ..cltypes import compute_ctype, convert, load, store
 from ..strided import broadcast_strides, collapse
 from ._source import LONG, Params, cached, dot, group_size, names, overlaps, split
 from .sorting import sort_1d
@@ -357,6 +357,11 @@ def _local_scan(G: str = "G") -> str:
         }}"""
 
 
+def _nonzero(dtype: np.dtype, value: str) -> str:
+    """C condition: ``value`` (an element of ``dtype``) is non-zero; a complex one in either part."""
+    return convert(value, dtype, np.dtype(np.bool_)) if dtype.kind == "c" else f"{value} != 0"
+
+
 def _compact_kernel(runtime, dtype: np.dtype, rank: int):
     def build():
         dims, coords, again = names("d", rank), names("i", rank), names("c", rank)
@@ -377,7 +382,7 @@ __kernel void ember_compact({p.text()})
         long flag = 0;
         if (e < n) {{
             {split("e", dims, coords, "r")}
-            flag = {load(dtype, "a", dot("a_o", coords, names("a_s", rank)))} != 0;
+            flag = {_nonzero(dtype, load(dtype, "a", dot("a_o", coords, names("a_s", rank))))};
         }}
         if (!write) {{ mine += flag; continue; }}
         scratch[lid] = flag;

@@ -4,6 +4,8 @@ strides, so transposed operands need no copy. Two tilings of the same product:
 - GPUs (and other non-CPU devices): each work-group computes a 64x64 tile of C; each of its 16x16
   work-items accumulates a 4x4 block in registers from 16-deep slices of A and B staged in local memory.
 - CPU devices (PoCL): register-blocked micro-kernels over a packed B, in ``gemm_cpu``.
+
+Complex matrices take a plain kernel of their own on every device (``gemm_complex``).
 """
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from ..array import CLArray, contiguous_strides, empty
 from ..cltypes import STORAGE_CTYPE, compute_ctype, load, store
 from ..strided import broadcast_strides, collapse
 from ._source import batch_walk
-from . import gemm_cpu
+from . import gemm_complex, gemm_cpu
 
 TILE, DEPTH, WORK, SIDE = 64, 16, 4, 16  # C tile, K slice, outputs per work-item per axis, work-items per axis
 _KERNELS: dict = {}
@@ -94,7 +96,9 @@ def matmul(a: CLArray, b: CLArray) -> CLArray:
     a2 = a.view_as((1,) + a.shape, (0,) + a.strides) if a.ndim == 1 else a
     b2 = b.view_as(b.shape + (1,), b.strides + (0,)) if b.ndim == 1 else b
     batch = tuple(np.broadcast_shapes(a2.shape[:-2], b2.shape[:-2]))
-    if runtime.is_cpu:
+    if a.dtype.kind == "c":
+        out = gemm_complex.matmul(a2, b2, batch, _batch_strides(a2, batch), _batch_strides(b2, batch))
+    elif runtime.is_cpu:
         out = gemm_cpu.matmul(a2, b2, batch, _batch_strides(a2, batch), _batch_strides(b2, batch))
     else:
         out = _tiled(a2, b2, batch)

@@ -1,4 +1,8 @@
-"""Reductions (work-group tree reductions along any dims) and scans (one work-item per fiber)."""
+"""Reductions (work-group tree reductions along any dims) and scans (one work-item per fiber).
+
+Complex values (float2/double2 pairs) sum as vectors do, part by part; their products call the codegen's
+complex multiplication, from the identity 1 + 0i.
+"""
 from __future__ import annotations
 
 import math
@@ -7,14 +11,15 @@ import numpy as np
 
 from ..array import CLArray, empty
 from ..cltypes import STORAGE_CTYPE, compute_ctype, load, store
-from ._source import group_size
+from ._source import complex_call, complex_helpers, group_size
 
 SERIAL_BELOW = 64  # reductions this short, over many outputs, run one work-item per output
 # On a CPU device every reduction with this many outputs per compute unit runs one work-item per output:
 # neighbouring outputs' loops vectorize across work-items, where a tree form pays a barrier per level.
 CPU_SERIAL_OUTPUTS = 16
 _ACCUMULATOR_DTYPES = {"float": np.float32, "double": np.float64, "uchar": np.uint8, "char": np.int8,
-                       "short": np.int16, "int": np.int32, "long": np.int64}
+                       "short": np.int16, "int": np.int32, "long": np.int64, "float2": np.complex64,
+                       "double2": np.complex128}
 _FLOAT_EXTREMA = {"float": ("-INFINITY", "INFINITY"), "double": ("-INFINITY", "INFINITY")}
 _INT_EXTREMA = {"uchar": ("0", "UCHAR_MAX"), "char": ("CHAR_MIN", "CHAR_MAX"), "short": ("SHRT_MIN", "SHRT_MAX"),
                 "int": ("INT_MIN", "INT_MAX"), "long": ("LONG_MIN", "LONG_MAX")}
@@ -26,6 +31,8 @@ def _extrema(ctype: str) -> tuple[str, str]:
 
 def _combine(kind: str, ctype: str) -> tuple[str, str]:
     """(initial value, C expression combining accumulators ``a`` and ``b``) for a value reduction."""
+    if ctype in ("float2", "double2"):
+        return _complex_combine(kind, np.dtype(_ACCUMULATOR_DTYPES[ctype]))
     floating = ctype in ("float", "double")
     if kind == "sum":
         return "0", "a + b"
@@ -37,6 +44,15 @@ def _combine(kind: str, ctype: str) -> tuple[str, str]:
     if kind == "min":
         return high, ("(isnan(a) || a < b) ? a : b" if floating else "a < b ? a : b")
     raise ValueError(kind)
+
+
+def _complex_combine(kind: str, dtype: np.dtype) -> tuple[str, str]:
+    """``_combine`` of complex sums and products (complex numbers have no max or min)."""
+    if kind == "sum":
+        return "0", "a + b"
+    if kind == "prod":
+        return f"(({STORAGE_CTYPE[dtype]})(1, 0))", complex_call("mul", dtype, "a", "b")
+    raise ValueError(f"{kind} of complex values")
 
 
 def _better(kind: str, floating: bool) -> str:
@@ -110,7 +126,7 @@ def _reduce_kernel(runtime, kind: str, arg: bool, in_dtype: np.dtype, acc: str, 
     if (lid == 0) out[o] = idxs[0] == LONG_MAX ? 0 : idxs[0];"""
     else:
         init, combine = _combine(kind, acc)
-        defines = f"#define COMBINE(a, b) ({combine})\n"
+        defines = f"{complex_helpers(in_dtype)}#define COMBINE(a, b) ({combine})\n"
         body = f"""
     {acc} acc = {init};
     for (long t = lid; t < R; t += group) {{
@@ -128,7 +144,8 @@ def _reduce_kernel(runtime, kind: str, arg: bool, in_dtype: np.dtype, acc: str, 
     }}
     if (lid == 0) {{ {store(out_dtype, "out", "o", "scratch[0]")} }}"""
     where = ("const long o = get_global_id(0);\n    EMBER_GUARD(o, outputs)\n    const int lid = 0, group = 1;"
-             if serial else "const long o = get_group_id(0);\n    const int lid = get_local_id(0), group = get_local_size(0);")
+             if serial else
+             "const long o = get_group_id(0);\n    const int lid = get_local_id(0), group = get_local_size(0);")
     source = defines + f"""
 __kernel void ember_reduce({', '.join(params)})
 {{
@@ -210,6 +227,11 @@ def _scan_kernel(runtime, kind: str, in_dtype: np.dtype, others: int):
         return kernel
     acc = compute_ctype(in_dtype)
     op = "+" if kind == "sum" else "*"
+    value = load(in_dtype, "a", "src + j * a_step")
+    init, step = ("0" if kind == "sum" else "1"), f"total {op} {value}"
+    if in_dtype.kind == "c" and kind == "prod":  # (complex sums add as vectors do)
+        init = _complex_combine(kind, in_dtype)[0]
+        step = complex_call("mul", in_dtype, "total", value)
     params = [f"__global const {STORAGE_CTYPE[in_dtype]} *a", "const long a_o", "const long n", "const long a_step",
               "const long out_step"]
     params += [f"const long fd{d}, const long fs{d}, const long fo{d}" for d in range(others)]
@@ -217,16 +239,16 @@ def _scan_kernel(runtime, kind: str, in_dtype: np.dtype, others: int):
     scalar_dtypes = [None] + [np.int64] * (4 + 3 * others) + [np.int64, None]
     walk = ["long q = f;"] + [f"src += (q % fd{d}) * fs{d}; dst += (q % fd{d}) * fo{d}; q /= fd{d};"
                               for d in range(others - 1, -1, -1)]
-    source = f"""
+    source = complex_helpers(in_dtype) + f"""
 __kernel void ember_scan({', '.join(params)})
 {{
     const long f = get_global_id(0);
     if (f >= fibers) return;
     long src = a_o, dst = 0;
     {' '.join(walk) if others else ''}
-    {acc} total = {'0' if kind == 'sum' else '1'};
+    {acc} total = {init};
     for (long j = 0; j < n; ++j) {{
-        total = total {op} {load(in_dtype, "a", "src + j * a_step")};
+        total = {step};
         {store(in_dtype, "out", "dst + j * out_step", "total")}
     }}
 }}

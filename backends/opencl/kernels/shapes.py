@@ -1,11 +1,17 @@
-"""Views are new CLArrays over the same buffer; copies, casts and joins run the strided kernel."""
+"""Views are new CLArrays over the same buffer; copies, casts and joins run the strided kernel.
+
+A complex element is two adjacent elements of its component type, so ``view_as_real`` and ``view_as_complex``
+are views too: the same buffer in units of the other dtype (strides and offset doubled or halved).
+"""
 from __future__ import annotations
 
 from ember.dispatch import view_strides
 
 from .. import strided
+import numpy as np
+
 from ..array import CLArray, empty
-from ..cltypes import NUMPY_DTYPE
+from ..cltypes import NUMPY_DTYPE, convert
 from ._source import overlaps
 
 
@@ -48,18 +54,35 @@ def _diagonal(a: CLArray, offset, dim1, dim2):
                      tuple(a.strides[d] for d in kept) + (a.strides[dim1] + a.strides[dim2],), a.offset + start)
 
 
+_COMPONENT = {np.dtype(np.complex64): np.dtype(np.float32), np.dtype(np.complex128): np.dtype(np.float64)}
+_PAIRED = {component: pair for pair, component in _COMPONENT.items()}
+
+
+def _view_as_real(a: CLArray):
+    """(..., 2) of the component type: each complex element's parts, one component apart."""
+    return CLArray(a.runtime, a.buffer, a.shape + (2,), _COMPONENT[a.dtype], tuple(2 * s for s in a.strides) + (1,),
+                   2 * a.offset)
+
+
+def _view_as_complex(a: CLArray):
+    """The pairs of the last dim (stride 1; other strides and the offset even: the op checks) as complex."""
+    strides = tuple(s // 2 for s in a.strides[:-1])
+    return CLArray(a.runtime, a.buffer, a.shape[:-1], _PAIRED[a.dtype], strides, a.offset // 2)
+
+
 def clone(a: CLArray) -> CLArray:
     return strided.run(a.runtime, "x0", [a], a.dtype)
 
 
 def _to_dtype(a: CLArray, dtype):
-    return strided.run(a.runtime, "x0", [a], NUMPY_DTYPE[dtype])
+    target = NUMPY_DTYPE[dtype]
+    return strided.run(a.runtime, convert("x0", a.dtype, target), [a], target)
 
 
 def _copy_(dst: CLArray, src: CLArray):
     if overlaps(dst, src):  # x[1:] = x[:-1] must read every element before any is written
         src = clone(src)
-    strided.run(dst.runtime, "x0", [src], dst.dtype, out=dst)
+    strided.run(dst.runtime, convert("x0", src.dtype, dst.dtype), [src], dst.dtype, out=dst)
     return dst
 
 
@@ -79,4 +102,5 @@ def _cat(tensors, dim):
 KERNELS = {
     "view": _view, "permute": _permute, "expand": _expand, "slice": _slice, "unfold": _unfold, "diagonal": _diagonal,
     "clone": clone, "to_dtype": _to_dtype, "copy_": _copy_, "cat": _cat,
+    "view_as_real": _view_as_real, "view_as_complex": _view_as_complex,
 }

@@ -111,8 +111,6 @@ EXCUSED: tuple[Excused, ...] = (
     Excused("trapezoid of y with no intervals along dim against sample points of another shape: PyTorch returns "
             "zeros without comparing the shapes, Ember compares them.", ops="trapz|trapezoid|cumulative_trapezoid",
             category="fuzzed", mismatch="PyTorch accepts, Ember raises ShapeError*"),
-    Excused("The eigenvalues of a general real matrix are complex, and Ember has no complex dtypes yet "
-            "(issue 39).", ops="linalg.eig*"),
     Excused("Reinterpreting a tensor's bytes as another dtype (view(dtype), view_copy(dtype)) is not "
             "implemented.", ops="view*", call="*float64)"),
     Excused("The deprecated overloads linalg.pinv(input, rcond) and linalg.matrix_rank(input, tol), which "

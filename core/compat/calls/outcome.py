@@ -219,7 +219,8 @@ def _differ(t: Any, e: Any, values: bool) -> str | None:
 def _close(t: np.ndarray, e: np.ndarray) -> bool:
     if t.dtype.kind in "biu" or e.dtype.kind in "biu":
         return bool(np.array_equal(t, e))
-    return bool(np.allclose(t.astype(np.float64), e.astype(np.float64), rtol=1e-4, atol=1e-5, equal_nan=True))
+    wide = np.complex128 if t.dtype.kind == "c" or e.dtype.kind == "c" else np.float64  # both parts of complex
+    return bool(np.allclose(t.astype(wide), e.astype(wide), rtol=1e-4, atol=1e-5, equal_nan=True))
 
 
 def _brief(array: np.ndarray) -> str:

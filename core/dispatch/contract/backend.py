@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable
 
-from ..schema.dtypes import ALL_DTYPES, bfloat16, dtype, float16
+from ..schema.dtypes import REAL_DTYPES, bfloat16, dtype, float16
 from ..schema.errors import DeviceError
 
 if TYPE_CHECKING:
@@ -55,7 +55,9 @@ class Backend:
             raise ValueError(f"{self.device_type}: the default device cannot be changed (asked for index {index})")
 
     def supported_dtypes(self, index: int | None) -> frozenset[dtype]:
-        return frozenset(ALL_DTYPES)
+        """The dtypes this device holds. Every real dtype by default; a backend that computes in complex64
+        and complex128 lists them too (docs/backends.md, "Complex numbers", says what that takes)."""
+        return frozenset(REAL_DTYPES)
 
     def autocast_dtypes(self, index: int | None) -> frozenset[dtype]:
         """The low-precision dtypes ``ember.autocast`` may run this device's ops in. By default those of

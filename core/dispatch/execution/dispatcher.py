@@ -26,7 +26,7 @@ from .out_argument import call_with_out
 from ..schema.binding import NUMBER_TYPES as _NUMBER, bind, convert, wrap_dim
 from ..schema.defaults import get_default_device
 from ..schema.device import device as Device
-from ..schema.dtypes import _default_float, bool_, dtype as DType
+from ..schema.dtypes import SCALAR_TYPE_NAMES, _default_float, bool_, dtype as DType
 from ..schema.errors import (ArgumentError, BackendError, DeviceError, DtypeError, EmberError, NumberOverflowError,
                              ShapeError, UnsupportedDtypeError, describe)
 from .arguments import DATA, PASS, Native, Natives, Number
@@ -424,7 +424,9 @@ def make_plan(op: OpDef, values: list, dev: Device, backend, compute, out, grad_
         kernel = backend.kernels.get(op.name)
     else:  # a custom op (ember.library): its user's function for the device, run on tensors
         kernel = user_kernels.kernel(op, backend, values, dev, out)
-    if records and op.kind == "composite" and op.derivative is None:
+    if op.complex_decomposition is not None and compute is not None and compute.is_complex:
+        kind, impl = "composite", op.complex_decomposition  # real ops, each recording its own node
+    elif records and op.kind == "composite" and op.derivative is None:
         kind, impl = "composite", op.composite  # decompose, so that every inner op records its node
     elif kernel is not None and not (op.composite is not None and prefers_composite(op, dev.type)):
         kind, impl = "kernel", kernel
@@ -544,7 +546,7 @@ def _collect(op: OpDef, values: list):
             tensors.extend(x for x in v if x is not None)
         elif p.type in ("Tensor", "Tensor?") and isinstance(v, _NUMBER):
             scalars.append(v)
-        elif p.type in ("Tensor", "Tensor?") and isinstance(v, np.generic) and v.dtype.kind in "biuf":
+        elif p.type in ("Tensor", "Tensor?") and isinstance(v, np.generic) and v.dtype.kind in "biufc":
             # a NumPy scalar stands for its Python number, as in PyTorch, which reads a NumPy bool as a float
             values[i] = float(v) if v.dtype.kind == "b" else v.item()
             scalars.append(values[i])
@@ -603,20 +605,14 @@ def _promote(op: OpDef, values: list, tensors, scalars):
     return op.promote(rt, values)
 
 
-#: An op's ``dtypes`` category -> whether it accepts a computation dtype.
-CATEGORY_ACCEPTS = {
-    "all": lambda d: True,
-    "numeric": lambda d: d is not bool_,
-    "float": lambda d: d.is_floating_point,
-    "integral": lambda d: not d.is_floating_point,
-    "int": lambda d: d.kind == "int",
-}
-
-
 def _check_dtypes(op: OpDef, compute: DType | None, out, tensors, backend, dev: Device):
-    if compute is not None and not CATEGORY_ACCEPTS[op.dtypes](compute):
+    if compute is not None and compute not in op.accepted_dtypes:
+        inputs = ', '.join(describe(t) for t in tensors) or 'none'
+        if compute.is_complex:  # PyTorch's wording: "lt_cpu" not implemented for 'ComplexFloat'
+            raise UnsupportedDtypeError(f"{op.name}: not implemented for '{SCALAR_TYPE_NAMES[compute]}' "
+                                        f"({compute.name}); inputs: {inputs}")
         raise UnsupportedDtypeError(f"{op.name}: not supported for dtype {compute.name} (accepts {op.dtypes} "
-                                    f"dtypes); inputs: {', '.join(describe(t) for t in tensors) or 'none'}")
+                                    f"dtypes); inputs: {inputs}")
     supported = backend.supported_dtypes(dev.index)
     for d in (compute, *(out if isinstance(out, tuple) else (out,))):
         if d is not None and d not in supported:
@@ -625,5 +621,5 @@ def _check_dtypes(op: OpDef, compute: DType | None, out, tensors, backend, dev: 
 
 
 __all__ = ["call", "planned", "run", "resolve", "infer", "reads_apart", "value_read_hooks", "simple_elementwise",
-           "passes_as_number", "CATEGORY_ACCEPTS", "validates_every_call", "bind", "plan_key", "make_plan", "transfer",
+           "passes_as_number", "validates_every_call", "bind", "plan_key", "make_plan", "transfer",
            "wrap_dim", "note_value_read", "ShapeError", "BackendError"]

@@ -195,12 +195,13 @@ def _computing(impl, data_at: tuple, count: int, wrap, out, dev, constants: tupl
 
 def _composite(plan: CallPlan) -> Callable[[list], Any]:
     """A composite runs on the tensors themselves. When it records as one node (it has a derivative),
-    its inner ops run without recording; otherwise each inner op records its own node."""
+    its inner ops run without recording; otherwise (and for an op's ``complex_decomposition``) each inner op
+    records its own node."""
     op, impl = plan.op, plan.impl
     many = len(op.outputs) > 1
     recorder = links.recorder
 
-    if plan.records and op.derivative is not None:
+    if plan.records and op.derivative is not None and impl is not op.complex_decomposition:
         def run_as_one_node(values: list):
             with recorder.no_grad():
                 result = impl(*values)

@@ -42,3 +42,6 @@ from .training import multi_tensor  # noqa: F401
 from .training import lbfgs  # noqa: F401
 from .nn import recurrent_fused  # noqa: F401
 from .training import foreach  # noqa: F401
+from .shapes import complex_views  # noqa: F401
+from .spectral import transforms, fft, frequencies, stft  # noqa: F401
+from .elementwise import complex_numbers  # noqa: F401

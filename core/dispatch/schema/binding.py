@@ -14,7 +14,7 @@ from .dtypes import as_dtype
 from .errors import DeviceError, OutOfRangeError, describe
 from .opdef import REQUIRED, OpDef
 
-NUMBER_TYPES = (bool, int, float)  # Python numbers an op takes as they are
+NUMBER_TYPES = (bool, int, float, complex)  # Python numbers an op takes as they are
 
 
 # -- binding ---------------------------------------------------------------------------------

@@ -10,14 +10,27 @@ class dtype:
     def __init__(self, name: str, itemsize: int, kind: str, is_signed: bool, rank: int):
         self.name = name
         self.itemsize = itemsize
-        self.kind = kind  # "bool", "int" or "float": the promotion category
+        self.kind = kind  # "bool", "int", "float" or "complex": the promotion category
         self.is_floating_point = kind == "float"
         self.is_signed = is_signed
         self._rank = rank
 
     @property
     def is_complex(self) -> bool:
-        return False
+        return self.kind == "complex"
+
+    def to_real(self) -> "dtype":
+        """The component dtype of a complex dtype (complex64 -> float32); any other dtype itself."""
+        return _REAL_OF.get(self, self)
+
+    def to_complex(self) -> "dtype":
+        """The complex dtype with this floating dtype's components (float64 -> complex128). float16 and
+        bfloat16 give complex64: Ember has no complex32 (PyTorch's float16 gives it)."""
+        if self.kind == "complex":
+            return self
+        if self.kind != "float":
+            raise TypeError(f"to_complex: {self} is not a floating dtype")
+        return complex128 if self is float64 else complex64
 
     def __repr__(self) -> str:
         return f"ember.{self.name}"
@@ -36,18 +49,27 @@ float16 = dtype("float16", 2, "float", True, 6)
 bfloat16 = dtype("bfloat16", 2, "float", True, 7)
 float32 = dtype("float32", 4, "float", True, 8)
 float64 = dtype("float64", 8, "float", True, 9)
+complex64 = dtype("complex64", 8, "complex", True, 10)
+complex128 = dtype("complex128", 16, "complex", True, 11)
+_REAL_OF = {complex64: float32, complex128: float64}
 
-ALL_DTYPES: tuple[dtype, ...] = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64)
+#: Every dtype Ember has. A backend supports complex only by listing it (``Backend.supported_dtypes``), and an op
+#: computes in complex only where its schema says so (``OpDef.dtypes`` with "+complex").
+ALL_DTYPES: tuple[dtype, ...] = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64,
+                                 complex64, complex128)
+REAL_DTYPES = tuple(d for d in ALL_DTYPES if d.kind != "complex")
 INT_DTYPES = tuple(d for d in ALL_DTYPES if d.kind == "int")
 FLOAT_DTYPES = tuple(d for d in ALL_DTYPES if d.kind == "float")
+COMPLEX_DTYPES = (complex64, complex128)
 
 #: PyTorch's C++ ScalarType names, which its error messages use ("expected scalar type Long but found Byte")
 SCALAR_TYPE_NAMES = {bool_: "Bool", uint8: "Byte", int8: "Char", int16: "Short", int32: "Int", int64: "Long",
-                     float16: "Half", bfloat16: "BFloat16", float32: "Float", float64: "Double"}
+                     float16: "Half", bfloat16: "BFloat16", float32: "Float", float64: "Double",
+                     complex64: "ComplexFloat", complex128: "ComplexDouble"}
 
 _BY_NAME = {d.name: d for d in ALL_DTYPES}
 _BY_NAME.update({"bool_": bool_, "half": float16, "float": float32, "double": float64,
-                 "short": int16, "int": int32, "long": int64})
+                 "short": int16, "int": int32, "long": int64, "cfloat": complex64, "cdouble": complex128})
 
 
 def from_name(name: str) -> dtype:
@@ -75,6 +97,8 @@ def as_dtype(value) -> dtype:
         return int64
     if value is float:
         return _default_float[0]
+    if value is complex:
+        return get_default_complex_dtype()
     name = getattr(value, "name", None) or getattr(getattr(value, "dtype", None), "name", None)
     if isinstance(name, str) and name in _BY_NAME:
         return _BY_NAME[name]
@@ -86,6 +110,11 @@ _default_float = [float32]
 
 def get_default_dtype() -> dtype:
     return _default_float[0]
+
+
+def get_default_complex_dtype() -> dtype:
+    """The dtype Python complex numbers take: the complex of the default float dtype, as in PyTorch."""
+    return _default_float[0].to_complex()
 
 
 def set_default_dtype(d) -> None:

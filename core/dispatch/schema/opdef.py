@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from .bound import BoundArgs
-from .dtypes import dtype
+from .dtypes import ALL_DTYPES, dtype
 
 #: "custom": an op made at run time by ``ember.library`` (named ``namespace::name``), not one of Ember's own: the
 #: lists of Ember's ops (``builtin_ops``, ``primitives``, ``composites``: conformance, stubs, docs) leave it out.
@@ -44,6 +44,14 @@ JVP_RULES = ("elementwise", "linear", "multilinear", "zero", "derived")
 #: "loop" (once per element: ops whose meaning is a memory layout, as ``as_strided``).
 BATCH_RULES = ("elementwise", "dims", "trailing", "random", "loop")
 REQUIRED = object()
+#: An op's ``dtypes`` category -> whether it accepts a real computation dtype.
+DTYPE_CATEGORIES = {
+    "all": lambda d: True,
+    "numeric": lambda d: d.kind != "bool",
+    "float": lambda d: d.is_floating_point,
+    "integral": lambda d: d.kind in ("bool", "int"),
+    "int": lambda d: d.kind == "int",
+}
 
 #: Parameter types. Tensor inputs: "Tensor" takes part in type promotion (and accepts a Python
 #: number), "Index" is an integer tensor that does not, "Tensor[]" is a list of promoted tensors,
@@ -108,7 +116,9 @@ class OpDef:
     composite: Callable[..., Any] | None = None
     samples: Callable[..., Any] | None = None
     derivative: Any = None  # filled by ember.autograd: the vector-Jacobian product
-    dtypes: str = "all"  # which computation dtypes the op accepts: all, numeric, float, bool, int
+    # which computation dtypes the op accepts: a category of DTYPE_CATEGORIES (real dtypes), with "+complex" where it
+    # also computes in complex64 and complex128 ("float+complex": exp; "all+complex": add)
+    dtypes: str = "all"
     outputs: tuple[str, ...] = ("out",)
     method: bool = True  # also a Tensor method
     inplace: bool = False  # has an in-place Tensor method ``name_``
@@ -192,9 +202,21 @@ class OpDef:
     # None for every device type and "privateuse1" for every device type but cpu and cuda; the dispatcher runs
     # one as a plan's kernel (``execution/user_kernels.py``). None for Ember's ops, whose kernels are backends'
     kernels: dict | None = None
+    # how the op computes on complex operands from real ops, where that serves every backend better than a complex
+    # kernel (convolution as Gauss's three real convolutions, as PyTorch does): a function on the op's bound
+    # values; a call whose computation dtype is complex runs it, each inner op recording its own node, in place of
+    # the backend's kernel and the composite. None: complex calls go where real ones go (``dtypes`` must say
+    # "+complex" for either)
+    complex_decomposition: Callable[..., Any] | None = None
 
     def __post_init__(self) -> None:
         self.param_index = {p.name: i for i, p in enumerate(self.params)}
+        category, _, extra = self.dtypes.partition("+")
+        if category not in DTYPE_CATEGORIES or extra not in ("", "complex"):
+            raise ValueError(f"{self.name}: dtypes {self.dtypes!r} is not one of {sorted(DTYPE_CATEGORIES)}, "
+                             "optionally with '+complex'")
+        self.accepted_dtypes = frozenset(d for d in ALL_DTYPES if (
+            extra == "complex" if d.kind == "complex" else DTYPE_CATEGORIES[category](d)))
         self.tensor_positions = tuple(i for i, p in enumerate(self.params) if p.is_tensor)
         self.attr_positions = tuple(i for i, p in enumerate(self.params) if not p.is_tensor)
         for field_name in ("unkeyed", "varying"):

@@ -17,9 +17,20 @@ def same(rt, op, args):
 
 
 def to_float(rt, op, args):
-    """Integer and bool inputs compute in the default float dtype: div, exp, sqrt."""
-    dt = rt if rt.is_floating_point else get_default_dtype()
+    """Integer and bool inputs compute in the default float dtype: div, exp, sqrt (complex stays complex)."""
+    dt = rt if rt.kind in ("float", "complex") else get_default_dtype()
     return dt, dt
+
+
+def to_real(rt, op, args):
+    """The value of a complex number as its component type: abs, angle, real, imag (others as ``to_float``)."""
+    dt = rt if rt.kind in ("float", "complex") else get_default_dtype()
+    return dt, dt.to_real()
+
+
+def same_real(rt, op, args):
+    """Compute in the input type, answer in its component type: abs of integers stays integer."""
+    return rt, rt.to_real()
 
 
 def to_bool(rt, op, args):
@@ -52,7 +63,7 @@ def accumulate(rt, op, args):
     requested = requested_dtype(args)
     if requested is not None:
         return requested, requested
-    dt = int64 if not rt.is_floating_point else rt
+    dt = rt if rt.kind in ("float", "complex") else int64
     return dt, dt
 
 
@@ -85,5 +96,6 @@ def requested_dtype(args):
 
 #: Rules whose answer depends only on the operands' dtypes plus the values of the named parameters,
 #: so the dispatcher may cache it under that key.
-PURE_RULES = {same: (), to_float: (), to_bool: (), truth: (), to_int64: (), with_indices: (), passthrough: (),
+PURE_RULES = {same: (), to_float: (), to_real: (), same_real: (), to_bool: (), truth: (), to_int64: (),
+              with_indices: (), passthrough: (),
               accumulate: ("dtype",), float_or_requested: ("dtype",)}

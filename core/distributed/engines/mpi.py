@@ -128,7 +128,7 @@ class MPIEngine:
         def finish() -> None:
             result = work
             if op is RedOpType.AVG:
-                result = result / size if result.dtype.kind == "f" else _truncating_div(result, size)
+                result = result / size if result.dtype.kind in "fc" else _truncating_div(result, size)
             if result is not flat:
                 flat[...] = result.astype(flat.dtype, copy=False)
         return work, _MPI_OP[op], finish

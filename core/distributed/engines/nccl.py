@@ -196,6 +196,9 @@ class NCCLEngine:
         if name == "int16":
             with self.device:
                 return flat.astype(self._cp.int32), self._types["int32"], True
+        if name in ("complex64", "complex128"):  # NCCL has no complex type: SUM and AVG reduce each part alike
+            component = "float32" if name == "complex64" else "float64"
+            return flat.view(component), self._types[component], False
         if name not in self._types:
             raise DistBackendError(f"nccl: dtype {name} is not supported by this NCCL build")
         return flat, self._types[name], False
@@ -213,7 +216,9 @@ class NCCLEngine:
             with self.device:
                 result = buf
                 if op is RedOpType.AVG:
-                    result = result / size if result.dtype.kind == "f" else self._cp.trunc(result / size)
+                    result = result / size if result.dtype.kind in "fc" else self._cp.trunc(result / size)
+                if flat.dtype.kind == "c" and result.dtype.kind == "f":  # the parts, as the complex values
+                    result = result.view(flat.dtype)
                 if result is not flat:
                     flat[...] = result.astype(flat.dtype)
         return buf, dtype, op_code, finish if (converted or op is RedOpType.AVG) else None

@@ -256,11 +256,17 @@ class Module:
         return self
 
     # -- moving and casting ------------------------------------------------------------------------
-    def _apply(self, convert: Callable[[Tensor], Tensor], floating_only: bool = False) -> "Module":
-        """Convert every parameter and buffer; parameters keep their identity (optimizers hold them)."""
+    def _apply(self, convert: Callable[[Tensor], Tensor], floating_only: bool = False,
+               complex_too: bool = False) -> "Module":
+        """Convert every parameter and buffer (only floating ones, and complex ones with ``complex_too``, where
+        ``floating_only``); parameters keep their identity (optimizers hold them)."""
+        def skipped(t: Tensor | None) -> bool:
+            return t is None or (floating_only and not (t._dtype.is_floating_point
+                                                        or (complex_too and t._dtype.is_complex)))
+
         for module in self.modules():
             for name, param in module._parameters.items():
-                if param is None or (floating_only and not param._dtype.is_floating_point):
+                if skipped(param):
                     continue
                 with no_grad():
                     converted = convert(param)
@@ -270,13 +276,13 @@ class Module:
                     with no_grad():
                         param.grad = convert(param.grad)
             for name, buffer in module._buffers.items():
-                if buffer is None or (floating_only and not buffer._dtype.is_floating_point):
+                if skipped(buffer):
                     continue
                 module._buffers[name] = convert(buffer)
         return self
 
     def to(self, *args, **kwargs) -> "Module":
-        """``to(device)``, ``to(dtype)`` (floating tensors only), ``to(device, dtype)``, ``to(tensor)``."""
+        """``to(device)``, ``to(dtype)`` (floating and complex tensors only), ``to(device, dtype)``, ``to(tensor)``."""
         device, dtype = kwargs.get("device"), kwargs.get("dtype")
         for a in args:
             if isinstance(a, Tensor):
@@ -287,12 +293,13 @@ class Module:
                 dtype = a
         if dtype is not None:
             dtype = as_dtype(dtype)
-            if not dtype.is_floating_point:
-                raise TypeError(f"nn.Module.to only accepts floating point dtypes, but got desired dtype={dtype}")
+            if not (dtype.is_floating_point or dtype.is_complex):
+                raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but got desired "
+                                f"dtype={dtype}")
         if device is not None:
             self._apply(lambda t: t.to(device))
         if dtype is not None:
-            self._apply(lambda t: t.to(dtype), floating_only=True)
+            self._apply(lambda t: t.to(dtype), floating_only=True, complex_too=True)
         return self
 
     def cpu(self) -> "Module":

@@ -7,10 +7,11 @@ import numpy as np
 
 from ...execution.memory import ADDRESSABLE
 from ...schema import rules
-from ...schema.dtypes import float64, get_default_dtype, int64
-from ...schema.errors import ArgumentError, OutOfMemoryError, ShapeError
+from ...schema.dtypes import float64, get_default_complex_dtype, get_default_dtype, int64
+from ...schema.errors import ArgumentError, NumberOverflowError, OutOfMemoryError, ShapeError
 from ...schema.overflow import INTEGER_RANGES, check_fits
 from ...schema import Sample, defop
+from .._shared import _inexact
 from ..namespace import F
 
 _TAIL = "*, dtype? dtype=None, device? device=None"
@@ -134,8 +135,12 @@ def _full_promotion(rt, op, args):
     """rules.creation, and PyTorch's refusal of a fill value the dtype cannot hold (full((2,), 300,
     dtype=int8)); ``fill_``, ``zero_`` and item assignment store numbers through full, so this checks them too."""
     compute, out = rules.creation(rt, op, args)
-    if isinstance(args["fill_value"], (int, float)):  # a number (the conformance suite asks about dtypes with none)
-        check_fits("full", args["fill_value"], out)
+    value = args["fill_value"]
+    if isinstance(value, (int, float)):  # a number (the conformance suite asks about dtypes with none)
+        check_fits("full", value, out)
+    elif isinstance(value, complex) and not out.is_complex:
+        raise NumberOverflowError(f"full: value cannot be converted to type {out.name} without overflow: {value!r} "
+                                  f"is complex")
     return compute, out
 
 
@@ -147,21 +152,21 @@ def _full_normalize(op, args):
 
 
 defop(f"full(int[] size, Scalar fill_value, {_TAIL})", "creation", promotion=_full_promotion, meta=_size_meta,
-      normalize=_full_normalize,
+      dtypes="all+complex", normalize=_full_normalize,
       samples=_full_samples, onnx=_full_onnx,
       method=False, reference=lambda size, value, dtype=None, device=None: np.full(size, value),
       doc="the dtype follows fill_value when not given: full((2,), 3) is int64")
 defop(f"empty(int[] size, {_TAIL})", "creation", promotion=rules.creation, meta=_size_meta, method=False,
-      samples=_sized_samples, onnx=_empty_onnx,
+      dtypes="all+complex", samples=_sized_samples, onnx=_empty_onnx,
       doc="uninitialised memory")
 
 defop(f"zeros(int[] size, {_TAIL})", "creation", kind="composite", promotion=rules.creation, meta=_size_meta,
-      samples=_sized_samples,
+      dtypes="all+complex", samples=_sized_samples,
       method=False, composite=lambda size, dtype=None, device=None: F.full(
           size, 0, dtype=dtype or get_default_dtype(), device=device),
       reference=lambda size, dtype=None, device=None: np.zeros(size))
 defop(f"ones(int[] size, {_TAIL})", "creation", kind="composite", promotion=rules.creation, meta=_size_meta,
-      samples=_sized_samples,
+      dtypes="all+complex", samples=_sized_samples,
       method=False, composite=lambda size, dtype=None, device=None: F.full(
           size, 1, dtype=dtype or get_default_dtype(), device=device),
       reference=lambda size, dtype=None, device=None: np.ones(size))
@@ -173,23 +178,28 @@ def _eye(n, m=None, dtype=None, device=None):
     return F.to_dtype(F.eq(rows, F.arange(m, device=device)), dtype or get_default_dtype())
 
 
-defop(f"eye(int n, int? m=None, {_TAIL})", "creation", kind="composite", promotion=rules.creation,
+defop(f"eye(int n, int? m=None, {_TAIL})", "creation", dtypes="all+complex", kind="composite", promotion=rules.creation,
       meta=lambda n, m=None, *rest: _size_meta((n, n if m is None else m)), composite=_eye, method=False,
       samples=_eye_samples,
       reference=lambda n, m=None, dtype=None, device=None: np.eye(n, m))
 
 
+def _endpoints_dtype(start, end):
+    """The default dtype of linspace's values: complex where an endpoint is (PyTorch's), else the default float."""
+    return get_default_complex_dtype() if complex in (start.__class__, end.__class__) else get_default_dtype()
+
+
 def _linspace_promotion(rt, op, args):
-    dt = rules.requested_dtype(args) or get_default_dtype()
+    dt = rules.requested_dtype(args) or _endpoints_dtype(args["start"], args["end"])
     return dt, dt
 
 
 def _linspace(start, end, steps, dtype=None, device=None):
-    dtype = dtype or get_default_dtype()
+    dtype = dtype or _endpoints_dtype(start, end)
     if steps == 1:
         return F.full((1,), start, dtype=dtype, device=device)
     step = (end - start) / (steps - 1)
-    index = F.arange(steps, dtype=get_default_dtype() if not dtype.is_floating_point else dtype, device=device)
+    index = F.arange(steps, dtype=dtype.to_real() if _inexact(dtype) else get_default_dtype(), device=device)
     from_start = F.add(F.mul(index, step), start)
     from_end = F.sub(end, F.mul(F.sub(steps - 1, index), step))
     return F.to_dtype(F.where(F.lt(index, steps // 2), from_start, from_end), dtype)
@@ -201,7 +211,7 @@ def _linspace_meta(start, end, steps, *rest):
     return (steps,)
 
 
-defop(f"linspace(Scalar start, Scalar end, int steps, {_TAIL})", "creation", kind="composite",
+defop(f"linspace(Scalar start, Scalar end, int steps, {_TAIL})", "creation", dtypes="all+complex", kind="composite",
       promotion=_linspace_promotion, meta=_linspace_meta, composite=_linspace, method=False,
       samples=_linspace_samples,
       reference=lambda start, end, steps, dtype=None, device=None: np.linspace(start, end, steps),
@@ -220,8 +230,9 @@ def _like(name, maker, extra="", reference=None, samples=_like_samples()):
         *middle, dtype, device = args
         return maker(tuple(x.shape), *middle, dtype=dtype or x.dtype, device=device or x.device)
     defop(f"{name}(Tensor input{extra}, {_TAIL})", "creation", kind="composite", promotion=_like_promotion,
-          meta=lambda x, *rest: tuple(x.shape), composite=composite, method=False, reference=reference,
-          samples=samples, doc=f"like {name[:-5]}, with input's shape and (by default) its dtype and device")
+          dtypes="all+complex", meta=lambda x, *rest: tuple(x.shape), composite=composite, method=False,
+          reference=reference, samples=samples,
+          doc=f"like {name[:-5]}, with input's shape and (by default) its dtype and device")
 
 
 _like("zeros_like", lambda size, dtype, device: F.full(size, 0, dtype=dtype, device=device),

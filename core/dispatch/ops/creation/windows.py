@@ -13,6 +13,7 @@ import numpy as np
 from ...schema import rules
 from ...schema.dtypes import get_default_dtype
 from ...schema import Sample, defop
+from .._shared import _inexact
 from ..namespace import F
 from ...schema.errors import ArgumentError
 
@@ -118,14 +119,14 @@ _window(f"kaiser_window(int window_length, bool periodic=True, float beta=12.0, 
 
 def _logspace(start, end, steps, base=10.0, dtype=None, device=None):
     dtype = dtype or get_default_dtype()
-    compute = dtype if dtype.is_floating_point else get_default_dtype()
+    compute = dtype if _inexact(dtype) else get_default_dtype()
     out = F.pow(base, F.linspace(start, end, steps, dtype=compute, device=device))
     return out if compute is dtype else F.to_dtype(F.round(out), dtype)
 
 
 def _logspace_reference(start, end, steps, base=10.0, dtype=None, device=None):
     out = np.logspace(start, end, steps, base=base)
-    return out if dtype is None or dtype.is_floating_point else np.round(out)
+    return out if dtype is None or _inexact(dtype) else np.round(out)
 
 
 def _logspace_samples(make, dtype):
@@ -136,7 +137,7 @@ def _logspace_samples(make, dtype):
 
 
 defop(f"logspace(Scalar start, Scalar end, int steps, float base=10.0, {_TAIL})", "creation", kind="composite",
-      promotion=_float_promotion, dtypes="numeric", meta=lambda start, end, steps, *rest: (max(steps, 0),),
+      promotion=_float_promotion, dtypes="numeric+complex", meta=lambda start, end, steps, *rest: (max(steps, 0),),
       normalize=lambda op, args: _nonnegative_steps(args["steps"]), composite=_logspace,
       reference=_logspace_reference, samples=_logspace_samples, method=False, differentiable=False,
       tolerances={"float16": (2e-2, 2e-2), "bfloat16": (5e-2, 5e-2), "float32": (1e-5, 1e-5)},

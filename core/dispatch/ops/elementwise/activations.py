@@ -17,6 +17,7 @@ from ...schema.meta import require, shape
 from ...schema.overflow import check_fits
 from ...schema import FLOAT32_ON_CUDA, Sample, defop
 from ..namespace import F
+from .complex_support import refusing_complex
 from .opmath import in_opmath
 from ...schema.errors import ArgumentError
 
@@ -26,10 +27,13 @@ _erf = np.vectorize(math.erf, otypes=[np.float64])
 
 # -- activations ------------------------------------------------------------------------------------------------
 
-def _activation(signature: str, composite, reference, dtypes="float", **fields):
-    return defop(signature, "nn", kind="composite", promotion=rules.same, dtypes=dtypes,
+def _activation(signature: str, composite, reference, dtypes="float", promotion=rules.same, **fields):
+    return defop(signature, "nn", kind="composite", promotion=promotion, dtypes=dtypes,
                  meta=lambda x, *attrs: shape(x), composite=in_opmath(composite), reference=reference,
                  samples=fields.pop("samples", _activation_samples), method=fields.pop("method", False), **fields)
+
+
+_CLAMP_OF_COMPLEX = "clamp is not supported for complex types"  # PyTorch's words for relu and hardtanh too
 
 
 def _activation_samples(make, dtype):
@@ -113,7 +117,8 @@ def _hardtanh(x, min_val=-1.0, max_val=1.0):
 
 
 def _sigmoid_reference(x):
-    return 1 / (1 + np.exp(-np.asarray(x, np.float64)))
+    x = np.asarray(x)
+    return 1 / (1 + np.exp(-x.astype(np.result_type(x, np.float64))))
 
 
 # -- ONNX lowerings of the activations ------------------------------------------------------------------------
@@ -177,6 +182,7 @@ def _logsigmoid_onnx(g, input):
 
 _activation("relu(Tensor input)", formula_composite("relu"), lambda x: np.maximum(x, 0),
             dtypes="numeric", method=True, inplace=True, doc="max(x, 0); NaN stays NaN; relu'(0) = 0",
+            promotion=refusing_complex(rules.same, _CLAMP_OF_COMPLEX),
             scalar="max(input, 0)", onnx="Relu",
             derivative=lambda grad, result: F.threshold_backward(grad, result, 0.0))
 
@@ -220,7 +226,8 @@ _activation("gelu(Tensor input, *, str approximate='none')", formula_composite("
             derivative=lambda grad, input, approximate: F.gelu_backward(grad, input, approximate=approximate),
             doc="x * Phi(x) with the normal CDF via erf, or its tanh approximation")
 _activation("silu(Tensor input)", lambda x: F.mul(x, F.sigmoid(x)), lambda x: x * _sigmoid_reference(x),
-            doc="x * sigmoid(x) (swish)", scalar="input / (1 + exp(-input))", onnx=_silu_onnx)
+            doc="x * sigmoid(x) (swish)", scalar="input / (1 + exp(-input))", onnx=_silu_onnx,
+            dtypes="float+complex")
 _activation("mish(Tensor input)", lambda x: F.mul(x, F.tanh(F.softplus(x))),
             lambda x: x * np.tanh(_softplus_reference(x)), doc="x * tanh(softplus(x))", onnx=_mish_onnx,
             scalar="input * tanh(max(input, 0) + log1p(exp(-abs(input))) * (input <= 20))")
@@ -231,6 +238,7 @@ _activation("softplus(Tensor input, float beta=1.0, float threshold=20.0)", _sof
 _activation("hardtanh(Tensor input, float min_val=-1.0, float max_val=1.0)", _hardtanh,
             lambda x, min_val=-1.0, max_val=1.0: np.clip(np.asarray(x, np.float64), min_val, max_val),
             dtypes="numeric", normalize=_hardtanh_check, samples=_with_attrs(((-2.0, 3.0), {})), onnx=_hardtanh_onnx,
+            promotion=refusing_complex(rules.same, _CLAMP_OF_COMPLEX),
             doc="x clamped to [min_val, max_val]")
 _activation("logsigmoid(Tensor input)", formula_composite("logsigmoid"),  # finite for every x
             lambda x: -_softplus_reference(-np.asarray(x, np.float64), 1.0, np.inf),
@@ -427,8 +435,8 @@ def _prelu_samples(make, dtype):
 
 
 defop("prelu(Tensor input, Tensor weight)", "nn", kind="composite", promotion=rules.same, dtypes="float",
-      meta=_prelu_meta, normalize=lambda op, args: tensor_argument("prelu", "weight", args["weight"], position=2), composite=in_opmath(lambda x, weight: F.where(F.gt(x, 0), x, F.mul(
-          _channel_weight(weight, x.ndim), x))),
+      meta=_prelu_meta, normalize=lambda op, args: tensor_argument("prelu", "weight", args["weight"], position=2),
+      composite=in_opmath(lambda x, weight: F.where(F.gt(x, 0), x, F.mul(_channel_weight(weight, x.ndim), x))),
       reference=_prelu_reference, samples=_prelu_samples, method=True,
       doc="x where x > 0, else weight * x with a learned weight per channel (dim 1) or one shared weight")
 

@@ -31,7 +31,7 @@ def _check(op, args):
 
 def _isclose(x, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     close = F.eq(x, other)
-    floating = x.dtype.is_floating_point
+    floating = x.dtype.kind in ("float", "complex")
     if equal_nan and floating:
         close = F.logical_or(close, F.logical_and(F.isnan(x), F.isnan(other)))
     if rtol == 0 and atol == 0:
@@ -46,15 +46,15 @@ def _isclose(x, other, rtol=1e-05, atol=1e-08, equal_nan=False):
 def _reference(x, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     x, other = np.asarray(x), np.asarray(other)
     close = x == other
-    if equal_nan and x.dtype.kind == "f":
+    if equal_nan and x.dtype.kind in "fc":
         close |= np.isnan(x) & np.isnan(other)
     if rtol == 0 and atol == 0:
         return close
-    if x.dtype.kind != "f":
+    if x.dtype.kind not in "fc":
         x, other = x.astype(get_default_dtype().name), other.astype(get_default_dtype().name)
     with np.errstate(over="ignore", invalid="ignore"):
         error = np.abs(x - other)
-        allowed = (atol + np.abs(rtol * other)).astype(x.dtype)
+        allowed = (atol + np.abs(rtol * other)).astype(x.real.dtype)
         return close | (np.isfinite(error) & (error <= allowed))
 
 
@@ -72,7 +72,7 @@ def _samples(make, dtype):
 
 
 defop("isclose(Tensor input, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False)",
-      "elementwise", kind="composite", promotion=rules.to_bool, meta=broadcast_meta("isclose"),
+      "elementwise", kind="composite", promotion=rules.to_bool, meta=broadcast_meta("isclose"), dtypes="all+complex",
       normalize=_check, composite=_isclose, reference=_reference, samples=_samples, differentiable=False,
       doc="|input - other| <= atol + rtol * |other|, elementwise; equal values (infinities too) are close, "
           "NaNs only with equal_nan")

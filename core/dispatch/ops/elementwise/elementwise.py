@@ -1,18 +1,20 @@
 """Elementwise math, comparisons and logic. Broadcasting meta; the references are NumPy ufuncs."""
 from __future__ import annotations
 
+import cmath
 import math
 
 import numpy as np
 
 from ...schema import rules
-from ...schema.dtypes import bool_, get_default_dtype
-from ...schema.errors import ArgumentError, DtypeError, describe_all
+from ...schema.dtypes import SCALAR_TYPE_NAMES, bool_, get_default_dtype
+from ...schema.errors import ArgumentError, DtypeError, UnsupportedDtypeError, describe_all
 from ...formula_composite import formula_composite
 from ...schema.meta import elementwise as broadcast_meta, require, shape
 from ...schema import FLOAT32_ON_CUDA, Sample, defop
 from ..namespace import F
 from ..onnx_support import as_bool, as_ordered, constant_like, python_mod_fix, trunc, where
+from .complex_support import conj, or_complex, refusing_complex, scaled
 from .opmath import in_opmath
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])
@@ -73,7 +75,7 @@ def _infinite_division_samples(make, dtype, kwargs=None):
 
 def _as_float(x):
     """Integer and bool inputs of a to_float composite, in the default float dtype, before any arithmetic."""
-    return x if x.dtype.is_floating_point else F.to_dtype(x, get_default_dtype())
+    return x if x.dtype.kind in ("float", "complex") else F.to_dtype(x, get_default_dtype())
 
 
 # -- unary primitives -----------------------------------------------------------------------
@@ -84,6 +86,15 @@ _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 def _zero_grad(grad):
     """Piecewise-constant ops (floor, sign, ...): the gradient is zero almost everywhere."""
     return F.zeros_like(grad)
+
+
+def _abs_derivative(grad, input):
+    """grad * sign(x); complex z: the real grad times sgn(z) = z / |z|, PyTorch's."""
+    return F.mul(grad, F.sgn(input) if input._dtype.kind == "complex" else F.sign(input))
+
+
+_SIGN_OF_COMPLEX = ("Unlike NumPy, torch.sign is not intended to support complex numbers. Please use torch.sgn "
+                    "instead.")
 
 
 # -- ONNX lowerings of the unary ops (see ember.onnx.builder) ---------------------------------
@@ -146,68 +157,76 @@ def _rsqrt_onnx(g, input):
     return g.op("Reciprocal", g.op("Sqrt", input))
 
 
-_unary("neg", np.negative, dtypes="numeric", doc="-input", scalar="-input", onnx="Neg",
+_unary("neg", np.negative, dtypes="numeric+complex", doc="-input", scalar="-input", onnx="Neg",
        derivative=lambda grad: F.neg(grad))
-_unary("abs", np.abs, dtypes="numeric", scalar="abs(input)", derivative=lambda grad, input: F.mul(grad, F.sign(input)),
-       onnx="Abs",
-       doc="abs'(0) = 0, as in PyTorch")
-_unary("sign", np.sign, dtypes="numeric", doc="-1, 0 or 1 by the sign of each element", derivative=_zero_grad,
-       onnx="Sign",
+_unary("abs", np.abs, promotion=rules.same_real, dtypes="numeric+complex", scalar="abs(input)", onnx="Abs",
+       derivative=_abs_derivative, doc="abs'(0) = 0, as in PyTorch; |z| of complex z is real")
+_unary("sign", np.sign, dtypes="numeric", promotion=refusing_complex(rules.same, _SIGN_OF_COMPLEX),
+       doc="-1, 0 or 1 by the sign of each element", derivative=_zero_grad, onnx="Sign",
        scalar="where(input > 0, 1, where(input < 0, -1, input * 0))")  # input * 0: NaN stays NaN
-_unary("exp", np.exp, promotion=rules.to_float, scalar="exp(input)", derivative=lambda grad, result: F.mul(grad, result),
-       onnx="Exp",
-       autocast=FLOAT32_ON_CUDA)
-_unary("expm1", np.expm1, promotion=rules.to_float, scalar="expm1(input)", autocast=FLOAT32_ON_CUDA, onnx=_expm1_onnx,
-       derivative=lambda grad, result: F.mul(grad, F.add(result, 1)))
+
+
+def _math(name, reference, **fields):
+    """A function of the reals and of the complex numbers: integers compute in the default float dtype.
+    Derivatives are grad times the conjugate slope (PyTorch's convention; conj is free on real tensors)."""
+    return _unary(name, reference, promotion=rules.to_float, dtypes="all+complex", **fields)
+
+
+_math("exp", np.exp, scalar="exp(input)", onnx="Exp", autocast=FLOAT32_ON_CUDA,
+      derivative=lambda grad, result: F.mul(grad, conj(result)))
+_math("expm1", np.expm1, scalar="expm1(input)", autocast=FLOAT32_ON_CUDA, onnx=_expm1_onnx,
+      derivative=lambda grad, result: F.mul(grad, conj(F.add(result, 1))))
 _POSITIVE = {"input": {"low": 0.1, "high": 5.0}}  # grad_domain of functions real only for positive inputs
-_unary("log", np.log, promotion=rules.to_float, scalar="log(input)", autocast=FLOAT32_ON_CUDA, derivative=lambda grad, input: F.div(grad, input),
-       onnx="Log",
-       grad_domain=_POSITIVE)
-_unary("log1p", np.log1p, promotion=rules.to_float, scalar="log1p(input)", autocast=FLOAT32_ON_CUDA, onnx=_log1p_onnx,
-       grad_domain={"input": {"low": -0.9, "high": 5.0}},
-       derivative=lambda grad, input: F.div(grad, F.add(input, 1)))
-_unary("sqrt", np.sqrt, promotion=rules.to_float, scalar="sqrt(input)", onnx="Sqrt", grad_domain=_POSITIVE,
-       derivative=lambda grad, result: F.div(grad, F.mul(result, 2)))
-_unary("sin", np.sin, promotion=rules.to_float, scalar="sin(input)", onnx="Sin",
-       derivative=lambda grad, input: F.mul(grad, F.cos(input)))
-_unary("cos", np.cos, promotion=rules.to_float, scalar="cos(input)", onnx="Cos",
-       derivative=lambda grad, input: F.neg(F.mul(grad, F.sin(input))))
-_unary("tan", np.tan, promotion=rules.to_float, scalar="tan(input)", onnx="Tan", autocast=FLOAT32_ON_CUDA,
-       derivative=lambda grad, result: F.mul(grad, F.add(F.mul(result, result), 1)))
-_unary("tanh", np.tanh, promotion=rules.to_float, scalar="tanh(input)", onnx="Tanh",
-       derivative=lambda grad, result: F.mul(grad, F.sub(1, F.mul(result, result))))
+_math("log", np.log, scalar="log(input)", autocast=FLOAT32_ON_CUDA, onnx="Log", grad_domain=_POSITIVE,
+      derivative=lambda grad, input: F.div(grad, conj(input)))
+_math("log1p", np.log1p, scalar="log1p(input)", autocast=FLOAT32_ON_CUDA, onnx=_log1p_onnx,
+      grad_domain={"input": {"low": -0.9, "high": 5.0}},
+      derivative=lambda grad, input: F.div(grad, conj(F.add(input, 1))))
+_math("sqrt", np.sqrt, scalar="sqrt(input)", onnx="Sqrt", grad_domain=_POSITIVE,
+      derivative=lambda grad, result: F.div(grad, conj(F.mul(result, 2))))
+_math("sin", np.sin, scalar="sin(input)", onnx="Sin",
+      derivative=lambda grad, input: F.mul(grad, conj(F.cos(input))))
+_math("cos", np.cos, scalar="cos(input)", onnx="Cos",
+      derivative=lambda grad, input: F.neg(F.mul(grad, conj(F.sin(input)))))
+_math("tan", np.tan, scalar="tan(input)", onnx="Tan", autocast=FLOAT32_ON_CUDA,
+      derivative=lambda grad, result: F.mul(grad, conj(F.add(F.mul(result, result), 1))))
+_math("tanh", np.tanh, scalar="tanh(input)", onnx="Tanh",
+      derivative=lambda grad, result: F.mul(grad, conj(F.sub(1, F.mul(result, result)))))
 _unary("erf", _erf, promotion=rules.to_float, scalar="erf(input)", onnx="Erf",
        derivative=lambda grad, input: F.mul(grad, F.mul(F.exp(F.neg(F.mul(input, input))), _TWO_OVER_SQRT_PI)))
-_unary("floor", np.floor, dtypes="numeric", scalar="floor(input)", doc="integers pass through unchanged", derivative=_zero_grad,
+_unary("floor", np.floor, dtypes="numeric", scalar="floor(input)", doc="integers pass through unchanged",
+       promotion=refusing_complex(rules.same, "floor is not supported for complex inputs"), derivative=_zero_grad,
        onnx=_integer_identity("Floor"))
-_unary("ceil", np.ceil, dtypes="numeric", scalar="ceil(input)", doc="integers pass through unchanged", derivative=_zero_grad,
+_unary("ceil", np.ceil, dtypes="numeric", scalar="ceil(input)", doc="integers pass through unchanged",
+       promotion=refusing_complex(rules.same, "ceil is not supported for complex inputs"), derivative=_zero_grad,
        onnx=_integer_identity("Ceil"))
 defop("round(Tensor input, *, int decimals=0)", "elementwise", promotion=rules.same, dtypes="numeric",
       meta=broadcast_meta("round"), reference=lambda x, decimals=0: np.round(x, decimals), inplace=True,
       samples=_round_samples, onnx=_round_onnx,
       derivative=_zero_grad, doc="rounds half to even, like PyTorch")
-_unary("logical_not", np.logical_not, promotion=rules.to_bool, scalar="input == 0", differentiable=False,
-       onnx=_logical_not_onnx)
-_unary("isnan", np.isnan, promotion=rules.to_bool, scalar="input != input", differentiable=False, inplace=False,
-       onnx=_isnan_onnx)
+_unary("logical_not", np.logical_not, dtypes="all+complex", promotion=rules.to_bool, scalar="input == 0",
+       differentiable=False, onnx=_logical_not_onnx)
+_unary("isnan", np.isnan, dtypes="all+complex", promotion=rules.to_bool, scalar="input != input",
+       differentiable=False, inplace=False, onnx=_isnan_onnx)
 
 # -- unary composites -----------------------------------------------------------------------
 _LN2 = math.log(2.0)
-_unary("log2", np.log2, promotion=rules.to_float, kind="composite", scalar=f"log(input) / {_LN2!r}",
-       composite=formula_composite("log2"), grad_domain=_POSITIVE, autocast=FLOAT32_ON_CUDA)
-_unary("reciprocal", np.reciprocal, promotion=rules.to_float, kind="composite", scalar="1 / input", autocast=FLOAT32_ON_CUDA,
-       composite=formula_composite("reciprocal"), onnx="Reciprocal",
-       derivative=lambda grad, result: F.neg(F.mul(grad, F.mul(result, result))))
-_unary("rsqrt", lambda x: 1 / np.sqrt(x), promotion=rules.to_float, kind="composite", scalar="rsqrt(input)", autocast=FLOAT32_ON_CUDA,
-       composite=lambda x: F.reciprocal(F.sqrt(x)), grad_domain=_POSITIVE, onnx=_rsqrt_onnx)
-_unary("sigmoid", lambda x: 1 / (1 + np.exp(-x)), promotion=rules.to_float, kind="composite", scalar="sigmoid(input)",
-       composite=lambda x: F.reciprocal(F.add(F.exp(F.neg(_as_float(x))), 1)), doc="1 / (1 + exp(-input))",
-       onnx="Sigmoid",
-       derivative=lambda grad, result: F.mul(grad, F.mul(result, F.sub(1, result))))
-_unary("isinf", np.isinf, promotion=rules.to_bool, dtypes="numeric", kind="composite", inplace=False,
+_math("log2", np.log2, kind="composite", scalar=f"log(input) / {_LN2!r}",
+      composite=or_complex(lambda z: scaled(F.log(z), 1 / _LN2))(formula_composite("log2")), grad_domain=_POSITIVE,
+      autocast=FLOAT32_ON_CUDA)
+_math("reciprocal", np.reciprocal, kind="composite", scalar="1 / input", autocast=FLOAT32_ON_CUDA,
+      composite=formula_composite("reciprocal"), onnx="Reciprocal",
+      derivative=lambda grad, result: F.neg(F.mul(grad, conj(F.mul(result, result)))))
+_math("rsqrt", lambda x: 1 / np.sqrt(x), kind="composite", scalar="rsqrt(input)", autocast=FLOAT32_ON_CUDA,
+      composite=lambda x: F.reciprocal(F.sqrt(x)), grad_domain=_POSITIVE, onnx=_rsqrt_onnx)
+_math("sigmoid", lambda x: 1 / (1 + np.exp(-x)), kind="composite", scalar="sigmoid(input)",
+      composite=lambda x: F.reciprocal(F.add(F.exp(F.neg(_as_float(x))), 1)), doc="1 / (1 + exp(-input))",
+      onnx="Sigmoid",
+      derivative=lambda grad, result: F.mul(grad, conj(F.mul(result, F.sub(1, result)))))
+_unary("isinf", np.isinf, promotion=rules.to_bool, dtypes="numeric+complex", kind="composite", inplace=False,
        differentiable=False, composite=lambda x: F.eq(F.abs(x), math.inf), onnx=_isinf_onnx,
        scalar="input == input and input - input != 0")  # x - x is 0 when finite, NaN when infinite
-_unary("isfinite", np.isfinite, promotion=rules.to_bool, dtypes="numeric", kind="composite", inplace=False,
+_unary("isfinite", np.isfinite, promotion=rules.to_bool, dtypes="numeric+complex", kind="composite", inplace=False,
        differentiable=False, scalar="input - input == 0",  # x - x is 0 when finite, NaN otherwise
        composite=formula_composite("isfinite"),
        onnx=_isfinite_onnx)
@@ -245,9 +264,11 @@ def _mul_onnx(g, input, other):
 
 
 _binary("add", lambda a, b, alpha=1: a + _scaled(a, b, alpha), extra=", *, Scalar alpha=1", inplace=True,
+        dtypes="all+complex",
         samples=_alpha_samples, onnx=_add_onnx,
         scalar=lambda alpha: "input + other" if alpha == 1 else "input + alpha * other",
-        doc="input + alpha * other", derivative=lambda grad, alpha: (grad, grad if alpha == 1 else F.mul(grad, alpha)))
+        doc="input + alpha * other",
+        derivative=lambda grad, alpha: (grad, grad if alpha == 1 else F.mul(grad, conj(alpha))))
 
 
 def _is_bool(value) -> bool:
@@ -268,10 +289,10 @@ def _sub_promotion(rt, op, args):
     return rules.same(rt, op, args)
 
 
-_binary("sub", lambda a, b, alpha=1: a - _scaled(a, b, alpha), extra=", *, Scalar alpha=1", dtypes="numeric",
+_binary("sub", lambda a, b, alpha=1: a - _scaled(a, b, alpha), extra=", *, Scalar alpha=1", dtypes="numeric+complex",
         promotion=_sub_promotion, inplace=True, samples=_alpha_samples, doc="input - alpha * other", onnx=_sub_onnx,
         scalar=lambda alpha: "input - other" if alpha == 1 else "input - alpha * other",
-        derivative=lambda grad, alpha: (grad, F.neg(grad) if alpha == 1 else F.mul(grad, -alpha)))
+        derivative=lambda grad, alpha: (grad, F.neg(grad) if alpha == 1 else F.mul(grad, -conj(alpha))))
 
 
 def _rsub_reference(a, b, alpha=1):
@@ -286,19 +307,23 @@ def _rsub_normalize(op, args):
                         f"{type(args['input']).__name__}")
 
 
-_binary("rsub", _rsub_reference, extra=", *, Scalar alpha=1", dtypes="numeric", promotion=_sub_promotion,
+_binary("rsub", _rsub_reference, extra=", *, Scalar alpha=1", dtypes="numeric+complex", promotion=_sub_promotion,
         kind="composite", method=False, samples=_alpha_samples, normalize=_rsub_normalize,
         composite=lambda x, other, alpha=1: F.sub(other, x, alpha=alpha),
         scalar=lambda alpha: "other - input" if alpha == 1 else "other - alpha * input",
         doc="other - alpha * input: sub with the operands swapped (torch.rsub; no Tensor method, as in PyTorch)")
-_binary("mul", np.multiply, inplace=True, scalar="input * other", onnx=_mul_onnx,
-        derivative={"input": lambda grad, other: F.mul(grad, other), "other": lambda grad, input: F.mul(grad, input)})
+_binary("mul", np.multiply, inplace=True, scalar="input * other", onnx=_mul_onnx, dtypes="all+complex",
+        derivative={"input": lambda grad, other: F.mul(grad, conj(other)),
+                    "other": lambda grad, input: F.mul(grad, conj(input))})
 
 
 def _div_promotion(rt, op, args):
     mode = args["rounding_mode"]
     if mode is None:
         return rules.to_float(rt, op, args)
+    if rt.kind == "complex":  # PyTorch: "div_floor_cpu" not implemented for 'ComplexFloat'
+        raise UnsupportedDtypeError(f"div: rounding_mode={mode!r} not implemented for '{SCALAR_TYPE_NAMES[rt]}' "
+                                    f"({describe_all([args['input'], args['other']])})")
     if rt is bool_:
         raise DtypeError(f"div: rounding_mode={mode!r} is not supported for bool tensors, as in PyTorch")
     return rules.same(rt, op, args)
@@ -319,31 +344,47 @@ def _check_rounding_mode(op, args):
 
 
 def _div_input_derivative(grad, other, rounding_mode):
-    return F.zeros_like(grad) if rounding_mode is not None else F.div(grad, other)
+    return F.zeros_like(grad) if rounding_mode is not None else F.div(grad, conj(other))
 
 
 def _div_other_derivative(grad, other, rounding_mode, result):
     """d(a/b)/db = -(a/b)/b, from the saved result, so the dividend need not be kept."""
     if rounding_mode is not None:
         return F.zeros_like(grad)
-    return F.neg(F.div(F.mul(grad, result), other))
+    return F.neg(F.div(F.mul(grad, conj(result)), conj(other)))
 
 
 def _pow_derivative(grad, input, other, result):
-    """d/dx x^y = y x^(y-1) (0 where y == 0); d/dy x^y = x^y log x, taken as 0 where x == 0 and y >= 0
-    (PyTorch's choices)."""
+    """d/dx x^y = y x^(y-1) (0 where y == 0); d/dy x^y = x^y log x, taken as 0 where x == 0 and y is a real
+    y >= 0 (PyTorch's choices); complex slopes conjugated."""
     if not hasattr(other, "_data"):
         if other == 0:
             return F.zeros_like(grad), None
-        return F.mul(grad, F.mul(F.pow(input, other - 1), other)), None
+        return F.mul(grad, conj(F.mul(F.pow(input, other - 1), other))), None
     slope = F.mul(other, F.pow(input, F.sub(other, 1)))
-    grad_input = F.mul(grad, F.where(F.eq(other, 0), F.zeros_like(slope), slope))
+    grad_input = F.mul(grad, conj(F.where(F.eq(other, 0), F.zeros_like(slope), slope)))
+    complex_result = result._dtype.kind == "complex"  # a real base's log is then taken as complex, as PyTorch
     if not hasattr(input, "_data"):  # a Python number base (2 ** t): its log is a number too
-        log_input = math.log(input) if input > 0 else -math.inf if input == 0 else math.nan
-        log_base = F.where(F.ge(other, 0), 0.0, log_input) if input == 0 else log_input
-        return grad_input, F.mul(grad, F.mul(result, log_base))
-    log_base = F.where(F.logical_and(F.eq(input, 0), F.ge(other, 0)), F.zeros_like(result), F.log(input))
-    return grad_input, F.mul(grad, F.mul(result, log_base))
+        log_input = _log_of_number(complex(input) if complex_result else input)
+        log_base = F.where(_nonnegative_real(other), 0.0, log_input) if input == 0 else log_input
+        return grad_input, F.mul(grad, conj(F.mul(result, log_base)))
+    base = F.to_dtype(input, result.dtype) if complex_result and input._dtype.kind != "complex" else input
+    log_base = F.where(F.logical_and(F.eq(input, 0), _nonnegative_real(other)), F.zeros_like(result), F.log(base))
+    return grad_input, F.mul(grad, conj(F.mul(result, log_base)))
+
+
+def _log_of_number(x):
+    """log of a Python number, -inf at 0 and NaN for a negative real (not a complex), as the tensor log."""
+    if x == 0:
+        return -math.inf
+    if x.__class__ is complex:
+        return cmath.log(x)
+    return math.log(x) if x > 0 else math.nan
+
+
+def _nonnegative_real(y):
+    """y >= 0 for a real tensor; a complex one must also have no imaginary part: y == |y|."""
+    return F.eq(y, F.abs(y)) if y._dtype.kind == "complex" else F.ge(y, 0)
 
 
 def _extremum_derivative(pick):
@@ -441,7 +482,7 @@ def _logical_onnx(op_type):
     return lower
 
 
-_binary("div", _div_reference, promotion=_div_promotion, extra=", *, str? rounding_mode=None",
+_binary("div", _div_reference, promotion=_div_promotion, extra=", *, str? rounding_mode=None", dtypes="all+complex",
         normalize=_check_rounding_mode, inplace=True, samples=_div_samples, onnx=_div_onnx,
         scalar=lambda rounding_mode: "input / other" if rounding_mode is None else None,  # floor/trunc: op by op
         derivative={"input": _div_input_derivative, "other": _div_other_derivative},
@@ -452,30 +493,33 @@ _binary("floor_divide", np.floor_divide, dtypes="numeric", inplace=True, differe
 _binary("remainder", np.remainder, dtypes="numeric", inplace=True, doc="Python's modulo: the sign of other",
         domain=_NONZERO_DIVISOR, onnx=_remainder_onnx, samples=_infinite_division_samples,
         derivative=lambda grad, input, other: (grad, F.neg(F.mul(grad, F.floor_divide(input, other)))))
-_binary("pow", np.power, dtypes="numeric", inplace=True, scalar="pow(input, other)", derivative=_pow_derivative,
+_binary("pow", np.power, dtypes="numeric+complex", inplace=True, scalar="pow(input, other)", derivative=_pow_derivative,
         autocast=FLOAT32_ON_CUDA, torch_keywords={"exponent": "other"},
         onnx=_pow_onnx,
         domain={"other": {"low": 0, "high": 4}},  # integers to negative powers raise
         grad_domain=_POSITIVE)  # a negative base has no real non-integer power
-_binary("maximum", np.maximum, doc="elementwise max; NaN propagates", scalar="max(input, other)",
+_binary("maximum", np.maximum, promotion=refusing_complex(rules.same, "maximum not implemented for complex tensors."),
+        doc="elementwise max; NaN propagates", scalar="max(input, other)",
         onnx=_extremum_onnx("Max", "Or"),
         derivative=_extremum_derivative(lambda a, b: F.gt(a, b)))
-_binary("minimum", np.minimum, doc="elementwise min; NaN propagates", scalar="min(input, other)",
+_binary("minimum", np.minimum, promotion=refusing_complex(rules.same, "minimum not implemented for complex tensors."),
+        doc="elementwise min; NaN propagates", scalar="min(input, other)",
         onnx=_extremum_onnx("Min", "And"),
         derivative=_extremum_derivative(lambda a, b: F.lt(a, b)))
 
 
-def _predicate(name: str, reference, formula: str, onnx) -> None:
-    """A comparison or logical connective: bool out, not differentiable."""
-    _binary(name, reference, promotion=rules.to_bool, differentiable=False, inplace=True, scalar=formula, onnx=onnx)
+def _predicate(name: str, reference, formula: str, onnx, dtypes: str = "all+complex") -> None:
+    """A comparison or logical connective: bool out, not differentiable. Complex numbers have no order."""
+    _binary(name, reference, promotion=rules.to_bool, differentiable=False, inplace=True, scalar=formula, onnx=onnx,
+            dtypes=dtypes)
 
 
 _predicate("eq", np.equal, "input == other", _comparison_onnx("Equal"))
 _predicate("ne", np.not_equal, "input != other", _comparison_onnx("Equal", True))
-_predicate("lt", np.less, "input < other", _comparison_onnx("Less"))
-_predicate("le", np.less_equal, "input <= other", _comparison_onnx("LessOrEqual"))
-_predicate("gt", np.greater, "input > other", _comparison_onnx("Greater"))
-_predicate("ge", np.greater_equal, "input >= other", _comparison_onnx("GreaterOrEqual"))
+_predicate("lt", np.less, "input < other", _comparison_onnx("Less"), dtypes="all")
+_predicate("le", np.less_equal, "input <= other", _comparison_onnx("LessOrEqual"), dtypes="all")
+_predicate("gt", np.greater, "input > other", _comparison_onnx("Greater"), dtypes="all")
+_predicate("ge", np.greater_equal, "input >= other", _comparison_onnx("GreaterOrEqual"), dtypes="all")
 _predicate("logical_and", np.logical_and, "input != 0 and other != 0", _logical_onnx("And"))
 _predicate("logical_or", np.logical_or, "input != 0 or other != 0", _logical_onnx("Or"))
 _predicate("logical_xor", np.logical_xor, "(input != 0) != (other != 0)", _logical_onnx("Xor"))
@@ -499,6 +543,7 @@ def _where_onnx(g, condition, input, other):
 
 
 defop("where(Index condition, Tensor input, Tensor other)", "elementwise", promotion=rules.same, onnx=_where_onnx,
+      dtypes="all+complex",
       meta=_where_meta, reference=np.where, method=False, derivative=_where_derivative,
       domain={"condition": {"dtype": "bool"}}, scalar="where(condition, input, other)",
       doc="input where condition is true, else other")
@@ -557,16 +602,29 @@ def _clamp_onnx(g, input, min, max):
 
 
 defop("clamp(Tensor input, Tensor? min=None, Tensor? max=None)", "elementwise", kind="composite", onnx=_clamp_onnx,
-      promotion=rules.same, dtypes="numeric", meta=broadcast_meta("clamp"), normalize=_clamp_check,
+      promotion=refusing_complex(rules.same, "clamp is not supported for complex types"), dtypes="numeric",
+      meta=broadcast_meta("clamp"), normalize=_clamp_check,
       derivative=_clamp_derivative,
       composite=_clamp, reference=_clamp_reference, inplace=True, doc="min(max(input, min), max)")
+
+
+def _complex_lerp(x, end, weight):
+    """The formula's two sides, picked by |weight| < 0.5 as PyTorch picks them (complex numbers have no order)."""
+    difference = F.sub(end, x)
+    if not hasattr(weight, "_data"):  # a number: one side, decided here
+        return F.add(x, F.mul(difference, weight)) if abs(weight) < 0.5 else F.sub(end, F.mul(difference, 1 - weight))
+    near = F.add(x, F.mul(weight, difference))
+    far = F.sub(end, F.mul(difference, F.sub(1, weight)))
+    return F.where(F.lt(F.abs(weight), 0.5), near, far)
+
 
 # PyTorch's two-sided formula (exact at weight 0 and 1), in float32 for half precision; a Python number weight
 # picks its side once
 defop("lerp(Tensor input, Tensor end, Tensor weight)", "elementwise", kind="composite",
-      promotion=rules.same, dtypes="float", meta=broadcast_meta("lerp"),
-      composite=in_opmath(formula_composite("lerp")),
-      reference=lambda x, end, w: np.where(np.less(w, 0.5), x + w * (end - x), end - (end - x) * (1 - w)),
+      promotion=rules.same, dtypes="float+complex", meta=broadcast_meta("lerp"),
+      composite=in_opmath(or_complex(_complex_lerp)(formula_composite("lerp"))),
+      reference=lambda x, end, w: np.where(np.abs(w) < 0.5 if np.iscomplexobj(w) else np.less(w, 0.5),
+                                           x + w * (end - x), end - (end - x) * (1 - w)),
       inplace=True, doc="input + weight * (end - input)",
       scalar="where(weight < 0.5, input + weight * (end - input), end - (end - input) * (1 - weight))")
 

@@ -32,9 +32,10 @@ def promoted_dtype(*operands):
 
 
 def float_dtype_of(*operands):
-    """The promoted dtype of the operands, or the default float dtype where that is not floating."""
+    """The promoted dtype of the operands, or the default float dtype where that is neither floating nor
+    complex."""
     dt = promoted_dtype(*operands)
-    return dt if dt.is_floating_point else get_default_dtype()
+    return dt if dt.kind in ("float", "complex") else get_default_dtype()
 
 
 def as_tensors(dt, *operands) -> list:
@@ -46,7 +47,7 @@ def as_tensors(dt, *operands) -> list:
 
 def floating(composite: Callable) -> Callable:
     """``composite(*tensors, **attrs)`` with its leading operands (tensors or numbers) as tensors of one float
-    dtype, widened to float32 for half precision and rounded back once at the end."""
+    (or complex) dtype, widened to float32 for half precision and rounded back once at the end."""
     body = in_opmath(composite)
 
     @functools.wraps(composite)

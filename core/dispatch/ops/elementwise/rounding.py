@@ -10,6 +10,7 @@ from ...formula_composite import formula_composite
 from ...schema.meta import elementwise as broadcast_meta, shape
 from ...schema import Sample, defop
 from ..namespace import F
+from .complex_support import refusing_complex
 from .float_args import LARGEST, as_tensors, float_dtype_of, floating, is_tensor, promoted_dtype
 
 
@@ -17,7 +18,8 @@ def _zero_grad(grad):
     return F.zeros_like(grad)
 
 
-defop("trunc(Tensor input)", "elementwise", kind="composite", promotion=rules.same, dtypes="numeric",
+defop("trunc(Tensor input)", "elementwise", kind="composite", dtypes="numeric",
+      promotion=refusing_complex(rules.same, "trunc is not supported for complex inputs"),
       meta=broadcast_meta("trunc"), composite=formula_composite("trunc"), reference=np.trunc, derivative=_zero_grad,
       inplace=True,
       scalar="where(input < 0, ceil(input), floor(input))",
@@ -57,7 +59,8 @@ def _signbit(x):
     return F.logical_or(F.lt(x, 0), F.logical_and(F.eq(x, 0), F.lt(F.reciprocal(x), 0)))
 
 
-defop("signbit(Tensor input)", "elementwise", kind="composite", promotion=rules.to_bool, dtypes="all",
+defop("signbit(Tensor input)", "elementwise", kind="composite", dtypes="all",
+      promotion=refusing_complex(rules.to_bool, "signbit is not implemented for complex tensors."),
       meta=broadcast_meta("signbit"), composite=_signbit, reference=np.signbit, differentiable=False,
       # pow(x, -1), not 1 / x: a formula divides in the compute dtype, and an integer 1 / 0 traps in C; integer
       # pow is not rendered, so integer signbit runs op by op
@@ -121,7 +124,8 @@ def _frexp_derivative(grads, results):
 
 
 defop("frexp(Tensor input)", "elementwise", kind="composite", dtypes="float", outputs=("mantissa", "exponent"),
-      promotion=lambda rt, op, args: (rt, (rt, int32)), meta=lambda x: (shape(x), shape(x)), composite=_frexp,
+      promotion=refusing_complex(lambda rt, op, args: (rt, (rt, int32)), "torch.frexp() only supports "
+                                 "floating-point dtypes"), meta=lambda x: (shape(x), shape(x)), composite=_frexp,
       reference=_frexp_reference, derivative=_frexp_derivative,
       doc="mantissa in [0.5, 1) and int32 exponent, input = mantissa * 2**exponent")
 
@@ -129,15 +133,17 @@ defop("frexp(Tensor input)", "elementwise", kind="composite", dtypes="float", ou
 def _ldexp(x, other):
     """input * 2^other in the float dtype of the result; an integer exponent scales in two halves, so the result
     is exact wherever it is representable (2^1024 is not, 0.75 * 2^1024 is)."""
-    integral = not (other.dtype.is_floating_point if is_tensor(other) else isinstance(other, float))
-    x, exponent = as_tensors(float_dtype_of(x, other), x, other)
-    if not integral:
+    integral = (other.dtype.kind in ("int", "bool")) if is_tensor(other) else isinstance(other, int)
+    dt = float_dtype_of(x, other)
+    x, exponent = as_tensors(dt, x, other)
+    if not integral or dt.kind == "complex":  # (complex numbers have no floor: scaled by 2^other at once)
         return F.mul(x, F.pow(2.0, exponent))
     half = F.floor(F.div(exponent, 2))
     return F.mul(F.mul(x, F.pow(2.0, half)), F.pow(2.0, F.sub(exponent, half)))
 
 
 defop("ldexp(Tensor input, Tensor other)", "elementwise", kind="composite", promotion=rules.to_float,
+      dtypes="all+complex",
       meta=broadcast_meta("ldexp"), composite=_ldexp, reference=lambda x, e: x * np.power(2.0, e), inplace=True,
       domain={"other": {"low": -8, "high": 8}}, doc="input * 2**other")
 

@@ -15,6 +15,7 @@ from ...schema.errors import ArgumentError
 from ...schema.meta import elementwise as broadcast_meta
 from ...schema import Sample, defop
 from ..namespace import F
+from .complex_support import conj
 from .special_support import floating, is_tensor, scipy_special
 
 _LN2 = math.log(2.0)
@@ -27,9 +28,17 @@ def _float_fields(name: str) -> dict:
 
 # -- exp2 ------------------------------------------------------------------------------------------------------
 
-defop("exp2(Tensor input)", "elementwise", **_float_fields("exp2"), inplace=True,
-      composite=floating(lambda x: F.pow(2.0, x)), reference=lambda x: np.exp2(x.astype(np.result_type(x, 0.5))),
-      derivative=lambda grad, result: F.mul(grad, F.mul(result, _LN2)),
+def _exp2(x):
+    """2 ** x; complex x as exp(x ln 2) with each part scaled apart, as PyTorch (a complex product would make
+    2 ** (inf + 0j) inf + NaN j)."""
+    if x.dtype.kind != "complex":
+        return F.pow(2.0, x)
+    return F.exp(F.complex(F.mul(F.real(x), _LN2), F.mul(F.imag(x), _LN2)))
+
+
+defop("exp2(Tensor input)", "elementwise", **_float_fields("exp2"), inplace=True, dtypes="all+complex",
+      composite=floating(_exp2), reference=lambda x: np.exp2(x.astype(np.result_type(x, 0.5))),
+      derivative=lambda grad, result: F.mul(grad, conj(F.mul(result, _LN2))),
       doc="2 ** input, elementwise")
 
 
@@ -44,10 +53,11 @@ def _sinc_derivative(grad, input):
     """(πx cos πx - sin πx) / (πx²), and 0 at x = 0 where sinc is flat."""
     pi_x = F.mul(input, math.pi)
     slope = F.div(F.sub(F.mul(pi_x, F.cos(pi_x)), F.sin(pi_x)), F.mul(pi_x, input))
-    return F.mul(grad, F.where(F.eq(input, 0.0), F.zeros_like(slope), slope))
+    return F.mul(grad, conj(F.where(F.eq(input, 0.0), F.zeros_like(slope), slope)))
 
 
 defop("sinc(Tensor input)", "elementwise", **_float_fields("sinc"), inplace=True, composite=floating(_sinc),
+      dtypes="all+complex",
       reference=lambda x: np.sinc(x.astype(np.result_type(x, 0.5))), derivative=_sinc_derivative,
       tolerances={"float32": (1e-5, 2e-5)},
       doc="the normalized sinc, sin(πx) / (πx), and 1 at 0")

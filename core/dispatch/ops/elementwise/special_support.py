@@ -29,13 +29,13 @@ def is_tensor(value) -> bool:
 
 def floating(composite: Callable) -> Callable:
     """``composite`` run on its tensor arguments cast to one working float dtype, its result rounded to the
-    promoted float type of those tensors (integers and bools promote to the default float dtype; float16 and
-    bfloat16 work in float32). Python numbers and attributes pass unchanged."""
+    promoted float (or complex) type of those tensors (integers and bools promote to the default float dtype;
+    float16 and bfloat16 work in float32). Python numbers and attributes pass unchanged."""
     @functools.wraps(composite)
     def run(*args):
         tensors = [a for a in args if is_tensor(a)]
         out = result_type_of([t.dtype for t in tensors if t.ndim], [t.dtype for t in tensors if not t.ndim], [])
-        if not out.is_floating_point:
+        if out.kind not in ("float", "complex"):  # (complex stays complex: exp2, sinc)
             out = get_default_dtype()
         work = opmath_dtype(out)
         result = composite(*(F.to_dtype(a, work) if is_tensor(a) and a.dtype is not work else a for a in args))

@@ -16,6 +16,7 @@ from ...formula_composite import formula_composite
 from ...schema.meta import elementwise as broadcast_meta
 from ...schema import defop
 from ..namespace import F
+from .complex_support import conj, is_complex, or_complex, refusing_complex, scaled, shifted, times_i
 from .float_args import floating, is_tensor
 
 _HALF_PI = math.pi / 2
@@ -25,10 +26,59 @@ _LARGE = 2.0 ** 28  # beyond this, asinh(x) = log(2x) and acosh(x) = log(2x) to 
 _INSIDE_ONE = {"input": {"low": -0.9, "high": 0.9}}  # grad_domain where the derivative is finite
 
 
-def _unary(name, composite, reference, derivative, scalar=None, **fields):
-    return defop(f"{name}(Tensor input)", "elementwise", kind="composite", promotion=rules.to_float,
+def _unary(name, composite, reference, derivative, scalar=None, promotion=rules.to_float, **fields):
+    return defop(f"{name}(Tensor input)", "elementwise", kind="composite", promotion=promotion,
                  meta=broadcast_meta(name), composite=composite, reference=reference, derivative=derivative,
                  inplace=True, scalar=scalar, **fields)
+
+
+def _complex_asinh(z):
+    """log(z + sqrt(z^2 + 1)) on the right half-plane (asinh is odd), log(2z) beyond 2^28 where z^2 overflows."""
+    flip = F.signbit(F.real(z))
+    w = F.where(flip, F.neg(z), z)
+    near = F.log(F.add(w, F.sqrt(shifted(F.mul(w, w), 1))))
+    out = F.where(F.gt(F.abs(w), _LARGE), F.add(F.log(w), _LN2), near)
+    return F.where(flip, F.neg(out), out)
+
+
+def _complex_asin(z):
+    """-i asinh(iz), C's definition."""
+    return times_i(_complex_asinh(times_i(z)), -1)
+
+
+def _complex_atan(z):
+    """-i atanh(iz)"""
+    return times_i(_complex_atanh(times_i(z)), -1)
+
+
+def _complex_acosh(z):
+    """log(z + sqrt(z + 1) sqrt(z - 1)): the two roots keep the cut on (-inf, 1], as C's cacosh; log(2z) beyond
+    2^28."""
+    near = F.log(F.add(z, F.mul(F.sqrt(shifted(z, 1)), F.sqrt(shifted(z, -1)))))
+    return F.where(F.gt(F.abs(z), _LARGE), F.add(F.log(z), _LN2), near)
+
+
+def _complex_atanh(z):
+    """log1p(2z / (1 - z)) / 2 on the upper half-plane (atanh(conj z) = conj atanh(z): a division would lose the
+    sign of a zero imaginary part, the side of the cut); beyond 2^28 the real part of 1/z (a zero with x's sign at
+    infinity) plus i pi/2 with y's sign, as C's catanh."""
+    flip = F.signbit(F.imag(z))
+    w = F.where(flip, F.conj_physical(z), z)
+    near = scaled(F.log1p(F.div(scaled(w, 2), shifted(F.neg(w), 1))), 0.5)
+    near = F.where(flip, F.conj_physical(near), near)
+    x, y, magnitude = F.real(z), F.imag(z), F.abs(z)
+    at_infinity = F.where(F.isnan(x), F.zeros_like(x), F.mul(F.sign(x), 0.0))
+    real = F.where(F.isinf(magnitude), at_infinity, F.div(F.div(x, magnitude), magnitude))
+    imag = F.where(F.isnan(y), y, F.copysign(F.full_like(y, _HALF_PI), y))
+    return F.where(F.gt(magnitude, _LARGE), F.complex(real, imag), near)
+
+
+def _complex_exp_halves(combine: str):
+    """sinh (combine "sub") and cosh ("add"): (exp(z) -+ exp(-z)) / 2 (not exp(-z) * -1: -inf - inf j times
+    -1 + 0j is NaN)."""
+    def form(z):
+        return scaled(getattr(F, combine)(F.exp(z), F.exp(F.neg(z))), 0.5)
+    return form
 
 
 @floating
@@ -110,39 +160,54 @@ def _hypot(x, y):
     big, small = F.maximum(a, b), F.minimum(a, b)
     ratio = F.div(small, big)
     out = F.where(F.eq(big, 0), big, F.mul(big, F.sqrt(F.add(F.mul(ratio, ratio), 1))))
-    return F.where(F.logical_or(F.isinf(a), F.isinf(b)), F.full((), math.inf, dtype=out.dtype,
-                                                                  device=out.device), out)
+    infinity = F.full((), math.inf, dtype=out.dtype, device=out.device)
+    return F.where(F.logical_or(F.isinf(a), F.isinf(b)), infinity, out)
 
 
 def _one_minus_square(x):
     return F.sub(1, F.mul(x, x))
 
 
-_unary("asin", _asin, np.arcsin, grad_domain=_INSIDE_ONE,
-       derivative=lambda grad, input: F.div(grad, F.sqrt(_one_minus_square(input))))
-_unary("acos", _acos, np.arccos, grad_domain=_INSIDE_ONE,
-       derivative=lambda grad, input: F.neg(F.div(grad, F.sqrt(_one_minus_square(input)))))
-_unary("atan", _atan, np.arctan,
-       derivative=lambda grad, input: F.div(grad, F.add(F.mul(input, input), 1)))
-_unary("sinh", _sinh, np.sinh,
-       derivative=lambda grad, input: F.mul(grad, F.cosh(input)))
-_unary("cosh", _cosh, np.cosh,
-       derivative=lambda grad, input: F.mul(grad, F.sinh(input)))
-_unary("asinh", _asinh, np.arcsinh,
-       derivative=lambda grad, input: F.div(grad, F.sqrt(F.add(F.mul(input, input), 1))))
-_unary("acosh", _acosh, np.arccosh, grad_domain={"input": {"low": 1.1, "high": 5.0}},
-       derivative=lambda grad, input: F.div(grad, F.sqrt(F.sub(F.mul(input, input), 1))))
+def _acosh_slope_inverse(x):
+    """sqrt(x^2 - 1); for complex x sqrt(x - 1) sqrt(x + 1), which keeps acosh's branch (as PyTorch)."""
+    if is_complex(x):
+        return F.mul(F.sqrt(F.sub(x, 1)), F.sqrt(F.add(x, 1)))
+    return F.sqrt(F.sub(F.mul(x, x), 1))
+
+
+# complex inputs: the textbook formulas above (principal branches), for backends without kernels of their own;
+# derivatives: grad times the conjugate slope (PyTorch's convention; conj is free on real tensors)
+_unary("asin", or_complex(_complex_asin)(_asin), np.arcsin, grad_domain=_INSIDE_ONE, dtypes="all+complex",
+       derivative=lambda grad, input: F.div(grad, conj(F.sqrt(_one_minus_square(input)))))
+_unary("acos", or_complex(lambda z: F.rsub(_complex_asin(z), _HALF_PI))(_acos), np.arccos, dtypes="all+complex",
+       grad_domain=_INSIDE_ONE,
+       derivative=lambda grad, input: F.neg(F.div(grad, conj(F.sqrt(_one_minus_square(input))))))
+_unary("atan", or_complex(_complex_atan)(_atan), np.arctan, dtypes="all+complex",
+       derivative=lambda grad, input: F.div(grad, conj(F.add(F.mul(input, input), 1))))
+_unary("sinh", or_complex(_complex_exp_halves("sub"))(_sinh), np.sinh, dtypes="all+complex",
+       derivative=lambda grad, input: F.mul(grad, conj(F.cosh(input))))
+_unary("cosh", or_complex(_complex_exp_halves("add"))(_cosh), np.cosh, dtypes="all+complex",
+       derivative=lambda grad, input: F.mul(grad, conj(F.sinh(input))))
+_unary("asinh", or_complex(_complex_asinh)(_asinh), np.arcsinh, dtypes="all+complex",
+       derivative=lambda grad, input: F.div(grad, conj(F.sqrt(F.add(F.mul(input, input), 1)))))
+_unary("acosh", or_complex(_complex_acosh)(_acosh), np.arccosh, grad_domain={"input": {"low": 1.1, "high": 5.0}},
+       dtypes="all+complex",
+       derivative=lambda grad, input: F.div(grad, conj(_acosh_slope_inverse(input))))
 # log1p(2x / (1 - x)) / 2: exact near 0, ±inf at ±1, NaN beyond
-_unary("atanh", floating(formula_composite("atanh")), np.arctanh, grad_domain=_INSIDE_ONE,
+_unary("atanh", or_complex(_complex_atanh)(floating(formula_composite("atanh"))), np.arctanh, dtypes="all+complex",
+       grad_domain=_INSIDE_ONE,
        scalar="log1p(2 * input / (1 - input)) / 2",
-       derivative=lambda grad, input: F.div(grad, _one_minus_square(input)))
+       derivative=lambda grad, input: F.div(grad, conj(_one_minus_square(input))))
 _unary("deg2rad", floating(formula_composite("deg2rad")), np.deg2rad, scalar=f"input * {math.pi / 180!r}",
+       promotion=refusing_complex(rules.to_float, "deg2rad is not supported for complex tensors."),
        derivative=lambda grad: F.mul(grad, math.pi / 180))
 _unary("rad2deg", floating(formula_composite("rad2deg")), np.rad2deg, scalar=f"input * {180 / math.pi!r}",
+       promotion=refusing_complex(rules.to_float, "rad2deg is not supported for complex tensors."),
        derivative=lambda grad: F.mul(grad, 180 / math.pi))
-_unary("log10", floating(formula_composite("log10")), np.log10, scalar=f"log(input) / {_LN10!r}",
-       grad_domain={"input": {"low": 0.1, "high": 5.0}},
-       derivative=lambda grad, input: F.div(grad, F.mul(input, _LN10)))
+_unary("log10", or_complex(lambda z: scaled(F.log(z), 1 / _LN10))(floating(formula_composite("log10"))),
+       np.log10, scalar=f"log(input) / {_LN10!r}",
+       grad_domain={"input": {"low": 0.1, "high": 5.0}}, dtypes="all+complex",
+       derivative=lambda grad, input: F.div(grad, conj(F.mul(input, _LN10))))
 
 
 def _square(v):

@@ -156,6 +156,12 @@ def _index_put_reference(x, indices, values, accumulate=False):
     return out
 
 
+def sort_keys(make, shape_: tuple):
+    """Random values of the sample dtype to argsort into distinct positions; complex samples draw real ones, which
+    have an order."""
+    return make(shape_, dtype=make.dtype.to_real())
+
+
 def _index_put_samples(make, dtype):
     x = make((6,))
     yield Sample((x, [F.arange(-6, 0, 2, device=x.device)], make((3,))), note="distinct negative positions")

@@ -19,10 +19,10 @@ from ...schema import Sample, defop
 from ..namespace import F
 from . import transforms
 from ..onnx_support import as_ordered, index_as_int64, rank, where
-from .._shared import _in_input_dtype, _is_tensor, _with_size
+from .._shared import _in_input_dtype, _inexact, _is_tensor, _with_size
 from ._shared import (_advanced_shape, _along_dim_normalize, _check_gather_shapes, _check_index_dtype,
                       _check_mask_dtype, _check_range, _index_put_meta, _index_put_reference, _index_put_samples,
-                      _normalize_indices, _np_key, _scatter_meta, _size)
+                      _normalize_indices, _np_key, _scatter_meta, _size, sort_keys)
 from .value_checks import check_extremes, extremes_now
 
 
@@ -44,7 +44,7 @@ def _argwhere_onnx(g, input):
 
 
 defop("argwhere(Tensor input)", "indexing", promotion=rules.to_int64, meta=lambda x: (None, len(shape(x))),
-      onnx=_argwhere_onnx,
+      dtypes="all+complex", onnx=_argwhere_onnx,
       reference=np.argwhere, samples=_argwhere_samples, differentiable=False,
       doc="(n, ndim) int64 coordinates of the nonzero elements in row-major order; n depends on the data")
 
@@ -70,7 +70,7 @@ def _nonzero_reference(x, as_tuple=False):
 # The samples leave as_tuple out: it makes this one-output op return a tuple (tests/ cover it).
 defop("nonzero(Tensor input, *, bool as_tuple=False)", "indexing", kind="composite", promotion=rules.to_int64,
       meta=_nonzero_meta, composite=_nonzero, reference=_nonzero_reference, samples=_argwhere_samples,
-      differentiable=False, doc="argwhere(input), or with as_tuple one 1-D index tensor per dim")
+      dtypes="all+complex", differentiable=False, doc="argwhere(input), or with as_tuple one 1-D index tensor per dim")
 
 
 def _nonzero_static_normalize(op, args):
@@ -102,7 +102,7 @@ def _nonzero_static_samples(make, dtype):
 
 
 defop("nonzero_static(Tensor input, *, int size, int fill_value=-1)", "indexing", kind="composite",
-      promotion=rules.to_int64, normalize=_nonzero_static_normalize,
+      dtypes="all+complex", promotion=rules.to_int64, normalize=_nonzero_static_normalize,
       meta=lambda x, size, fill_value=-1: (size, len(shape(x))), composite=_nonzero_static,
       reference=_nonzero_static_reference, samples=_nonzero_static_samples, differentiable=False,
       doc="nonzero(input) with exactly size rows: the first size, or all of them padded with rows of "
@@ -158,8 +158,8 @@ def _index_samples(make, dtype):
 def _scattered_back(grad, input, indices):
     """The gradient of input[indices]: grad added back at the indexed positions (duplicates add up). Rows
     picked by one integer index tensor (a table looked up as ``C[X]``) are an embedding's lookup: they take
-    its backward, which a backend runs as one pass."""
-    if len(indices) == 1 and indices[0] is not None and input.ndim:  # (index tensors are integer: normalize)
+    its backward, which a backend runs as one pass (real gradients: an embedding's weights are real)."""
+    if len(indices) == 1 and indices[0] is not None and input.ndim and not grad.dtype.is_complex:
         index, table = indices[0], tuple(input.shape)
         width = 1
         for size in table[1:]:
@@ -212,7 +212,7 @@ defop("index(Tensor input, Index?[] indices)", "indexing", promotion=rules.passt
 
 
 defop("index_put_(Tensor self, Index?[] indices, Tensor values, bool accumulate=False)", "indexing",
-      torch_keywords={"input": "self"},
+      dtypes="all+complex", torch_keywords={"input": "self"},
       promotion=_in_input_dtype, meta=_index_put_meta, normalize=_normalize_indices, mutates=True,
       derivative={"self": _index_put_self_derivative, "values": lambda grad, indices: F.index(grad, indices)},
       reference=_index_put_reference, samples=_index_put_samples,
@@ -251,13 +251,15 @@ def _gathered_back(grad, input, dim, index):
 
 
 def _src_derivative(grad, dim, index, src):
-    """gather(grad) at the scattered positions, padded with zeros where src is larger than index."""
+    """gather(grad) at the scattered positions, followed by zeros where src is larger than index (joined on with
+    cat, which every dtype has, complex included)."""
     picked = F.gather(grad, dim, index)
-    missing = [total - have for total, have in zip(tuple(src.shape), tuple(picked.shape))]
-    if not any(missing):
-        return picked
-    pads = [amount for m in reversed(missing) for amount in (0, m)]
-    return F.pad(picked, pads)
+    for d, total in enumerate(tuple(src.shape)):
+        missing = total - picked.shape[d]
+        if missing:
+            shape_ = tuple(picked.shape[:d]) + (missing,) + tuple(picked.shape[d + 1:])
+            picked = F.cat([picked, F.zeros(shape_, dtype=picked.dtype, device=picked.device)], d)
+    return picked
 
 
 def _as_1d(g, name, scalar: bool):
@@ -319,7 +321,7 @@ def _assign(out, key, src):
 def _distinct_index(make, size, index_shape, dim):
     """An index with no position repeated along dim (where scatter's result would be unspecified)."""
     full = index_shape[:dim] + (size,) + index_shape[dim + 1:]
-    return F.slice(F.argsort(make(full), dim), dim, 0, index_shape[dim])
+    return F.slice(F.argsort(sort_keys(make, full), dim), dim, 0, index_shape[dim])
 
 
 def _scatter_samples(distinct):
@@ -345,7 +347,7 @@ def _scatter_samples(distinct):
 
 def _declare_scatter(name, accumulate, doc, autocast=None):
     defop(f"{name}(Tensor input, dim dim, Index index, Tensor src)", "indexing", promotion=_in_input_dtype,
-          onnx=_scatter_onnx("add" if accumulate else "none"),
+          dtypes="all+complex", onnx=_scatter_onnx("add" if accumulate else "none"),
           meta=_scatter_meta(name), normalize=_along_dim_normalize,
           derivative={"input": (lambda grad: grad) if accumulate else
                       (lambda grad, dim, index: F.scatter(grad, dim, index, 0)), "src": _src_derivative},
@@ -396,7 +398,7 @@ def _index_add(x, dim, index, source, alpha=1):
         return F.reshape(flat, ())
     if alpha != 1:
         # integer tensors take alpha in their own dtype (2.5 counts as 2), as in PyTorch
-        source = F.mul(source, alpha if x.dtype.is_floating_point else int(alpha))
+        source = F.mul(source, alpha if _inexact(x.dtype) else int(alpha))
     return F.index_put_(F.clone(x), [None] * dim + [F.reshape(index, (-1,))], source, True)
 
 
@@ -427,7 +429,7 @@ def _index_add_onnx(g, input, dim, index, source, alpha=1):
     dtype, scalar = g.compute, not rank(g, input)
     x, source = (as_ordered(g, _as_1d(g, t, scalar), dtype) for t in (input, source))
     if alpha != 1:
-        scale = alpha if dtype.is_floating_point else int(alpha)
+        scale = alpha if _inexact(dtype) else int(alpha)
         source = g.op("Mul", source, g.const(scale, int32 if dtype is bool_ else dtype))
     order = [dim] + [d for d in range(max(rank(g, input), 1)) if d != dim]
     inverse = [order.index(d) for d in range(len(order))]
@@ -440,7 +442,7 @@ def _index_add_onnx(g, input, dim, index, source, alpha=1):
 
 
 defop("index_add(Tensor input, dim dim, Index index, Tensor source, *, Scalar alpha=1)", "indexing",
-      onnx=_index_add_onnx,
+      dtypes="all+complex", onnx=_index_add_onnx,
       kind="composite", promotion=_in_input_dtype, meta=lambda x, dim, index, source, alpha=1: shape(x),
       normalize=_index_add_normalize, composite=_index_add, reference=_index_add_reference,
       samples=_index_add_samples, inplace=True,
@@ -517,7 +519,7 @@ def _masked_fill_samples(make, dtype):
     yield Sample((make(()), make((), dtype=bool_), 1), note="0-d")
 
 
-defop("masked_fill(Tensor input, Index mask, Tensor value)", "indexing", kind="composite",
+defop("masked_fill(Tensor input, Index mask, Tensor value)", "indexing", dtypes="all+complex", kind="composite",
       number_operands=("value",),
       promotion=_in_input_dtype, meta=lambda x, mask, value: broadcast_shapes("masked_fill", shape(x), shape(mask)),
       normalize=_masked_fill_normalize, composite=_masked_fill, inplace=True, samples=_masked_fill_samples,

@@ -7,6 +7,7 @@ from ...schema import rules
 from ...schema.dtypes import bool_
 from ...schema.meta import shape
 from ...schema import Sample, defop
+from ..elementwise.complex_support import refusing_complex
 from ..namespace import F
 from ..elementwise.float_args import as_tensors, promoted_dtype
 
@@ -34,7 +35,8 @@ def _isin_samples(make, dtype):
 defop("isin(Tensor elements, Tensor test_elements, *, bool assume_unique=False, bool invert=False)", "indexing",
       torch_keywords={"element": "elements", "test_element": "test_elements"},
       number_operands=("elements", "test_elements"),
-      kind="composite", promotion=rules.to_bool, meta=lambda elements, *rest: shape(elements), composite=_isin,
+      kind="composite", promotion=refusing_complex(rules.to_bool, "Unsupported input type encountered for isin()"),
+      meta=lambda elements, *rest: shape(elements), composite=_isin,
       differentiable=False, samples=_isin_samples, method=False,
       reference=lambda elements, test, assume_unique=False, invert=False: np.isin(elements, test, invert=invert),
       doc="elementwise membership of elements in test_elements (memory: their product of sizes)")

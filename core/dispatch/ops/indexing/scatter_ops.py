@@ -13,8 +13,9 @@ import numpy as np
 
 from ...schema import rules
 from ...schema.binding import tensor_argument
-from ...schema.dtypes import bool_, int64
-from ...schema.errors import ArgumentError, DtypeError, OutOfRangeError, ShapeError, describe, describe_all
+from ...schema.dtypes import SCALAR_TYPE_NAMES, bool_, int64
+from ...schema.errors import (ArgumentError, DtypeError, OutOfRangeError, ShapeError, UnsupportedDtypeError, describe,
+                              describe_all)
 from ...schema.meta import broadcast_shapes, check_index, numel, require, require_dims, shape
 from ...schema.overflow import check_fits
 from ...schema import Sample, defop
@@ -22,8 +23,9 @@ from ..namespace import F
 from . import transforms
 from .indexing import check_index_vector
 from ._shared import (_along_dim_normalize, _check_index_dtype, _check_mask_dtype, _check_range, _index_put_meta,
-                      _index_put_reference, _index_put_samples, _normalize_indices, _scatter_meta, _size)
-from .._shared import _in_input_dtype, _is_tensor
+                      _index_put_reference, _index_put_samples, _normalize_indices, _scatter_meta, _size,
+                      sort_keys)
+from .._shared import _in_input_dtype, _inexact, _is_tensor
 
 REDUCTIONS = ("sum", "prod", "mean", "amax", "amin")
 
@@ -43,7 +45,7 @@ def _index_vector_normalize(op, args):
 
 def _index_copy_samples(make, dtype):
     def distinct(n, size):  # positions written once: otherwise which duplicate wins is unspecified
-        return F.slice(F.argsort(make((size,))), 0, 0, n)
+        return F.slice(F.argsort(sort_keys(make, (size,))), 0, 0, n)
     yield Sample((make((5,)), 0, distinct(3, 5), make((3,))))
     yield Sample((make((4, 5), noncontiguous=True), 1, distinct(3, 5), make((4, 3))), note="along dim 1")
     yield Sample((make((3, 2)), 0, distinct(0, 3), make((0, 2))), note="empty index")
@@ -69,8 +71,9 @@ def _index_copy_reference(x, dim, index, source):
 
 
 defop("index_copy(Tensor input, dim dim, Index index, Tensor source)", "indexing", kind="composite",
-      promotion=_in_input_dtype, meta=lambda x, dim, index, source: shape(x), normalize=_index_vector_normalize,
-      composite=_index_copy, reference=_index_copy_reference, samples=_index_copy_samples, inplace=True,
+      dtypes="all+complex", promotion=_in_input_dtype, meta=lambda x, dim, index, source: shape(x),
+      normalize=_index_vector_normalize, composite=_index_copy, reference=_index_copy_reference,
+      samples=_index_copy_samples, inplace=True,
       doc="a copy of input with source[..., i, ...] written at input[..., index[i], ...] along dim")
 
 
@@ -111,7 +114,7 @@ def _index_fill_samples(make, dtype):
 
 
 defop("index_fill(Tensor input, dim dim, Index index, Tensor value)", "indexing", kind="composite",
-      number_operands=("value",),
+      dtypes="all+complex", number_operands=("value",),
       promotion=_in_input_dtype, meta=lambda x, dim, index, value: shape(x), normalize=_index_fill_normalize,
       composite=_index_fill, reference=_index_fill_reference, samples=_index_fill_samples, inplace=True,
       doc="a copy of input with value (a number or 0-d tensor) at the entries of index along dim")
@@ -122,7 +125,7 @@ defop("index_fill(Tensor input, dim dim, Index index, Tensor value)", "indexing"
 defop("index_put(Tensor input, Index?[] indices, Tensor values, bool accumulate=False)", "indexing",
       kind="composite", promotion=_in_input_dtype, meta=_index_put_meta, normalize=_normalize_indices,
       composite=lambda x, indices, values, accumulate=False: F.index_put_(F.clone(x), indices, values, accumulate),
-      reference=_index_put_reference, samples=_index_put_samples, batch=transforms.index_put,
+      dtypes="all+complex", reference=_index_put_reference, samples=_index_put_samples, batch=transforms.index_put,
       doc="the out-of-place index_put_: a copy of input with input[indices] = values (or += with accumulate)")
 
 
@@ -178,7 +181,7 @@ def _put_reference(x, index, source, accumulate=False):
 
 
 def _put_samples(make, dtype):
-    positions = F.slice(F.argsort(make((12,))), 0, 0, 5)
+    positions = F.slice(F.argsort(sort_keys(make, (12,))), 0, 0, 5)
     yield Sample((make((3, 4)), F.sub(positions, 12), make((5,))), note="distinct negative positions")
     yield Sample((make((3, 4), noncontiguous=True), make((2, 4), dtype=int64, low=0, high=12), make((8,)), True),
                  note="accumulate with repeats")
@@ -187,7 +190,7 @@ def _put_samples(make, dtype):
 
 
 defop("put(Tensor input, Index index, Tensor source, bool accumulate=False)", "indexing", kind="composite",
-      promotion=_in_input_dtype, meta=lambda x, index, source, accumulate=False: shape(x),
+      dtypes="all+complex", promotion=_in_input_dtype, meta=lambda x, index, source, accumulate=False: shape(x),
       normalize=_put_normalize, composite=_put, reference=_put_reference, samples=_put_samples, inplace=True,
       doc="a copy of input with source written (or added, with accumulate) at index of the flattened input")
 
@@ -293,7 +296,7 @@ def _masked_scatter_samples(make, dtype):
     yield Sample((make(()), make((), dtype=bool_), make((2,))), note="0-d")
 
 
-defop("masked_scatter(Tensor input, Index mask, Tensor source)", "indexing", kind="composite",
+defop("masked_scatter(Tensor input, Index mask, Tensor source)", "indexing", dtypes="all+complex", kind="composite",
       promotion=_in_input_dtype, meta=lambda x, mask, source: broadcast_shapes("masked_scatter", shape(x), shape(mask)),
       normalize=_masked_scatter_normalize, composite=_masked_scatter, reference=_masked_scatter_reference,
       samples=_masked_scatter_samples, inplace=True,
@@ -327,10 +330,11 @@ def _reduce_into(flat, targets, values, reduce: str, include_self: bool):
         total = F.index_put_(F.clone(base), [targets], values, True)
         if reduce == "sum":
             return total
-        count = F.full(tuple(flat.shape), 1 if include_self else 0, dtype=flat.dtype, device=flat.device)
-        count = F.maximum(F.index_put_(count, [targets], F.ones((), dtype=flat.dtype, device=flat.device), True),
-                          F.ones((), dtype=flat.dtype, device=flat.device))
-        return F.div(total, count) if flat.dtype.is_floating_point else F.floor_divide(total, count)
+        counted = flat.dtype.to_real()  # a complex mean divides by a real count
+        count = F.full(tuple(flat.shape), 1 if include_self else 0, dtype=counted, device=flat.device)
+        count = F.maximum(F.index_put_(count, [targets], F.ones((), dtype=counted, device=flat.device), True),
+                          F.ones((), dtype=counted, device=flat.device))
+        return F.div(total, count) if _inexact(flat.dtype) else F.floor_divide(total, count)
     combine = getattr(F, _COMBINE[reduce])
     order = F.argsort(targets)
     runs, scanned = F.index(targets, [order]), _segmented_scan(F.index(values, [order]), F.index(targets, [order]),
@@ -369,8 +373,18 @@ def _check_reduce(op_name: str, reduce, allowed=REDUCTIONS) -> None:
         raise ArgumentError(f"{op_name}: reduce must be one of {', '.join(map(repr, allowed))}, got {reduce!r}")
 
 
+def _refuse_complex_extrema(op, args, target: str) -> None:
+    """amax and amin order values, which complex numbers have not (PyTorch: "..._reduce_amax" not implemented for
+    'ComplexFloat'); sum, prod and mean take complex."""
+    dtype = args[target].dtype
+    if dtype.is_complex and args["reduce"] in ("amax", "amin"):
+        raise UnsupportedDtypeError(f"{op.name}: reduce='{args['reduce']}' not implemented for "
+                                    f"'{SCALAR_TYPE_NAMES[dtype]}' ({describe(args[target])})")
+
+
 def _scatter_reduce_normalize(op, args):
     _check_reduce("scatter_reduce", args["reduce"])
+    _refuse_complex_extrema(op, args, "input")
     if not _is_tensor(args["src"]):
         raise DtypeError(f"scatter_reduce: src must be a tensor, got {describe(args['src'])}")
     _along_dim_normalize(op, args)
@@ -410,7 +424,7 @@ def _np_reduce_into(out: np.ndarray, key, values: np.ndarray, reduce: str, inclu
         count = np.full(out.shape, 1 if include_self else 0, np.int64)
         np.add.at(count, key, 1)
         count = np.maximum(count, 1)
-        out = out / count if out.dtype.kind == "f" else np.floor_divide(out, count)
+        out = out / count if out.dtype.kind in "fc" else np.floor_divide(out, count)
     return out.astype(values.dtype)
 
 
@@ -436,7 +450,7 @@ def _scatter_reduce_samples(make, dtype):
 
 
 defop("scatter_reduce(Tensor input, dim dim, Index index, Tensor src, str reduce, *, bool include_self=True)",
-      "indexing", kind="composite", promotion=_in_input_dtype, dtypes="numeric",
+      "indexing", kind="composite", promotion=_in_input_dtype, dtypes="numeric+complex",
       meta=lambda x, dim, index, src, reduce, include_self=True: _scatter_meta("scatter_reduce")(x, dim, index, src),
       normalize=_scatter_reduce_normalize, composite=_scatter_reduce, reference=_scatter_reduce_reference,
       samples=_scatter_reduce_samples, inplace=True, tolerances={"float16": (2e-2, 2e-2), "bfloat16": (5e-2, 5e-2)},
@@ -446,6 +460,7 @@ defop("scatter_reduce(Tensor input, dim dim, Index index, Tensor src, str reduce
 
 def _index_reduce_normalize(op, args):
     _check_reduce("index_reduce", args["reduce"], REDUCTIONS[1:])
+    _refuse_complex_extrema(op, args, "input")
     _index_vector_normalize(op, args)
 
 
@@ -473,7 +488,7 @@ def _index_reduce_samples(make, dtype):
 
 
 defop("index_reduce(Tensor input, dim dim, Index index, Tensor source, str reduce, *, bool include_self=True)",
-      "indexing", kind="composite", promotion=_in_input_dtype, dtypes="numeric",
+      "indexing", kind="composite", promotion=_in_input_dtype, dtypes="numeric+complex",
       meta=lambda x, dim, index, source, reduce, include_self=True: shape(x), normalize=_index_reduce_normalize,
       composite=_index_reduce, reference=_index_reduce_reference, samples=_index_reduce_samples, inplace=True,
       tolerances={"float16": (2e-2, 2e-2), "bfloat16": (5e-2, 5e-2)},
@@ -537,7 +552,7 @@ def _diagonal_scatter_samples(make, dtype):
 
 
 defop("diagonal_scatter(Tensor input, Tensor src, int offset=0, dim dim1=0, dim dim2=1)", "indexing",
-      kind="composite", promotion=_in_input_dtype, normalize=_diagonal_scatter_normalize,
+      dtypes="all+complex", kind="composite", promotion=_in_input_dtype, normalize=_diagonal_scatter_normalize,
       meta=lambda x, src, offset=0, dim1=0, dim2=1: shape(x), composite=_diagonal_scatter,
       reference=_diagonal_scatter_reference, samples=_diagonal_scatter_samples,
       doc="a copy of input with src written on its diagonal (offset, between dim1 and dim2)")
@@ -563,7 +578,7 @@ def _select_scatter_samples(make, dtype):
 
 
 defop("select_scatter(Tensor input, Tensor src, dim dim, int index)", "indexing", kind="composite",
-      promotion=_in_input_dtype, normalize=_select_scatter_normalize,
+      dtypes="all+complex", promotion=_in_input_dtype, normalize=_select_scatter_normalize,
       meta=lambda x, src, dim, index: shape(x),
       composite=lambda x, src, dim, index: F.index_put_(
           F.clone(x), _along(x, dim, F.full((), index, dtype=int64, device=x.device)), src),
@@ -605,7 +620,7 @@ def _slice_scatter_samples(make, dtype):
 
 
 defop("slice_scatter(Tensor input, Tensor src, dim dim=0, int? start=None, int? end=None, int step=1)", "indexing",
-      kind="composite", promotion=_in_input_dtype, normalize=_slice_scatter_normalize,
+      dtypes="all+complex", kind="composite", promotion=_in_input_dtype, normalize=_slice_scatter_normalize,
       meta=lambda x, src, dim=0, start=None, end=None, step=1: shape(x), composite=_slice_scatter,
       reference=_slice_scatter_reference, samples=_slice_scatter_samples,
       doc="a copy of input with src written at input[..., start:end:step, ...] along dim")
@@ -629,7 +644,7 @@ def _fill_samples(make, dtype):
     yield Sample((make(()), make(())), note="0-d")
 
 
-defop("fill(Tensor input, Tensor value)", "indexing", kind="composite", promotion=_in_input_dtype,
+defop("fill(Tensor input, Tensor value)", "indexing", dtypes="all+complex", kind="composite", promotion=_in_input_dtype,
       number_operands=("value",),
       normalize=_fill_normalize, meta=lambda x, value: shape(x), method=False,
       composite=lambda x, value: F.clone(F.expand(F.to_dtype(value, x.dtype) if _is_tensor(value) else

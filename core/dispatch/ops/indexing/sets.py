@@ -123,7 +123,8 @@ def _unique_consecutive_samples(make, dtype):
 
 
 def _outputs_promotion(rt, op, args):
-    return None, (rt, int64, int64)
+    """Computed in the input's dtype, so that complex input is refused, as PyTorch's unique refuses it."""
+    return rt, (rt, int64, int64)
 
 
 defop("_unique(Tensor input, bool sorted=True, dim? dim=None)", "indexing", kind="composite",

@@ -9,6 +9,7 @@ from ...schema import rules
 from ...schema.dtypes import bool_, int64
 from ...schema.meta import require, shape
 from ...schema import Sample, defop
+from ..elementwise.complex_support import refusing_complex
 from ..namespace import F
 from ._shared import _size
 from .._shared import _with_size
@@ -85,14 +86,16 @@ def _topk_onnx(g, input, k, dim=-1, largest=True, sorted=True):
 
 defop("sort(Tensor input, dim dim=-1, bool descending=False, *, bool stable=False)", "indexing",
       onnx=_sort_onnx,
-      promotion=rules.with_indices, meta=_sort_meta, reference=_sort_reference, samples=_sort_samples,
+      promotion=refusing_complex(rules.with_indices, "Sort does not support complex dtypes on CPU"),
+      meta=_sort_meta, reference=_sort_reference, samples=_sort_samples,
       derivative=_sort_derivative,
       outputs=("values", "indices"), batch="dims",
       doc="values and int64 indices sorted along dim; always stable; NaN sorts as the largest value")
 
 
 defop("argsort(Tensor input, dim dim=-1, bool descending=False, *, bool stable=False)", "indexing",
-      kind="composite", promotion=rules.to_int64, meta=lambda x, *rest: shape(x),
+      kind="composite", promotion=refusing_complex(rules.to_int64, "Sort does not support complex dtypes on CPU"),
+      meta=lambda x, *rest: shape(x),
       composite=lambda x, dim=-1, descending=False, stable=False: F.sort(x, dim, descending).indices,
       onnx=_argsort_onnx,
       reference=lambda x, dim=-1, descending=False, stable=False: _sort_reference(x, dim, descending)[1],
@@ -131,7 +134,8 @@ def _topk_samples(make, dtype):
 
 
 defop("topk(Tensor input, int k, dim dim=-1, bool largest=True, bool sorted=True)", "indexing",
-      kind="composite", promotion=rules.with_indices, dtypes="numeric", meta=_topk_meta, composite=_topk,
+      kind="composite", promotion=refusing_complex(rules.with_indices, "topk does not support complex dtypes on CPU"),
+      dtypes="numeric", meta=_topk_meta, composite=_topk,
       onnx=_topk_onnx,
       reference=_topk_reference, samples=_topk_samples, outputs=("values", "indices"),
       doc="the k largest (or smallest) values along dim and their indices, always in sorted order; "

@@ -6,7 +6,7 @@ from __future__ import annotations
 from ...schema.errors import ShapeError
 from ...schema.meta import broadcast_shapes, shape
 from ..namespace import F
-from .matrices import check_info, eye_like, mT
+from .matrices import check_info, eye_like, mH
 
 
 def permutation_of(pivots, m: int):
@@ -23,17 +23,17 @@ def permute_rows(x, perm, inverse: bool = False):
 
 
 def _lu_solve(LU, pivots, B, left=True, adjoint=False):
-    """P L U X = B: permute, then two triangular solves (the transposed system in the reverse order)."""
-    if not left:  # X A = B  <=>  A^T X^T = B^T
-        return mT(_lu_solve(LU, pivots, mT(B), left=True, adjoint=not adjoint))
+    """P L U X = B: permute, then two triangular solves (the adjoint system A^H X = B in the reverse order)."""
+    if not left:  # X A = B  <=>  A^H X^H = B^H
+        return mH(_lu_solve(LU, pivots, mH(B), left=True, adjoint=not adjoint))
     batch = broadcast_shapes("linalg.lu_solve", tuple(LU.shape[:-2]), tuple(B.shape[:-2]))
     B = F.expand(B, batch + tuple(B.shape[-2:]))
     perm = F.expand(permutation_of(pivots, LU.shape[-1]), batch + (LU.shape[-1],))
     if not adjoint:
         half = F.linalg_solve_triangular(LU, permute_rows(B, perm), upper=False, unitriangular=True)
         return F.linalg_solve_triangular(LU, half, upper=True)
-    half = F.linalg_solve_triangular(mT(LU), B, upper=False)
-    return permute_rows(F.linalg_solve_triangular(mT(LU), half, upper=True, unitriangular=True), perm, inverse=True)
+    half = F.linalg_solve_triangular(mH(LU), B, upper=False)
+    return permute_rows(F.linalg_solve_triangular(mH(LU), half, upper=True, unitriangular=True), perm, inverse=True)
 
 
 def _inv_ex(A):

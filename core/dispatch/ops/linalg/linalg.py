@@ -1,4 +1,5 @@
-"""Linear algebra: matmul is the primitive; bmm, mm, outer and einsum are composed from it."""
+"""Linear algebra: matmul is the primitive; bmm, mm, outer and einsum are composed from it. All take complex
+operands too, with PyTorch's conjugate Wirtinger derivatives (grad @ conj(other)^T)."""
 from __future__ import annotations
 
 import functools
@@ -14,6 +15,7 @@ from ...schema.meta import require, shape
 from ...schema import Sample, defop
 from ..namespace import F
 from ._shared import _matmul_meta
+from .matrices import mH
 
 
 def _as_matrices(grad, input_ndim: int, other_ndim: int):
@@ -26,16 +28,16 @@ def _as_matrices(grad, input_ndim: int, other_ndim: int):
 
 
 def _matmul_input_derivative(grad, input, other):
-    """grad @ other^T; the engine sums broadcast batch dims."""
+    """grad @ other^H; the engine sums broadcast batch dims."""
     b = F.unsqueeze(other, -1) if other.ndim == 1 else other
-    out = F.matmul(_as_matrices(grad, input.ndim, other.ndim), F.transpose(b, -1, -2))
+    out = F.matmul(_as_matrices(grad, input.ndim, other.ndim), mH(b))
     return F.squeeze(out, [-2]) if input.ndim == 1 else out
 
 
 def _matmul_other_derivative(grad, input, other):
-    """input^T @ grad."""
+    """input^H @ grad."""
     a = F.unsqueeze(input, 0) if input.ndim == 1 else input
-    out = F.matmul(F.transpose(a, -1, -2), _as_matrices(grad, input.ndim, other.ndim))
+    out = F.matmul(mH(a), _as_matrices(grad, input.ndim, other.ndim))
     return F.squeeze(out, [-1]) if other.ndim == 1 else out
 
 
@@ -103,7 +105,8 @@ def _matmul_batch(call):
     return call.wrap(out)
 
 
-defop("matmul(Tensor input, Tensor other)", "linalg", promotion=rules.same, dtypes="numeric", meta=_matmul_meta,
+defop("matmul(Tensor input, Tensor other)", "linalg", promotion=rules.same, dtypes="numeric+complex",
+      meta=_matmul_meta,
       samples=_matmul_samples, autocast="lower", onnx="MatMul", jvp="multilinear", batch=_matmul_batch,
       derivative={"input": _matmul_input_derivative, "other": _matmul_other_derivative},
       reference=np.matmul, doc="matrix product with NumPy/PyTorch broadcasting of batch dims")
@@ -116,7 +119,8 @@ def _declare_fixed_rank_matmul(name: str, rank: int, samples) -> None:
         require(rank == 2 or shape(a)[0] == shape(b)[0], name, "batch sizes differ", a, b)
         return _matmul_meta(a, b, name)
 
-    defop(f"{name}(Tensor input, Tensor mat2)", "linalg", kind="composite", promotion=rules.same, dtypes="numeric",
+    defop(f"{name}(Tensor input, Tensor mat2)", "linalg", kind="composite", promotion=rules.same,
+          dtypes="numeric+complex",
           meta=meta, composite=lambda a, b: F.matmul(a, b), reference=np.matmul, samples=samples, onnx="MatMul",
           autocast="lower")
 
@@ -130,7 +134,8 @@ def _outer_meta(a, b):
     return shape(a) + shape(b)
 
 
-defop("outer(Tensor input, Tensor vec2)", "linalg", kind="composite", promotion=rules.same, meta=_outer_meta,
+defop("outer(Tensor input, Tensor vec2)", "linalg", kind="composite", promotion=rules.same, dtypes="all+complex",
+      meta=_outer_meta,
       composite=lambda a, b: F.mul(F.unsqueeze(a, 1), F.unsqueeze(b, 0)), reference=np.outer,
       samples=_outer_samples)
 
@@ -257,8 +262,8 @@ def _einsum_onnx(g, equation, operands):
 
 
 defop("einsum(str equation, Tensor[] operands)", "linalg", kind="composite", promotion=_einsum_promotion,
-      dtypes="numeric", meta=_einsum_meta, composite=_einsum, method=False, samples=_einsum_samples, autocast="lower",
-      onnx=_einsum_onnx,
+      dtypes="numeric+complex", meta=_einsum_meta, composite=_einsum, method=False, samples=_einsum_samples,
+      autocast="lower", onnx=_einsum_onnx,
       tolerances={"float16": (1e-2, 0.1), "bfloat16": (4e-2, 0.25)},  # the composite rounds every product
       reference=_einsum_reference,
       doc="Einstein summation; '...' broadcasts; a subscript may not repeat within one operand")

@@ -19,7 +19,9 @@ from ...schema import Gauge, Sample, defop
 from ..namespace import F
 from .decompositions import spd, well_conditioned
 from ._shared import _inv
-from .matrices import eye_like, float_dtype, floating, matrix_shape, mT, reads_results, wrap_dim as _wrap
+from . import linalg_eig  # noqa: F401  (declares linalg_eig and linalg_eigvals with the spectral functions)
+from .matrices import (conj, eye_like, float_dtype, floating, floating_outputs, floating_real, matrix_shape, mH,
+                       reads_results, wrap_dim as _wrap)
 
 
 # -- spectral ---------------------------------------------------------------------------------------
@@ -28,14 +30,15 @@ def _eigvalsh_reference(A, UPLO="L"):
     return np.linalg.eigvalsh(A, UPLO=UPLO)
 
 
-defop("linalg_eigvalsh(Tensor A, str UPLO='L')", "linalg", kind="composite", promotion=floating, dtypes="float",
+defop("linalg_eigvalsh(Tensor A, str UPLO='L')", "linalg", kind="composite", promotion=floating_real,
+      dtypes="float+complex",
       torch_keywords={"input": "A"},
       meta=lambda A, UPLO="L": matrix_shape("linalg_eigvalsh", A, square=True)[:-1],
       composite=lambda A, UPLO="L": F.linalg_eigh(A, UPLO)[0], reference=_eigvalsh_reference,
-      samples=lambda make, dtype: (Sample((spd(make, 3),), gradcheck=False), Sample((spd(make, 2, (2,)), "U"),
-                                                                                    gradcheck=False),
-                                   Sample((spd(make, 1, (3,)),), note="1 x 1")),
-      method=False, doc="eigenvalues of symmetric matrices, ascending")
+      samples=lambda make, dtype: (Sample((spd(make, 3),), gradcheck=False),
+                                   Sample((spd(make, 1, (3,)),), note="1 x 1"),
+                                   Sample((spd(make, 2, (2,)), "U"), gradcheck=False)),
+      method=False, doc="eigenvalues (real) of symmetric (Hermitian) matrices, ascending")
 
 
 def _svdvals_meta(A, driver=None):
@@ -43,15 +46,16 @@ def _svdvals_meta(A, driver=None):
     return s[:-2] + (min(s[-2:]),)
 
 
-defop("linalg_svdvals(Tensor A, *, str? driver=None)", "linalg", kind="composite", promotion=floating,
-      dtypes="float", meta=_svdvals_meta, composite=lambda A, driver=None: F.linalg_svd(A, False)[1],
+defop("linalg_svdvals(Tensor A, *, str? driver=None)", "linalg", kind="composite", promotion=floating_real,
+      dtypes="float+complex", meta=_svdvals_meta, composite=lambda A, driver=None: F.linalg_svd(A, False)[1],
       reference=lambda A, driver=None: np.linalg.svd(A, compute_uv=False),
       samples=lambda make, dtype: (Sample((make((4, 3)),)), Sample((make((2, 2, 5)),))), method=False,
       doc="singular values, descending (driver is for cuSOLVER and ignored elsewhere, as in PyTorch)")
 
 
 def _tolerance(values, largest, m, n, atol, rtol):
-    """max(atol, rtol * largest singular value), PyTorch's defaults: rtol = eps * max(m, n) unless atol > 0."""
+    """max(atol, rtol * largest singular value), PyTorch's defaults: rtol = eps * max(m, n) unless atol > 0
+    (``values`` real: singular values, or eigenvalues' magnitudes)."""
     if rtol is None:
         rtol = 0.0 if atol is not None and atol > 0 else float(np.finfo(np.dtype(values.dtype.name)).eps) * max(m, n)
     return F.maximum(F.mul(largest, rtol), F.full((), float(atol or 0.0), dtype=values.dtype, device=values.device))
@@ -65,12 +69,12 @@ def _pinv(A, atol=None, rtol=None, hermitian=False):
         threshold = _tolerance(size, F.amax(size, -1, True), m, n, atol, rtol)
         keep = F.gt(size, threshold)
         inverse = F.where(keep, F.reciprocal(F.where(keep, values, 1.0)), 0.0)
-        return F.matmul(F.mul(vectors, F.unsqueeze(inverse, -2)), mT(vectors))
+        return F.matmul(F.mul(vectors, F.unsqueeze(inverse, -2)), mH(vectors))
     u, s, vh = F.linalg_svd(A, False)
     threshold = _tolerance(s, F.amax(s, -1, True) if s.shape[-1] else s, m, n, atol, rtol)
     keep = F.gt(s, threshold)
     inverse = F.where(keep, F.reciprocal(F.where(keep, s, 1.0)), 0.0)
-    return F.matmul(F.mul(mT(vh), F.unsqueeze(inverse, -2)), mT(u))
+    return F.matmul(F.mul(mH(vh), F.unsqueeze(inverse, -2)), mH(u))
 
 
 def _pinv_meta(A, atol=None, rtol=None, hermitian=False):
@@ -85,7 +89,7 @@ def _pinv_reference(A, atol=None, rtol=None, hermitian=False):
     u, s, vh = np.linalg.svd(A, full_matrices=False)
     threshold = np.maximum(rtol * s.max(-1, keepdims=True), atol or 0.0)
     inverse = np.where(s > threshold, 1 / np.where(s > threshold, s, 1), 0)
-    return np.swapaxes(vh, -1, -2) @ (inverse[..., None] * np.swapaxes(u, -1, -2))
+    return np.conj(np.swapaxes(vh, -1, -2)) @ (inverse[..., None] * np.conj(np.swapaxes(u, -1, -2)))
 
 
 def _pinv_samples(make, dtype):
@@ -96,10 +100,11 @@ def _pinv_samples(make, dtype):
 
 defop("linalg_pinv(Tensor A, *, float? atol=None, float? rtol=None, bool hermitian=False)", "linalg",
       torch_keywords={"input": "A"},
-      kind="composite", promotion=floating, dtypes="float", meta=_pinv_meta, composite=_pinv,
+      kind="composite", promotion=floating, dtypes="float+complex", meta=_pinv_meta, composite=_pinv,
       reference=_pinv_reference, samples=_pinv_samples, method=False,
       doc="the Moore-Penrose pseudo-inverse; singular values at or below max(atol, rtol * largest) count as zero")
-defop("pinverse(Tensor input, float rcond=1e-15)", "linalg", kind="composite", promotion=floating, dtypes="float",
+defop("pinverse(Tensor input, float rcond=1e-15)", "linalg", kind="composite", promotion=floating,
+      dtypes="float+complex",
       meta=lambda input, rcond=1e-15: _pinv_meta(input), composite=lambda input, rcond=1e-15: _pinv(input, rtol=rcond),
       reference=lambda input, rcond=1e-15: _pinv_reference(input, rtol=rcond),
       samples=lambda make, dtype: (Sample((make((4, 3)),)), Sample((make((2, 2, 3)), 0.01))),
@@ -129,7 +134,7 @@ def _low_rank(make, m, n, rank):
 
 defop("linalg_matrix_rank(Tensor A, *, float? atol=None, float? rtol=None, bool hermitian=False)", "linalg",
       torch_keywords={"input": "A"},
-      kind="composite", promotion=lambda rt, op, args: (floating(rt, op, args)[0], int64), dtypes="float",
+      kind="composite", promotion=lambda rt, op, args: (floating(rt, op, args)[0], int64), dtypes="float+complex",
       meta=lambda A, atol=None, rtol=None, hermitian=False: matrix_shape("linalg_matrix_rank", A)[:-2],
       composite=_matrix_rank, reference=_matrix_rank_reference, differentiable=False, method=False,
       samples=lambda make, dtype: (Sample((make((4, 3)),)), Sample((_low_rank(make, 4, 4, 2),), note="rank 2"),
@@ -151,13 +156,14 @@ def _lstsq(A, B, rcond=None, driver=None):
     if rcond is None or rcond < 0:
         rcond = float(np.finfo(np.dtype(A.dtype.name)).eps) * max(m, n)
     solution = F.matmul(_pinv(A, rtol=rcond), B)
-    empty = F.zeros((0,), dtype=A.dtype, device=A.device)
+    empty = F.zeros((0,), dtype=A.dtype.to_real(), device=A.device)
     with links.recorder.no_grad():  # PyTorch differentiates the solution and residuals only
         rank = _matrix_rank(A, rtol=rcond) if driver != "gels" else F.zeros((0,), dtype=int64, device=A.device)
         values = F.linalg_svdvals(A) if driver in ("gelsd", "gelss") else empty
         with checking_results():  # only which outputs are empty, as LAPACK's drivers report them
             full_rank = m > n and driver != "gelsy" and bool(F.all(F.eq(_matrix_rank(A, rtol=rcond), n)).item())
-    residuals = F.sum(F.pow(F.sub(F.matmul(A, solution), B), 2), -2) if full_rank else empty
+    errors = F.sub(F.matmul(A, solution), B)
+    residuals = F.sum(F.pow(F.abs(errors) if errors.dtype.is_complex else errors, 2), -2) if full_rank else empty
     return solution, residuals, rank, values
 
 
@@ -176,7 +182,8 @@ def _lstsq_meta(A, B, rcond=None, driver=None):
 
 def _lstsq_promotion(rt, op, args):
     dt = float_dtype(op.name, rt)
-    return dt, (dt, dt, int64, dt)
+    real = dt and dt.to_real()
+    return dt, (dt, real, int64, real)
 
 
 def _lstsq_reference(A, B, rcond=None, driver=None):
@@ -184,10 +191,10 @@ def _lstsq_reference(A, B, rcond=None, driver=None):
     m, n = A.shape[-2:]
     rcond = np.finfo(A.dtype).eps * max(m, n) if rcond is None else rcond
     solution = _pinv_reference(A, rtol=rcond) @ B
-    empty = np.zeros((0,), A.dtype)
+    empty = np.zeros((0,), np.abs(A[..., :0, :0]).dtype)
     rank = _matrix_rank_reference(A, rtol=rcond) if driver != "gels" else np.zeros((0,), np.int64)
     values = np.linalg.svd(A, compute_uv=False) if driver in ("gelsd", "gelss") else empty
-    residuals = np.sum((A @ solution - B) ** 2, -2) if m > n and driver != "gelsy" else empty
+    residuals = np.sum(np.abs(A @ solution - B) ** 2, -2) if m > n and driver != "gelsy" else empty
     return solution, residuals, rank, values
 
 
@@ -202,7 +209,7 @@ def _lstsq_samples(make, dtype):
 defop("linalg_lstsq(Tensor A, Tensor B, float? rcond=None, *, str? driver=None)", "linalg", kind="composite",
       torch_keywords={"input": "A", "b": "B"},
       normalize=reads_results,
-      promotion=_lstsq_promotion, dtypes="float", meta=_lstsq_meta, composite=_lstsq,
+      promotion=_lstsq_promotion, dtypes="float+complex", meta=_lstsq_meta, composite=_lstsq,
       outputs=("solution", "residuals", "rank", "singular_values"), reference=_lstsq_reference,
       samples=_lstsq_samples, method=False,
       doc="the minimum-norm least-squares solution of AX = B (through the SVD, for every driver), plus what the "
@@ -242,13 +249,13 @@ def _numeric(rt, op, args):
     return rt, rt
 
 
-defop("linalg_matrix_power(Tensor A, int n)", "linalg", kind="composite", promotion=_numeric, dtypes="numeric",
+defop("linalg_matrix_power(Tensor A, int n)", "linalg", kind="composite", promotion=_numeric, dtypes="numeric+complex",
       torch_keywords={"input": "A"},
       normalize=reads_results,
       meta=lambda A, n: matrix_shape("linalg_matrix_power", A, square=True), composite=_matrix_power,
       reference=_matrix_power_reference, samples=_matrix_power_samples, method=False,
       doc="A^n by repeated squaring; n < 0 inverts first (float only)")
-defop("matrix_power(Tensor input, int n)", "linalg", kind="composite", promotion=_numeric, dtypes="numeric",
+defop("matrix_power(Tensor input, int n)", "linalg", kind="composite", promotion=_numeric, dtypes="numeric+complex",
       normalize=reads_results,
       meta=lambda input, n: matrix_shape("matrix_power", input, square=True), composite=_matrix_power,
       reference=_matrix_power_reference, samples=_matrix_power_samples, doc="torch.matrix_power: linalg.matrix_power")
@@ -292,12 +299,12 @@ def _matrix_exp_samples(make, dtype):
     yield Sample((make((2, 3, 3), low=-3.0, high=3.0),), note="batched, scaled and squared")
 
 
-defop("linalg_matrix_exp(Tensor A)", "linalg", kind="composite", promotion=floating, dtypes="float",
+defop("linalg_matrix_exp(Tensor A)", "linalg", kind="composite", promotion=floating, dtypes="float+complex",
       torch_keywords={"input": "A"},
       meta=lambda A: matrix_shape("linalg_matrix_exp", A, square=True), composite=_matrix_exp,
       reference=_matrix_exp_reference, samples=_matrix_exp_samples, method=False, tolerances=_SQUARING_TOLERANCES,
       doc="the matrix exponential, by scaling and squaring")
-defop("matrix_exp(Tensor A)", "linalg", kind="composite", promotion=floating, dtypes="float",
+defop("matrix_exp(Tensor A)", "linalg", kind="composite", promotion=floating, dtypes="float+complex",
       torch_keywords={"input": "A"},
       meta=lambda A: matrix_shape("matrix_exp", A, square=True), composite=_matrix_exp,
       reference=_matrix_exp_reference, samples=_matrix_exp_samples, tolerances=_SQUARING_TOLERANCES,
@@ -353,10 +360,10 @@ def _legacy_cross(input, other, dim=None):
 
 
 defop("linalg_cross(Tensor input, Tensor other, *, int dim=-1)", "linalg", kind="composite", promotion=_numeric,
-      dtypes="numeric", meta=_cross_meta, composite=_cross, reference=_cross_reference, samples=_cross_samples,
+      dtypes="numeric+complex", meta=_cross_meta, composite=_cross, reference=_cross_reference, samples=_cross_samples,
       method=False, doc="the cross product of 3-vectors along dim, broadcasting the rest")
 defop("cross(Tensor input, Tensor other, int? dim=None)", "linalg", kind="composite", promotion=_numeric,
-      dtypes="numeric", meta=lambda input, other, dim=None: _cross_meta(input, other, dim, "cross"),
+      dtypes="numeric+complex", meta=lambda input, other, dim=None: _cross_meta(input, other, dim, "cross"),
       composite=_legacy_cross, reference=_cross_reference,
       samples=lambda make, dtype: (Sample((make((4, 3)), make((4, 3)))), Sample((make((3, 2)), make((3, 2)), 0))),
       doc="torch.cross: without dim, along the first dimension of size 3")
@@ -406,11 +413,11 @@ def _multi_dot_samples(make, dtype):
     yield Sample(([make((3,)), make((3, 2)), make((2,))],), note="vector ends")
 
 
-defop("linalg_multi_dot(Tensor[] tensors)", "linalg", kind="composite", promotion=_numeric, dtypes="numeric",
+defop("linalg_multi_dot(Tensor[] tensors)", "linalg", kind="composite", promotion=_numeric, dtypes="numeric+complex",
       meta=_multi_dot_meta, composite=_multi_dot, reference=lambda tensors: np.linalg.multi_dot(tensors),
       samples=_multi_dot_samples, method=False, tolerances=_CHAINED_TOLERANCES,
       doc="the chained product of matrices (the first and last may be vectors)")
-defop("chain_matmul(Tensor[] matrices)", "linalg", kind="composite", promotion=_numeric, dtypes="numeric",
+defop("chain_matmul(Tensor[] matrices)", "linalg", kind="composite", promotion=_numeric, dtypes="numeric+complex",
       meta=_multi_dot_meta, composite=_multi_dot, reference=lambda matrices: np.linalg.multi_dot(matrices),
       samples=lambda make, dtype: (Sample(([make((2, 3)), make((3, 4)), make((4, 2))],)),), method=False,
       tolerances=_CHAINED_TOLERANCES,
@@ -424,11 +431,11 @@ def _vecdot_meta(x, y, dim=-1):
 
 
 defop("linalg_vecdot(Tensor x, Tensor y, *, int dim=-1)", "linalg", kind="composite", promotion=floating,
-      dtypes="float", meta=_vecdot_meta, composite=lambda x, y, dim=-1: F.sum(F.mul(x, y), dim),
-      reference=lambda x, y, dim=-1: np.sum(x * y, axis=dim),
+      dtypes="float+complex", meta=_vecdot_meta, composite=lambda x, y, dim=-1: F.sum(F.mul(conj(x), y), dim),
+      reference=lambda x, y, dim=-1: np.sum(np.conj(x) * y, axis=dim),
       samples=lambda make, dtype: (Sample((make((3, 4)), make((4,)))), Sample((make((2, 3)), make((2, 3))),
                                                                               {"dim": 0})),
-      method=False, doc="the dot product of vectors along dim, broadcasting the rest")
+      method=False, doc="the dot product of vectors along dim (x conjugated), broadcasting the rest")
 
 
 # -- tensor inverse and solve -----------------------------------------------------------------------
@@ -455,7 +462,8 @@ def _tensorinv(A, ind=2):
     return F.reshape(_inv(F.reshape(A, (rows, rows))), out)
 
 
-defop("linalg_tensorinv(Tensor A, int ind=2)", "linalg", kind="composite", promotion=floating, dtypes="float",
+defop("linalg_tensorinv(Tensor A, int ind=2)", "linalg", kind="composite", promotion=floating,
+      dtypes="float+complex",
       torch_keywords={"input": "A"},
       normalize=reads_results,
       meta=lambda A, ind=2: _tensorinv_shapes(shape(A), ind)[1], composite=_tensorinv,
@@ -490,7 +498,7 @@ def _tensorsolve_meta(A, B, dims=None):
 defop("linalg_tensorsolve(Tensor A, Tensor B, int[]? dims=None)", "linalg", kind="composite", promotion=floating,
       torch_keywords={"input": "A", "other": "B"},
       normalize=reads_results,
-      dtypes="float", meta=_tensorsolve_meta, composite=_tensorsolve,
+      dtypes="float+complex", meta=_tensorsolve_meta, composite=_tensorsolve,
       reference=lambda A, B, dims=None: np.linalg.tensorsolve(A, B, dims),
       samples=lambda make, dtype: (Sample((F.reshape(well_conditioned(make, (6, 6)), (2, 3, 6)), make((2, 3)))),
                                    Sample((F.reshape(well_conditioned(make, (4, 4)), (4, 2, 2)), make((2, 2)), [0]))),
@@ -517,7 +525,7 @@ def _vander_meta(x, N=None):
     return s + (s[-1] if N is None else N,)
 
 
-defop("linalg_vander(Tensor x, int? N=None)", "linalg", kind="composite", promotion=_numeric, dtypes="numeric",
+defop("linalg_vander(Tensor x, int? N=None)", "linalg", kind="composite", promotion=_numeric, dtypes="numeric+complex",
       meta=_vander_meta, composite=_vander,
       reference=lambda x, N=None: np.vander(x.reshape(-1, x.shape[-1])[0] if x.ndim == 1 else x, N, increasing=True)
       if x.ndim == 1 else np.stack([np.vander(r, N, increasing=True) for r in x.reshape(-1, x.shape[-1])]).reshape(
@@ -536,7 +544,7 @@ def _legacy_svd(input, some=True, compute_uv=True):
         zeros = [F.zeros(batch + (k, k), dtype=input.dtype, device=input.device) for k in (m, n)]
         return zeros[0], F.linalg_svdvals(input), zeros[1]
     u, s, vh = F.linalg_svd(input, not some)
-    return u, s, mT(vh)
+    return u, s, mH(vh)
 
 
 def _legacy_svd_meta(input, some=True, compute_uv=True):
@@ -558,14 +566,15 @@ def _legacy_svd_reference(input, some=True, compute_uv=True):
         return (np.zeros(batch + (m, m), input.dtype), np.linalg.svd(input, compute_uv=False),
                 np.zeros(batch + (n, n), input.dtype))
     u, s, vh = np.linalg.svd(input, full_matrices=not some)
-    return u, s, np.swapaxes(vh, -1, -2)
+    return u, s, np.conj(np.swapaxes(vh, -1, -2))
 
 
 defop("svd(Tensor input, bool some=True, bool compute_uv=True)", "linalg", kind="composite",
-      promotion=lambda rt, op, args: (float_dtype(op.name, rt), (float_dtype(op.name, rt),) * 3), dtypes="float",
+      promotion=floating_outputs("f", "r", "f"), dtypes="float+complex",
       meta=_legacy_svd_meta, composite=_legacy_svd, outputs=("U", "S", "V"), reference=_legacy_svd_reference,
       gauge=Gauge("S", (("U", -1), ("V", -1))),
       samples=lambda make, dtype: (Sample((make((4, 3)),)), Sample((make((2, 2, 3)), False), gradcheck=False,
-                                          note="full V: its columns beyond k are not determined by A"),
+                                                                   note="full V: its columns beyond k are not "
+                                                                        "determined by A"),
                                    Sample((make((3, 2)), True, False), note="values only")),
       doc="torch.svd (deprecated in PyTorch for linalg.svd): U, S and V (not Vh); some=False for full matrices")

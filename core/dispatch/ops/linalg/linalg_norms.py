@@ -1,7 +1,8 @@
 """Vector and matrix norms and the condition number: torch.linalg's and torch's older spellings.
 
 Composites of Ember ops (the existing ``norm`` for vector norms, whose derivative is PyTorch's subgradient at
-zero) and of the SVD for the spectral and nuclear norms.
+zero) and of the SVD for the spectral and nuclear norms. Norms of complex tensors are real: they are the norms of
+the magnitudes (``abs``, whose derivative carries the phase back).
 """
 from __future__ import annotations
 
@@ -9,25 +10,40 @@ import math
 
 import numpy as np
 
-from ...schema.errors import ArgumentError, ShapeError, describe
+from ...schema.errors import ArgumentError, DtypeError, ShapeError, describe
 from ...schema.meta import shape
 from ...schema import OPS, Sample, defop
 from ..namespace import F
 from .decompositions import well_conditioned
 from ._shared import _inv
-from .matrices import float_dtype, floating, matrix_shape, reads_results, wrap_dim as _wrap
+from .matrices import (float_dtype, floating, floating_real, label, matrix_shape, reads_results,
+                       wrap_dim as _wrap)
 
 
 def _requested(rt, op, args):
-    """float32/float64 input; ``dtype=`` (a floating dtype) names the output's."""
+    """float32/float64 or complex input, a real output (the component dtype); ``dtype=`` names the dtype to
+    compute in."""
     dt = float_dtype(op.name, rt)
     wanted = args.get("dtype")
     if wanted is not None:
-        from ...schema.dtypes import as_dtype
+        from ...schema.dtypes import SCALAR_TYPE_NAMES, as_dtype
         wanted = as_dtype(wanted)
         float_dtype(op.name, wanted)
-        return wanted, wanted
-    return dt, dt
+        if dt is not None and dt.is_complex != wanted.is_complex:
+            kind = "complex for complex" if dt.is_complex else "real for real"
+            raise DtypeError(f"{label(op.name)}: dtype should be {kind} inputs, but got {SCALAR_TYPE_NAMES[wanted]}")
+        return wanted, wanted.to_real()
+    return dt, dt and dt.to_real()
+
+
+def _magnitudes(x):
+    """|x| for complex x (real, differentiable), x itself when real: what real norms are taken of."""
+    return F.abs(x) if x.dtype.is_complex else x
+
+
+def _widened(x) -> np.ndarray:
+    """A float64 (complex128, for complex ``x``) copy, for the references."""
+    return np.asarray(x, np.complex128 if np.iscomplexobj(x) else np.float64)
 
 
 # -- vector and matrix norms ------------------------------------------------------------------------
@@ -35,6 +51,8 @@ def _requested(rt, op, args):
 def _vector_norm(x, ord=2, dim=None, keepdim=False, dtype=None):
     if isinstance(ord, str):
         raise ArgumentError(f"linalg.vector_norm: ord must be a number, got {ord!r}")
+    if x.dtype.is_complex:
+        return F.norm(F.abs(x if dtype is None else F.to_dtype(x, dtype)), float(ord), dim, keepdim)
     return F.norm(x, float(ord), dim, keepdim, dtype=dtype)
 
 
@@ -44,7 +62,7 @@ def _vector_norm_meta(x, ord=2, dim=None, keepdim=False, dtype=None):
 
 def _vector_norm_reference(x, ord=2, dim=None, keepdim=False, dtype=None):
     axis = None if dim is None or dim == () else tuple(dim) if isinstance(dim, (tuple, list)) else dim
-    x = np.abs(np.asarray(x, np.float64))
+    x = np.abs(_widened(x))
     if ord == math.inf:
         return np.max(x, axis=axis, keepdims=keepdim)
     if ord == -math.inf:
@@ -62,7 +80,7 @@ def _vector_norm_samples(make, dtype):
 
 
 defop("linalg_vector_norm(Tensor x, Scalar ord=2, dim[]? dim=None, bool keepdim=False, *, dtype? dtype=None)",
-      "linalg", kind="composite", promotion=_requested, dtypes="float", meta=_vector_norm_meta,
+      "linalg", kind="composite", promotion=_requested, dtypes="float+complex", meta=_vector_norm_meta,
       empty_dim_reduces_all=True, torch_keywords={"input": "x"},
       composite=_vector_norm, reference=_vector_norm_reference, samples=_vector_norm_samples, method=False,
       doc="the ord-norm of vectors along dim (of the flattened tensor without dim): sum(|x|^ord)^(1/ord), max, "
@@ -94,7 +112,7 @@ def _matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, dtype=None):
     if dtype is not None:
         A = F.to_dtype(A, dtype)
     if ord == "fro":
-        return F.norm(A, "fro", (d0, d1), keepdim)
+        return F.norm(_magnitudes(A), "fro", (d0, d1), keepdim)
     if ord in ("nuc", 2, -2):
         values = _singular_values_at(A, d0, d1)
         out = F.sum(values, -1) if ord == "nuc" else (F.amax(values, -1) if ord == 2 else F.amin(values, -1))
@@ -117,7 +135,7 @@ def _matrix_norm_meta(A, ord="fro", dim=(-2, -1), keepdim=False, dtype=None):
 
 
 def _matrix_norm_reference(A, ord="fro", dim=(-2, -1), keepdim=False, dtype=None):
-    out = np.linalg.norm(np.asarray(A, np.float64), ord=ord, axis=tuple(dim), keepdims=keepdim)
+    out = np.linalg.norm(_widened(A), ord=ord, axis=tuple(dim), keepdims=keepdim)
     return out
 
 
@@ -129,7 +147,7 @@ def _matrix_norm_samples(make, dtype):
 
 
 defop("linalg_matrix_norm(Tensor A, Any ord='fro', int[] dim=[-2, -1], bool keepdim=False, *, dtype? dtype=None)",
-      "linalg", kind="composite", promotion=_requested, dtypes="float", meta=_matrix_norm_meta,
+      "linalg", kind="composite", promotion=_requested, dtypes="float+complex", meta=_matrix_norm_meta,
       torch_keywords={"input": "A"},
       composite=_matrix_norm, reference=_matrix_norm_reference, samples=_matrix_norm_samples, method=False,
       doc="'fro', 'nuc', inf/-inf (max/min row sum), 1/-1 (column sum), 2/-2 (largest/smallest singular value)")
@@ -167,9 +185,9 @@ def _linalg_norm_meta(input, ord=None, dim=None, keepdim=False, dtype=None):
 def _linalg_norm_reference(input, ord=None, dim=None, keepdim=False, dtype=None):
     dims = None if dim is None else ((dim,) if isinstance(dim, int) else tuple(dim))
     if dims is None and ord is None:
-        return np.linalg.norm(np.asarray(input, np.float64).reshape(-1), keepdims=False).reshape(
+        return np.linalg.norm(_widened(input).reshape(-1), keepdims=False).reshape(
             (1,) * input.ndim if keepdim else ())
-    return np.linalg.norm(np.asarray(input, np.float64), ord=ord, axis=dims, keepdims=keepdim)
+    return np.linalg.norm(_widened(input), ord=ord, axis=dims, keepdims=keepdim)
 
 
 def _linalg_norm_samples(make, dtype):
@@ -180,7 +198,7 @@ def _linalg_norm_samples(make, dtype):
 
 
 defop("linalg_norm(Tensor input, Any ord=None, dim[]? dim=None, bool keepdim=False, *, dtype? dtype=None)",
-      "linalg", kind="composite", promotion=_requested, dtypes="float", meta=_linalg_norm_meta,
+      "linalg", kind="composite", promotion=_requested, dtypes="float+complex", meta=_linalg_norm_meta,
       composite=_linalg_norm, reference=_linalg_norm_reference, samples=_linalg_norm_samples, method=False,
       doc="a vector norm (one dim, or the flattened input) or a matrix norm (two dims, or a 2-D input with ord)")
 
@@ -208,7 +226,8 @@ def _cond_samples(make, dtype):
     yield Sample((make((4, 3)), -2), note="rectangular")
 
 
-defop("linalg_cond(Tensor A, Any p=None)", "linalg", kind="composite", promotion=floating, dtypes="float",
+defop("linalg_cond(Tensor A, Any p=None)", "linalg", kind="composite", promotion=floating_real,
+      dtypes="float+complex",
       torch_keywords={"input": "A"},
       normalize=reads_results,
       meta=_cond_meta, composite=_cond, reference=lambda A, p=None: np.linalg.cond(A, p), samples=_cond_samples,
@@ -223,21 +242,22 @@ def _dist_meta(input, other, p=2):
     return ()
 
 
-defop("dist(Tensor input, Tensor other, Scalar p=2)", "linalg", kind="composite", promotion=floating,
-      dtypes="float", meta=_dist_meta, composite=lambda input, other, p=2: F.norm(F.sub(input, other), float(p)),
+defop("dist(Tensor input, Tensor other, Scalar p=2)", "linalg", kind="composite", promotion=floating_real,
+      dtypes="float+complex", meta=_dist_meta,
+      composite=lambda input, other, p=2: F.norm(_magnitudes(F.sub(input, other)), float(p)),
       reference=lambda input, other, p=2: _vector_norm_reference(np.subtract(input, other), p),
       samples=lambda make, dtype: (Sample((make((3, 4)), make((4,)))), Sample((make((2, 3)), make((2, 3)), 1))),
       doc="the p-norm of input - other (broadcast)")
 
 
 def _frobenius_norm_reference(input, dim, keepdim=False):
-    return np.sqrt(np.sum(np.square(np.asarray(input, np.float64)), axis=tuple(dim), keepdims=keepdim))
+    return np.sqrt(np.sum(np.square(np.abs(_widened(input))), axis=tuple(dim), keepdims=keepdim))
 
 
 defop("frobenius_norm(Tensor input, dim[]? dim, bool keepdim=False)", "linalg", kind="composite",
-      promotion=floating, dtypes="float", empty_dim_reduces_all=True,
+      promotion=floating_real, dtypes="float+complex", empty_dim_reduces_all=True,
       meta=lambda input, dim, keepdim=False: OPS["norm"].meta(input, "fro", dim, keepdim),
-      composite=lambda input, dim, keepdim=False: F.norm(input, "fro", dim, keepdim),
+      composite=lambda input, dim, keepdim=False: F.norm(_magnitudes(input), "fro", dim, keepdim),
       reference=_frobenius_norm_reference,
       samples=lambda make, dtype: (Sample((make((3, 4)), (0, 1))), Sample((make((2, 3, 4)), (-1,), True))),
       method=False, doc="the square root of the sum of squares over dim")
@@ -248,7 +268,7 @@ def _nuclear_norm(input, dim=(-2, -1), keepdim=False):
 
 
 defop("nuclear_norm(Tensor input, int[] dim=[-2, -1], bool keepdim=False)", "linalg", kind="composite",
-      promotion=floating, dtypes="float",
+      promotion=floating_real, dtypes="float+complex",
       meta=lambda input, dim=(-2, -1), keepdim=False: _matrix_norm_meta(input, "nuc", dim, keepdim),
       composite=_nuclear_norm,
       reference=lambda input, dim=(-2, -1), keepdim=False: _matrix_norm_reference(input, "nuc", dim, keepdim),
@@ -258,7 +278,8 @@ defop("nuclear_norm(Tensor input, int[] dim=[-2, -1], bool keepdim=False)", "lin
 
 def _norms_along(x, p: float, dim: int):
     """The p-norm of each slice of ``x`` along ``dim`` (kept dims): over every other dim, or of each element of
-    a 1-D ``x``, whose other dims are none (an empty dim list would reduce over every dim)."""
+    a 1-D ``x``, whose other dims are none (an empty dim list would reduce over every dim); real."""
+    x = _magnitudes(x)
     others = [d for d in range(x.ndim) if d != dim]
     if not others:
         return F.norm(F.unsqueeze(x, -1), p, [-1])
@@ -285,8 +306,9 @@ def _renorm_check(op, args):
         raise ArgumentError(f"renorm: expected maxnorm to be >= 0 but got {args['maxnorm']}")
 
 
-defop("renorm(Tensor input, Scalar p, int dim, Scalar maxnorm)", "linalg", kind="composite", promotion=floating,
-      dtypes="float", meta=lambda input, p, dim, maxnorm: shape(input), normalize=_renorm_check, composite=_renorm,
+defop("renorm(Tensor input, Scalar p, int dim, Scalar maxnorm)", "linalg", kind="composite",
+      promotion=floating, dtypes="float+complex", meta=lambda input, p, dim, maxnorm: shape(input),
+      normalize=_renorm_check, composite=_renorm,
       reference=_renorm_reference, inplace=True,
       samples=lambda make, dtype: (Sample((make((3, 4)), 2, 0, 1.0)), Sample((make((2, 3, 2)), 1, -1, 0.5))),
       doc="rescales each slice along dim whose p-norm exceeds maxnorm to that norm")
@@ -294,7 +316,7 @@ defop("renorm(Tensor input, Scalar p, int dim, Scalar maxnorm)", "linalg", kind=
 
 def _norm_except_dim(v, pow=2, dim=0):
     if dim == -1:
-        return F.norm(v, float(pow))
+        return F.norm(_magnitudes(v), float(pow))
     dim = _wrap(dim, v.ndim, "norm_except_dim")
     return _norms_along(v, float(pow), dim)
 
@@ -313,8 +335,9 @@ def _norm_except_dim_reference(v, pow=2, dim=0):
     return _vector_norm_reference(v, pow, tuple(d for d in range(v.ndim) if d != dim % v.ndim), True)
 
 
-defop("norm_except_dim(Tensor v, int pow=2, int dim=0)", "linalg", kind="composite", promotion=floating,
-      dtypes="float", meta=_norm_except_dim_meta, composite=_norm_except_dim, reference=_norm_except_dim_reference,
+defop("norm_except_dim(Tensor v, int pow=2, int dim=0)", "linalg", kind="composite",
+      promotion=floating_real, dtypes="float+complex", meta=_norm_except_dim_meta, composite=_norm_except_dim,
+      reference=_norm_except_dim_reference,
       samples=lambda make, dtype: (Sample((make((3, 4)),)), Sample((make((2, 3, 2)), 1, 1)),
                                    Sample((make((3, 2)), 2, -1), note="every dim")),
       method=False, doc="the pow-norm over every dim but dim (weight normalization's g); dim=-1: over all")

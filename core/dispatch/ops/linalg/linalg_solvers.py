@@ -1,7 +1,8 @@
 """Solving and inverting through the factorizations: LU (solve, inv, det, slogdet) and Cholesky, as composites.
 
 Each is written in the primitives of ops/decompositions.py and Ember ops, so it runs and differentiates on
-every backend that has (or falls back to) those primitives. The ``_ex`` ops return LAPACK's ``info`` per
+every backend that has (or falls back to) those primitives, real or complex (Hermitian where real matrices are
+symmetric). The ``_ex`` ops return LAPACK's ``info`` per
 matrix; their checking twins raise ``LinAlgError`` with PyTorch's words, naming the batch element.
 """
 from __future__ import annotations
@@ -13,8 +14,8 @@ from ...schema.errors import ShapeError
 from ...schema.meta import broadcast_shapes, shape
 from ...schema import Sample, defop
 from ..namespace import F
-from .decompositions import ldl_factor_reference, lu_factor_reference, spd, symmetric, well_conditioned
-from .matrices import (check_info, diag_of, eye_like, floating, floating_outputs, matrix_shape, mT,
+from .decompositions import ONE_BY_ONE, ldl_factor_reference, lu_factor_reference, spd, symmetric, well_conditioned
+from .matrices import (check_info, diag_of, eye_like, floating, floating_outputs, matrix_shape, mH, mT,
                        reads_results)
 from ._shared import _inv, _inv_ex, _lu_solve, permutation_of, permute_rows
 
@@ -32,15 +33,20 @@ def _linalg_cholesky(A, upper=False):
     return factor
 
 
+def _adjoint_reference(a):
+    return np.conj(np.swapaxes(a, -1, -2))
+
+
 def _cholesky_reference(A, upper=False):
-    lower = np.linalg.cholesky(np.swapaxes(A, -1, -2) if upper else A)
-    return np.swapaxes(lower, -1, -2) if upper else lower
+    lower = np.linalg.cholesky(_adjoint_reference(A) if upper else A)
+    return _adjoint_reference(lower) if upper else lower
 
 
 def _cholesky_samples(make, dtype):
+    # the differentiable sample second: complex dtypes take only the first two samples
     yield Sample((spd(make, 3),), gradcheck=False, note="symmetric input: PyTorch's symmetrized gradient")
+    yield Sample((spd(make, 1, (2,)),), gradcheck=not make(()).dtype.is_complex, note=ONE_BY_ONE)
     yield Sample((spd(make, 2, (2,)), True), gradcheck=False, note="batched, upper")
-    yield Sample((spd(make, 1, (2,)),), note="1 x 1 (the only shape finite differences see symmetrically)")
 
 
 def _square_meta(name):
@@ -52,13 +58,15 @@ def _square_meta(name):
 defop("linalg_cholesky(Tensor A, *, bool upper=False)", "linalg", kind="composite", promotion=floating,
       torch_keywords={"input": "A"},
       normalize=reads_results,
-      dtypes="float", meta=_square_meta("linalg_cholesky"), composite=_linalg_cholesky,
+      dtypes="float+complex", meta=_square_meta("linalg_cholesky"), composite=_linalg_cholesky,
       reference=_cholesky_reference,
       samples=lambda make, dtype: (Sample((spd(make, 3),), gradcheck=False),
-                                   Sample((spd(make, 2, (2,)),), {"upper": True}, gradcheck=False),
-                                   Sample((spd(make, 1, (2,)),), note="1 x 1")),
+                                   Sample((spd(make, 1, (2,)),), gradcheck=not make(()).dtype.is_complex,
+                                          note=ONE_BY_ONE),
+                                   Sample((spd(make, 2, (2,)),), {"upper": True}, gradcheck=False)),
       method=False, doc="the Cholesky factor of symmetric positive-definite matrices; LinAlgError otherwise")
-defop("cholesky(Tensor input, bool upper=False)", "linalg", kind="composite", promotion=floating, dtypes="float",
+defop("cholesky(Tensor input, bool upper=False)", "linalg", kind="composite", promotion=floating,
+      dtypes="float+complex",
       normalize=reads_results,
       meta=_square_meta("cholesky"), composite=lambda input, upper=False: _linalg_cholesky(input, upper=upper),
       reference=_cholesky_reference, samples=_cholesky_samples,
@@ -66,10 +74,10 @@ defop("cholesky(Tensor input, bool upper=False)", "linalg", kind="composite", pr
 
 
 def _cholesky_solve(B, L, upper=False):
-    """A X = B with A = L L^T (or U^T U): two triangular solves."""
-    lower = mT(L) if upper else L
+    """A X = B with A = L L^H (or U^H U): two triangular solves."""
+    lower = mH(L) if upper else L
     half = F.linalg_solve_triangular(lower, B, upper=False)
-    return F.linalg_solve_triangular(mT(lower), half, upper=True)
+    return F.linalg_solve_triangular(mH(lower), half, upper=True)
 
 
 def _cholesky_solve_meta(B, L, upper=False):
@@ -80,8 +88,8 @@ def _cholesky_solve_meta(B, L, upper=False):
 
 
 def _cholesky_solve_reference(B, L, upper=False):
-    lower = np.swapaxes(np.triu(L), -1, -2) if upper else np.tril(L)
-    return np.linalg.solve(lower @ np.swapaxes(lower, -1, -2), B)
+    lower = _adjoint_reference(np.triu(L)) if upper else np.tril(L)
+    return np.linalg.solve(lower @ _adjoint_reference(lower), B)
 
 
 def _in_sample_dtype(make, t):
@@ -101,7 +109,7 @@ def _cholesky_solve_samples(make, dtype):
 
 defop("cholesky_solve(Tensor B, Tensor L, bool upper=False)", "linalg", kind="composite",
       torch_keywords={"input": "B", "input2": "L"},
-      promotion=floating, dtypes="float", meta=_cholesky_solve_meta, composite=_cholesky_solve,
+      promotion=floating, dtypes="float+complex", meta=_cholesky_solve_meta, composite=_cholesky_solve,
       reference=_cholesky_solve_reference, samples=_cholesky_solve_samples,
       doc="solves A X = B given B and the Cholesky factor L of A (lower, or upper: A = U^T U)")
 
@@ -116,7 +124,7 @@ def _cholesky_inverse_reference(L, upper=False):
 
 defop("cholesky_inverse(Tensor L, bool upper=False)", "linalg", kind="composite", promotion=floating,
       torch_keywords={"input": "L"},
-      dtypes="float", meta=_square_meta("cholesky_inverse"), composite=_cholesky_inverse,
+      dtypes="float+complex", meta=_square_meta("cholesky_inverse"), composite=_cholesky_inverse,
       reference=_cholesky_inverse_reference,
       samples=lambda make, dtype: (Sample((_factor(make, 3),)), Sample((_factor(make, 2, (2,), True), True))),
       doc="the inverse of A from its Cholesky factor")
@@ -141,7 +149,7 @@ def _lu_factor_meta(A, pivot=True):
 
 
 defop("linalg_lu_factor(Tensor A, *, bool pivot=True)", "linalg", kind="composite", normalize=reads_results,
-      promotion=floating_outputs("f", "i"), dtypes="float", meta=_lu_factor_meta, composite=_lu_factor,
+      promotion=floating_outputs("f", "i"), dtypes="float+complex", meta=_lu_factor_meta, composite=_lu_factor,
       outputs=("LU", "pivots"), reference=lambda A, pivot=True: lu_factor_reference(A)[:2],
       samples=lambda make, dtype: (Sample((well_conditioned(make, (3, 3)),)), Sample((make((2, 4, 4)),))),
       method=False, doc="LU with partial pivoting, packed (see linalg_lu_factor_ex); LinAlgError on a zero pivot")
@@ -195,7 +203,7 @@ def _lu_unpack_samples(make, dtype):
 
 
 defop("lu_unpack(Tensor LU_data, Index LU_pivots, bool unpack_data=True, bool unpack_pivots=True)", "linalg",
-      kind="composite", promotion=floating_outputs("f", "f", "f"), dtypes="float", meta=_lu_unpack_meta,
+      kind="composite", promotion=floating_outputs("f", "f", "f"), dtypes="float+complex", meta=_lu_unpack_meta,
       composite=_unpack, outputs=("P", "L", "U"), reference=_lu_unpack_reference, samples=_lu_unpack_samples,
       method=False, doc="P, L, U with A = P L U from linalg.lu_factor's packed LU and pivots")
 
@@ -211,7 +219,7 @@ def _lu_reference(A, pivot=True):
 
 
 defop("linalg_lu(Tensor A, *, bool pivot=True)", "linalg", kind="composite", promotion=floating_outputs("f", "f", "f"),
-      dtypes="float", meta=lambda A, pivot=True: _lu_unpack_meta(A, None), composite=_lu,
+      dtypes="float+complex", meta=lambda A, pivot=True: _lu_unpack_meta(A, None), composite=_lu,
       outputs=("P", "L", "U"), reference=_lu_reference,
       samples=lambda make, dtype: (Sample((well_conditioned(make, (3, 3)),)), Sample((make((2, 4, 3)),)),
                                    Sample((make((2, 3)),))),
@@ -229,7 +237,7 @@ def _lu_solve_meta(LU, pivots, B, left=True, adjoint=False):
 def _lu_solve_reference(LU, pivots, B, left=True, adjoint=False):
     p, lower, upper = _lu_unpack_reference(LU, pivots)
     a = p @ lower @ upper
-    a = np.swapaxes(a, -1, -2) if adjoint else a
+    a = _adjoint_reference(a) if adjoint else a
     if left:
         return np.linalg.solve(a, B)
     return np.swapaxes(np.linalg.solve(np.swapaxes(a, -1, -2), np.swapaxes(B, -1, -2)), -1, -2)
@@ -249,7 +257,7 @@ def _lu_solve_samples(make, dtype):
 
 
 defop("linalg_lu_solve(Tensor LU, Index pivots, Tensor B, *, bool left=True, bool adjoint=False)", "linalg",
-      kind="composite", promotion=floating, dtypes="float", meta=_lu_solve_meta, composite=_lu_solve,
+      kind="composite", promotion=floating, dtypes="float+complex", meta=_lu_solve_meta, composite=_lu_solve,
       reference=_lu_solve_reference, samples=_lu_solve_samples, method=False,
       doc="solves AX = B (or XA = B, or with A^T) given linalg.lu_factor's LU and pivots")
 
@@ -260,7 +268,7 @@ def _legacy_lu_solve_meta(b, LU_data, LU_pivots):
 
 defop("lu_solve(Tensor b, Tensor LU_data, Index LU_pivots)", "linalg", kind="composite", promotion=floating,
       torch_keywords={"input": "b"},
-      dtypes="float", meta=_legacy_lu_solve_meta,
+      dtypes="float+complex", meta=_legacy_lu_solve_meta,
       composite=lambda b, LU_data, LU_pivots: _lu_solve(LU_data, LU_pivots, b),
       reference=lambda b, LU_data, LU_pivots: _lu_solve_reference(LU_data, LU_pivots, b),
       samples=lambda make, dtype: (Sample((s.args[2], s.args[0], s.args[1])) for s in _lu_solve_samples(make, dtype)
@@ -323,14 +331,14 @@ def _solve(A, B, left=True):
 
 
 defop("linalg_solve_ex(Tensor A, Tensor B, *, bool left=True)", "linalg", kind="composite",
-      promotion=floating_outputs("f", "i"), dtypes="float",
+      promotion=floating_outputs("f", "i"), dtypes="float+complex",
       meta=lambda A, B, left=True: (_solve_meta(A, B, left), shape(A)[:-2]), composite=_solve_ex,
       outputs=("result", "info"),
       reference=lambda A, B, left=True: (_solve_reference(A, B, left), np.zeros(A.shape[:-2], np.int32)),
       samples=_solve_samples, method=False, doc="linalg.solve plus LU's info per matrix instead of an error")
 defop("linalg_solve(Tensor A, Tensor B, *, bool left=True)", "linalg", kind="composite", promotion=floating,
       normalize=reads_results,
-      dtypes="float", meta=_solve_meta, composite=_solve, reference=_solve_reference, samples=_solve_samples,
+      dtypes="float+complex", meta=_solve_meta, composite=_solve, reference=_solve_reference, samples=_solve_samples,
       method=False, doc="X with AX = B (or XA = B) for square invertible A; B may be a (batch of) vector(s)")
 
 
@@ -339,14 +347,17 @@ def _inv_samples(make, dtype):
     yield Sample((make((2, 4, 4)),), note="batched, pivoting")
 
 
-defop("linalg_inv_ex(Tensor A)", "linalg", kind="composite", promotion=floating_outputs("f", "i"), dtypes="float",
+defop("linalg_inv_ex(Tensor A)", "linalg", kind="composite", promotion=floating_outputs("f", "i"),
+      dtypes="float+complex",
       meta=lambda A: (matrix_shape("linalg_inv_ex", A, square=True), shape(A)[:-2]), composite=_inv_ex,
       outputs=("inverse", "info"), reference=lambda A: (np.linalg.inv(A), np.zeros(A.shape[:-2], np.int32)),
       samples=_inv_samples, method=False, doc="the inverse plus LU's info per matrix instead of an error")
-defop("linalg_inv(Tensor A)", "linalg", kind="composite", normalize=reads_results, promotion=floating, dtypes="float",
+defop("linalg_inv(Tensor A)", "linalg", kind="composite", normalize=reads_results, promotion=floating,
+      dtypes="float+complex",
       meta=_square_meta("linalg_inv"), composite=_inv, reference=np.linalg.inv, samples=_inv_samples, method=False,
       doc="the inverse of square invertible matrices; LinAlgError naming the zero pivot otherwise")
-defop("inverse(Tensor input)", "linalg", kind="composite", normalize=reads_results, promotion=floating, dtypes="float",
+defop("inverse(Tensor input)", "linalg", kind="composite", normalize=reads_results, promotion=floating,
+      dtypes="float+complex",
       meta=_square_meta("inverse"), composite=_inv, reference=np.linalg.inv, samples=_inv_samples,
       doc="torch.inverse: linalg.inv")
 
@@ -369,13 +380,17 @@ def _det(A):
 
 
 def _slogdet(A):
+    """The sign (of unit modulus, for complex A) and log |det A|, real."""
     diagonal, sign = _lu_parts(A)
-    sign = F.mul(sign, F.prod(F.sign(diagonal), -1))
+    sign = F.mul(sign, F.prod(F.sgn(diagonal) if A.dtype.is_complex else F.sign(diagonal), -1))
     return sign, F.sum(F.log(F.abs(diagonal)), -1)
 
 
 def _logdet(A):
+    """log det A: NaN for a negative real determinant; the principal logarithm for a complex one."""
     sign, logabsdet = _slogdet(A)
+    if A.dtype.is_complex:
+        return F.add(F.log(sign), logabsdet)
     return F.where(F.lt(sign, 0), F.full((), float("nan"), dtype=A.dtype, device=A.device), logabsdet)
 
 
@@ -402,23 +417,27 @@ def _slogdet_reference(A):
 
 def _logdet_reference(A):
     sign, logabsdet = np.linalg.slogdet(A)
+    if np.iscomplexobj(A):
+        return np.log(sign) + logabsdet
     return np.where(sign < 0, np.nan, logabsdet)
 
 
-defop("linalg_det(Tensor A)", "linalg", kind="composite", promotion=floating, dtypes="float",
+defop("linalg_det(Tensor A)", "linalg", kind="composite", promotion=floating, dtypes="float+complex",
       meta=_batch_meta("linalg_det"), composite=_det, reference=np.linalg.det, samples=_det_samples, method=False,
       doc="determinants, from the LU factorization")
-defop("det(Tensor input)", "linalg", kind="composite", promotion=floating, dtypes="float",
+defop("det(Tensor input)", "linalg", kind="composite", promotion=floating, dtypes="float+complex",
       meta=_batch_meta("det"), composite=_det, reference=np.linalg.det, samples=_det_samples,
       doc="torch.det: linalg.det")
-defop("linalg_slogdet(Tensor A)", "linalg", kind="composite", promotion=floating_outputs("f", "f"), dtypes="float",
+defop("linalg_slogdet(Tensor A)", "linalg", kind="composite", promotion=floating_outputs("f", "r"),
+      dtypes="float+complex",
       meta=lambda A: (_batch_meta("linalg_slogdet")(A),) * 2, composite=_slogdet, outputs=("sign", "logabsdet"),
       reference=_slogdet_reference, samples=_det_samples, method=False,
       doc="sign and log of the absolute value of determinants (no overflow for large matrices)")
-defop("slogdet(Tensor input)", "linalg", kind="composite", promotion=floating_outputs("f", "f"), dtypes="float",
+defop("slogdet(Tensor input)", "linalg", kind="composite", promotion=floating_outputs("f", "r"),
+      dtypes="float+complex",
       meta=lambda input: (_batch_meta("slogdet")(input),) * 2, composite=_slogdet, outputs=("sign", "logabsdet"),
       reference=_slogdet_reference, samples=_det_samples, doc="torch.slogdet: linalg.slogdet")
-defop("logdet(Tensor input)", "linalg", kind="composite", promotion=floating, dtypes="float",
+defop("logdet(Tensor input)", "linalg", kind="composite", promotion=floating, dtypes="float+complex",
       meta=_batch_meta("logdet"), composite=_logdet, reference=_logdet_reference, samples=_positive_det_samples,
       doc="log of determinants: NaN for a negative one, -inf for zero")
 
@@ -456,7 +475,8 @@ def _triangular_solve_samples(make, dtype):
 
 
 defop("triangular_solve(Tensor b, Tensor A, bool upper=True, bool transpose=False, bool unitriangular=False)",
-      "linalg", kind="composite", promotion=floating_outputs("f", "f"), dtypes="float", meta=_triangular_solve_meta,
+      "linalg", kind="composite", promotion=floating_outputs("f", "f"), dtypes="float+complex",
+      meta=_triangular_solve_meta,
       torch_keywords={"input": "b"},
       composite=_triangular_solve, outputs=("solution", "cloned_coefficient"),
       reference=_triangular_solve_reference, samples=_triangular_solve_samples,
@@ -475,7 +495,7 @@ def _ldl_factor(A, hermitian=False):
 
 
 defop("linalg_ldl_factor(Tensor A, *, bool hermitian=False)", "linalg", torch_keywords={"input": "A"}, kind="composite",
-      promotion=floating_outputs("f", "i"), dtypes="float", normalize=reads_results,
+      promotion=floating_outputs("f", "i"), dtypes="float+complex", normalize=reads_results,
       meta=lambda A, hermitian=False: (matrix_shape("linalg_ldl_factor", A, square=True), shape(A)[:-1]),
       composite=_ldl_factor, outputs=("LD", "pivots"),
       reference=lambda A, hermitian=False: ldl_factor_reference(A)[:2],

@@ -1,16 +1,18 @@
 """Helpers the linear-algebra declarations share: dtype rules, shape checks and small matrix pieces in Ember ops.
 
 Kept apart from the declarations (ops/decompositions.py and the ops/linalg_*.py modules) so that all read the
-same rules: linalg ops take float32/float64 only (as PyTorch's, which add complex), a batch of matrices
-is ``(*, m, n)``, and a failed factorization is reported through an ``info`` tensor that the checking
-ops turn into ``LinAlgError`` naming the op and the batch element.
+same rules: linalg ops take float32/float64 and, where they declare "+complex", complex64/complex128 (as
+PyTorch's), a batch of matrices is ``(*, m, n)``, conjugate transposes cost nothing for real matrices, and a
+failed factorization is reported through an ``info`` tensor that the checking ops turn into ``LinAlgError``
+naming the op and the batch element.
 """
 from __future__ import annotations
 
 from ...execution.dispatcher import checking_results, note_value_read
 from ...schema.dtypes import float32, float64, int32
-from ...schema.errors import DtypeError, LinAlgError, ShapeError
+from ...schema.errors import DtypeError, EmberError, LinAlgError, ShapeError
 from ...schema.meta import shape
+from ..elementwise.complex_support import conj
 from ..namespace import F
 
 
@@ -20,8 +22,9 @@ def label(op_name: str) -> str:
 
 
 def float_dtype(op_name: str, rt):
-    """The input's dtype where it is float32/float64; DtypeError (a TypeError) otherwise, as PyTorch words it."""
-    if rt is None or rt in (float32, float64):
+    """The input's dtype where it is float32/float64 or complex; DtypeError (a TypeError) otherwise, as PyTorch
+    words it. Complex passes through: the dispatcher refuses it for the ops that do not declare "+complex"."""
+    if rt is None or rt in (float32, float64) or rt.is_complex:
         return rt
     if not rt.is_floating_point:
         raise DtypeError(f"{op_name}: Expected a floating point tensor as input. Got {rt.name}")
@@ -34,11 +37,22 @@ def floating(rt, op, args):
     return dt, dt
 
 
+def floating_real(rt, op, args):
+    """Promotion rule: float32/float64 or complex in, the real component dtype out (norms, singular values)."""
+    dt = float_dtype(op.name, rt)
+    return dt, dt and dt.to_real()
+
+
+_OUTPUT_KINDS = {"f": lambda dt: dt, "r": lambda dt: dt and dt.to_real(), "c": lambda dt: dt and dt.to_complex(),
+                 "i": lambda dt: int32}
+
+
 def floating_outputs(*kinds: str):
-    """Promotion rule for several outputs: "f" an output in the input's dtype, "i" an int32 one (pivots, info)."""
+    """Promotion rule for several outputs: "f" an output in the input's dtype, "r" in its real component dtype
+    (singular values, Hermitian eigenvalues), "c" in its complex dtype (eig), "i" an int32 one (pivots, info)."""
     def rule(rt, op, args):
         dt = float_dtype(op.name, rt)
-        return dt, tuple(dt if k == "f" else int32 for k in kinds)
+        return dt, tuple(_OUTPUT_KINDS[k](dt) for k in kinds)
     rule.__name__ = f"floating_outputs_{''.join(kinds)}"
     return rule
 
@@ -66,6 +80,22 @@ def mT(x):
     return F.transpose(x, -1, -2)
 
 
+def mH(x):
+    """The conjugate transpose of the last two dims (mT for real x)."""
+    return conj(mT(x))
+
+
+def real_part(x):
+    """The real part of a complex x; x itself when real."""
+    return F.real(x) if x.dtype.is_complex else x
+
+
+def real_gradient(grad, input):
+    """A gradient for ``input``: its real part when ``input`` is real and the gradient complex, as PyTorch hands a
+    real input of a complex-valued op the real part of the conjugate Wirtinger derivative."""
+    return F.real(grad) if grad.dtype.is_complex and not input.dtype.is_complex else grad
+
+
 def eye_like(x, n: int | None = None):
     """The n x n identity (default: x's last dim) in x's dtype, on x's device."""
     n = x.shape[-1] if n is None else n
@@ -91,6 +121,17 @@ def reads_results(op, args) -> None:
     that tracers (``ember.compile``, ``ember.onnx``) keep the op whole, its check included, rather than record
     its parts and lose the check."""
     note_value_read()
+
+
+def check_phase_invariance(name: str, imaginary, vectors: str = "eigenvectors", term: str = "quantity") -> None:
+    """PyTorch's check that a loss ignores the phase e^{i phi} of complex eigen/singular vectors: ``imaginary``,
+    the imaginary parts that a phase-invariant loss leaves zero, within 1e-2. Reads them (backward only)."""
+    with checking_results():
+        depends = bool(F.any(F.gt(F.abs(imaginary), 1e-2)).item())
+    if depends:
+        ending = ("so it is ill-defined." if term == "quantity" else "making it ill-defined.")
+        raise EmberError(f"{name}: The {vectors} in the complex case are specified up to multiplication by "
+                         f"e^{{i phi}}. The specified loss function depends on this {term}, {ending}")
 
 
 def check_info(op_name: str, info, what) -> None:

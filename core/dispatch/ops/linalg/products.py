@@ -14,7 +14,9 @@ from ...schema.binding import tensor_argument, wrap_dim
 from ...schema.errors import ArgumentError, DtypeError, ShapeError, describe
 from ...schema.meta import broadcast_shapes, elementwise, shape
 from ...schema import Sample, defop
+from ..elementwise.complex_support import conj
 from ..namespace import F
+from .._shared import _inexact
 from ._shared import _matmul_meta
 
 
@@ -46,7 +48,7 @@ def _same_dtype(op_name: str, a, b) -> None:
 def _integral_scalars(op_name: str, args, names) -> None:
     """Integer tensors take integer scale factors (PyTorch: "beta and alpha ... should be integers")."""
     dtypes = [args[p.name].dtype for p in args.op.params if p.is_tensor and _is_tensor(args[p.name])]
-    if dtypes and all(not d.is_floating_point for d in dtypes):
+    if dtypes and not any(_inexact(d) for d in dtypes):
         for name in names:
             value = args[name]
             if isinstance(value, float) and not value.is_integer():
@@ -72,12 +74,14 @@ def _vector_pair_samples(make, dtype):
     yield Sample((make((0,)), make((0,))), note="empty")
 
 
-defop("dot(Tensor input, Tensor tensor)", "linalg", kind="composite", promotion=rules.same, dtypes="numeric",
+defop("dot(Tensor input, Tensor tensor)", "linalg", kind="composite", promotion=rules.same,
+      dtypes="numeric+complex",
       meta=lambda a, b: (), normalize=_dot_normalize, composite=lambda a, b: F.matmul(a, b),
       reference=lambda a, b: np.asarray(np.dot(a, b)), samples=_vector_pair_samples, autocast="lower",
       doc="the inner product of two 1-D tensors of one dtype")
-defop("vdot(Tensor input, Tensor other)", "linalg", kind="composite", promotion=rules.same, dtypes="numeric",
-      meta=lambda a, b: (), normalize=_dot_normalize, composite=lambda a, b: F.matmul(a, b),
+defop("vdot(Tensor input, Tensor other)", "linalg", kind="composite", promotion=rules.same,
+      dtypes="numeric+complex",
+      meta=lambda a, b: (), normalize=_dot_normalize, composite=lambda a, b: F.matmul(conj(a), b),
       reference=lambda a, b: np.asarray(np.vdot(a, b)), samples=_vector_pair_samples,
       doc="dot with the first vector conjugated (the same as dot for real tensors)")
 
@@ -105,7 +109,8 @@ def _inner_samples(make, dtype):
     yield Sample((make(()), make((2, 3))), note="0-d scales")
 
 
-defop("inner(Tensor input, Tensor other)", "linalg", kind="composite", promotion=rules.same, dtypes="numeric",
+defop("inner(Tensor input, Tensor other)", "linalg", kind="composite", promotion=rules.same,
+      dtypes="numeric+complex",
       meta=_inner_meta, normalize=_tensors_only, composite=_inner, reference=lambda a, b: np.asarray(np.inner(a, b)),
       samples=_inner_samples, autocast="lower", doc="sums of products over the last dims of both inputs")
 
@@ -121,7 +126,7 @@ def _ger_samples(make, dtype):
 
 defop("ger(Tensor input, Tensor vec2)", "linalg", kind="composite", promotion=rules.same, normalize=_ger_normalize,
       meta=lambda a, b: shape(a) + shape(b), composite=lambda a, b: F.outer(a, b), reference=np.outer,
-      samples=_ger_samples, doc="outer's older name: input[i] * vec2[j]")
+      dtypes="all+complex", samples=_ger_samples, doc="outer's older name: input[i] * vec2[j]")
 
 
 def _mv_normalize(op, args) -> None:
@@ -134,7 +139,8 @@ def _mv_samples(make, dtype):
     yield Sample((make((0, 2)), make((2,))), note="no rows")
 
 
-defop("mv(Tensor input, Tensor vec)", "linalg", kind="composite", promotion=rules.same, dtypes="numeric",
+defop("mv(Tensor input, Tensor vec)", "linalg", kind="composite", promotion=rules.same,
+      dtypes="numeric+complex",
       normalize=_mv_normalize, meta=lambda a, v: _matmul_meta(a, v, "mv"), composite=lambda a, v: F.matmul(a, v),
       reference=np.matmul, samples=_mv_samples, autocast="lower", doc="matrix @ vector")
 
@@ -228,7 +234,7 @@ def _tensordot_samples(make, dtype):
 
 
 defop("tensordot(Tensor a, Tensor b, Any dims=2)", "linalg", kind="composite", promotion=rules.same,
-      dtypes="numeric", normalize=_tensors_only, meta=_tensordot_meta, composite=_tensordot,
+      dtypes="numeric+complex", normalize=_tensors_only, meta=_tensordot_meta, composite=_tensordot,
       reference=_tensordot_reference, samples=_tensordot_samples, autocast="lower", method=False,
       doc="sums of products over the paired dims (an int n: a's last n with b's first n)")
 
@@ -255,7 +261,7 @@ def _kron_samples(make, dtype):
 
 
 defop("kron(Tensor input, Tensor other)", "linalg", kind="composite", promotion=rules.same, meta=_kron_meta,
-      normalize=_tensors_only,
+      dtypes="all+complex", normalize=_tensors_only,
       composite=_kron, reference=np.kron, samples=_kron_samples,
       doc="the Kronecker product: each element of input times the whole of other, in blocks")
 
@@ -294,7 +300,7 @@ def _addmm_family(name: str, product, ranks: dict, meta_of, reference_of, sample
         scaled = alpha * reference_of(a, b)
         return scaled if beta == 0 else beta * input + scaled
 
-    return dict(kind="composite", promotion=rules.same, dtypes="numeric", meta=meta, normalize=normalize,
+    return dict(kind="composite", promotion=rules.same, dtypes="numeric+complex", meta=meta, normalize=normalize,
                 composite=composite, reference=reference, samples=samples, inplace=True, autocast="lower")
 
 
@@ -385,6 +391,12 @@ def _addcdiv_samples(make, dtype):
     yield Sample((make((2, 3)), make((2, 3)), make((3,), nonzero=True)), {"value": 0.5}, note="value 0.5")
 
 
+def _scaled(values, value):
+    """The references scale as the composites do: not at all by 1 (NumPy's complex product with 1 + 0j would turn
+    an infinite part's zero partner into NaN)."""
+    return values if value == 1 else value * values
+
+
 def _addcmul(input, tensor1, tensor2, value=1):
     product = F.mul(tensor1, tensor2)
     return F.add(input, product if value == 1 else F.mul(product, value))
@@ -397,11 +409,11 @@ def _addcdiv(input, tensor1, tensor2, value=1):
 
 defop("addcmul(Tensor input, Tensor tensor1, Tensor tensor2, *, Scalar value=1)", "elementwise", kind="composite",
       promotion=rules.same, meta=elementwise("addcmul"), normalize=_addc_normalize, composite=_addcmul,
-      reference=lambda x, t1, t2, value=1: x + value * (t1 * t2), samples=_addc_samples, inplace=True,
-      dtypes="numeric", doc="input + value * tensor1 * tensor2")
+      reference=lambda x, t1, t2, value=1: x + _scaled(t1 * t2, value), samples=_addc_samples, inplace=True,
+      dtypes="numeric+complex", doc="input + value * tensor1 * tensor2")
 defop("addcdiv(Tensor input, Tensor tensor1, Tensor tensor2, *, Scalar value=1)", "elementwise", kind="composite",
-      promotion=rules.same, meta=elementwise("addcdiv"), composite=_addcdiv, dtypes="float",
-      reference=lambda x, t1, t2, value=1: x + value * (t1 / t2), samples=_addcdiv_samples, inplace=True,
+      promotion=rules.same, meta=elementwise("addcdiv"), composite=_addcdiv, dtypes="float+complex",
+      reference=lambda x, t1, t2, value=1: x + _scaled(t1 / t2, value), samples=_addcdiv_samples, inplace=True,
       domain={"tensor2": {"nonzero": True}}, doc="input + value * tensor1 / tensor2 (floating tensors only)")
 
 

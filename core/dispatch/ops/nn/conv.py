@@ -120,11 +120,17 @@ def _conv1d(x, weight, bias, stride, padding, dilation, groups):
     return F.squeeze(out, -2)
 
 
+def _wide(*arrays) -> np.dtype:
+    """The references' accumulation dtype: complex128 where an operand is complex, else float64."""
+    return np.dtype(np.complex128 if any(np.iscomplexobj(a) for a in arrays) else np.float64)
+
+
 def _conv_reference(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """Direct N-d convolution: one strided input slice per kernel tap, contracted over channels."""
     n = weight.ndim - 2
     batched = x.ndim == n + 2
-    x = np.asarray(x, np.float64) if batched else np.asarray(x, np.float64)[None]
+    wide = _wide(x, weight, bias)
+    x = np.asarray(x, wide) if batched else np.asarray(x, wide)[None]
     stride, dilation = expand_attr(stride, n), expand_attr(dilation, n)
     if padding == "valid":
         pads = [(0, 0)] * n
@@ -135,11 +141,11 @@ def _conv_reference(x, weight, bias=None, stride=1, padding=0, dilation=1, group
     x = np.pad(x, [(0, 0), (0, 0)] + pads)
     kernel = weight.shape[2:]
     out_size = [(x.shape[2 + i] - dilation[i] * (kernel[i] - 1) - 1) // stride[i] + 1 for i in range(n)]
-    out = np.zeros((x.shape[0], weight.shape[0], *out_size))
+    out = np.zeros((x.shape[0], weight.shape[0], *out_size), wide)
     in_group, out_group = weight.shape[1], weight.shape[0] // groups
     for g in range(groups):
         xs = x[:, g * in_group:(g + 1) * in_group]
-        ws = np.asarray(weight[g * out_group:(g + 1) * out_group], np.float64)
+        ws = np.asarray(weight[g * out_group:(g + 1) * out_group], wide)
         for tap in np.ndindex(*kernel):
             index = tuple(slice(t * d, t * d + (o - 1) * s + 1, s)
                           for t, d, o, s in zip(tap, dilation, out_size, stride))
@@ -333,12 +339,45 @@ def _conv3d_samples(make, dtype):
     yield Sample((make((2, 3, 3, 4), noncontiguous=True), w(2, 2, 2, 1, 3)), {"padding": "same"}, note="unbatched")
 
 
+def _parts(x):
+    """``(real, imag)`` of a complex tensor, ``(x, None)`` of a real one."""
+    return (F.real(x), F.imag(x)) if x.dtype.is_complex else (x, None)
+
+
+def gauss_product(bilinear, x, w):
+    """``bilinear(x, w)`` (real-linear in each argument, as convolution is) for complex ``x`` or ``w``, computed with
+    real calls, as PyTorch computes complex convolution: two where one is real, three where both are complex (Gauss:
+    ac - bd and (a + b)(c + d) - ac - bd). Backends then need no complex kernel, and autograd differentiates the real
+    calls."""
+    a, b = _parts(x)
+    c, d = _parts(w)
+    if b is None:
+        return F.complex(bilinear(a, c), bilinear(a, d))
+    if d is None:
+        return F.complex(bilinear(a, c), bilinear(b, c))
+    ac, bd = bilinear(a, c), bilinear(b, d)
+    cross = bilinear(F.add(a, b), F.add(c, d))
+    return F.complex(F.sub(ac, bd), F.sub(F.sub(cross, ac), bd))
+
+
+def _complex_conv(name: str):
+    """conv{n}d or conv_transpose{n}d of complex operands as real convolutions (``gauss_product``), plus the bias."""
+    def decomposition(x, weight, bias, *attributes):
+        conv = getattr(F, name)
+        out = gauss_product(lambda a, w: conv(a, w, None, *attributes), x, weight)
+        if bias is None:
+            return out
+        return F.add(out, F.reshape(bias, (-1,) + (1,) * (weight.ndim - 2)))  # channels lead, batched or not
+    return decomposition
+
+
 def _declare_conv(name: str, n: int, dims: str, composite, samples) -> None:
     """conv1d, conv2d and conv3d differ only in their spatial rank, composite and samples."""
     defop(f"{name}(Tensor input, Tensor weight, Tensor? bias=None, int[] stride=1, Any padding=0, "
           "int[] dilation=1, int groups=1)", "nn", kind="composite",
           derivative=_conv_derivative(_conv_input_derivative, _conv_weight_derivative, spatial=n),
-          promotion=rules.same, dtypes="float", meta=_conv_meta(name), normalize=_conv_normalize(n),
+          complex_decomposition=_complex_conv(name), promotion=rules.same, dtypes="float+complex",
+          meta=_conv_meta(name), normalize=_conv_normalize(n),
           composite=composite, reference=_conv_reference, samples=samples, method=False, autocast="lower",
           onnx=_conv_onnx, tolerances=_CONV_TOLERANCES, jvp="multilinear",
           doc=f"{n}-D cross-correlation; padding is ints, 'valid' or 'same'; input (N, C, {dims}) or unbatched "
@@ -450,14 +489,15 @@ def _conv_transpose_reference(x, weight, bias=None, stride=1, padding=0, output_
     stride, padding, output_padding, dilation = (expand_attr(v, n) for v in (stride, padding, output_padding,
                                                                              dilation))
     batched = x.ndim == n + 2
-    x = np.asarray(x, np.float64) if batched else np.asarray(x, np.float64)[None]
-    weight = np.asarray(weight, np.float64)
+    wide = _wide(x, weight, bias)
+    x = np.asarray(x, wide) if batched else np.asarray(x, wide)[None]
+    weight = np.asarray(weight, wide)
     size_in, kernel = x.shape[2:], weight.shape[2:]
     in_group, out_group = x.shape[1] // groups, weight.shape[1]
     size = [_transposed_size(*a) for a in zip(size_in, kernel, stride, padding, output_padding, dilation)]
     spans = [(i - 1) * s + 1 for i, s in zip(size_in, stride)]
     extent = [max(d * (k - 1) + span, p + o) for d, k, span, p, o in zip(dilation, kernel, spans, padding, size)]
-    canvas = np.zeros((x.shape[0], out_group * groups, *extent))
+    canvas = np.zeros((x.shape[0], out_group * groups, *extent), wide)
     for g in range(groups):
         xs, ws = x[:, g * in_group:(g + 1) * in_group], weight[g * in_group:(g + 1) * in_group]
         for tap in np.ndindex(*kernel):
@@ -541,7 +581,8 @@ def _declare_conv_transpose(name: str, n: int, dims: str, composite, samples) ->
           "int[] output_padding=0, int groups=1, int[] dilation=1)", "nn", kind="composite", promotion=rules.same,
           derivative=_conv_derivative(_conv_transpose_input_derivative, _conv_transpose_weight_derivative,
                                       spatial=n),
-          dtypes="float", meta=_conv_transpose_meta(name, n), normalize=_conv_transpose_normalize(n),
+          dtypes="float+complex", complex_decomposition=_complex_conv(name),
+          meta=_conv_transpose_meta(name, n), normalize=_conv_transpose_normalize(n),
           composite=composite, reference=_conv_transpose_reference, samples=samples,
           autocast="lower", onnx=_conv_transpose_onnx, method=False, tolerances=_CONV_TOLERANCES, jvp="multilinear",
           doc=f"the gradient of conv{n}d with respect to its input ('deconvolution'); weight is "
@@ -593,7 +634,8 @@ def _convolution_samples(make, dtype):
 
 defop("convolution(Tensor input, Tensor weight, Tensor? bias, int[] stride, Any padding, int[] dilation, "
       "bool transposed, int[] output_padding, int groups)", "nn", kind="composite", promotion=rules.same,
-      dtypes="float", meta=_convolution_meta, normalize=_convolution_normalize, composite=_convolution,
+      dtypes="float+complex", complex_decomposition=_convolution, meta=_convolution_meta,
+      normalize=_convolution_normalize, composite=_convolution,
       reference=_convolution_reference, samples=_convolution_samples, method=False, autocast="lower",
       tolerances={"float16": (2e-2, 2e-2), "bfloat16": (5e-2, 5e-2)},
       doc="any convolution or transposed convolution (1 to 3 spatial dims, from the weight's rank)")

@@ -18,6 +18,7 @@ from ...execution.dispatcher import note_value_read
 from ...schema.dtypes import float32, float64, int64
 from ...schema.meta import require, shape
 from ...schema import Sample, defop
+from ..elementwise.complex_support import conj
 from ..namespace import F
 from .samples import unit_weights
 from ..indexing.value_checks import MISSING, CheckedValues, bounded, check_extremes, vouched
@@ -55,8 +56,8 @@ def _rows(t):
 
 
 def _linear_weight_derivative(grad, input):
-    """sum over every row of grad^T x: one matmul, where matmul's own rule would make one per batch entry."""
-    return F.matmul(F.transpose(_rows(grad), 0, 1), _rows(input))
+    """sum over every row of grad^T conj(x): one matmul, where matmul's own rule would make one per batch entry."""
+    return F.matmul(F.transpose(_rows(grad), 0, 1), conj(_rows(input)))
 
 
 def _linear_samples(make, dtype):
@@ -77,8 +78,8 @@ def _linear_onnx(g, input, weight, bias):
 
 
 defop("linear(Tensor input, Tensor weight, Tensor? bias=None)", "nn", kind="composite", promotion=rules.same,
-      dtypes="float", meta=_linear_meta, composite=_linear, autocast="lower",
-      derivative={"input": lambda grad, weight: F.matmul(grad, weight),
+      dtypes="float+complex", meta=_linear_meta, composite=_linear, autocast="lower",
+      derivative={"input": lambda grad, weight: F.matmul(grad, conj(weight)),
                   "weight": _linear_weight_derivative,
                   "bias": lambda grad: grad},  # the engine sums the broadcast rows
       reference=lambda x, w, b=None: x @ w.T + (0 if b is None else b), samples=_linear_samples,

@@ -215,7 +215,7 @@ def _pad_onnx(g, input, pad, mode, value):
 
 
 defop("pad(Tensor input, int[] pad, str mode='constant', float? value=None)", "nn", kind="composite",
-      derivative={"input": _pad_derivative},
+      derivative={"input": _pad_derivative}, dtypes="all+complex",
       promotion=rules.same, meta=_pad_meta, normalize=_pad_normalize, composite=_pad,
       reference=_pad_reference, samples=_pad_samples, method=False, onnx=_pad_onnx,
       doc="pads (or with negative values crops) the last dims; pad lists (before, after) pairs from the last "

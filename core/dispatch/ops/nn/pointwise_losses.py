@@ -81,16 +81,18 @@ def _l1_loss(input, target, reduction="mean"):
 
 
 def _l1_promotion(rt, op, args):
-    """PyTorch's l1_loss is sub, abs and sum, so integer inputs work unless averaged, and their sum is int64."""
-    if rt.is_floating_point or args["reduction"] == "none":
-        return rt, rt
+    """PyTorch's l1_loss is sub, abs and sum, so integer inputs work unless averaged, and their sum is int64;
+    complex inputs give a real loss (the distance |input - target|)."""
+    if rt.is_floating_point or rt.is_complex or args["reduction"] == "none":
+        return rt, rt.to_real()
     return rt, int64
 
 
 def _l1_normalize(op, args) -> None:
     input, target, reduction = args["input"], args["target"], args["reduction"]
     check_reduction(op.name, reduction)
-    floating = any(isinstance(v, float) or (hasattr(v, "_data") and v.dtype.is_floating_point) for v in (input, target))
+    floating = any(isinstance(v, (float, complex)) or (hasattr(v, "_data") and v.dtype.kind not in ("bool", "int"))
+                   for v in (input, target))
     if reduction == "mean" and not floating:
         raise DtypeError(f"{op.name}: reduction='mean' needs floating point inputs, got {describe(input)} and "
                          f"{describe(target)}; use reduction='sum' or 'none', or convert them with .float()")
@@ -101,7 +103,7 @@ _pointwise_loss("mse_loss(Tensor input, Tensor target, str reduction='mean')", _
                 doc="(input - target) ** 2, reduced")
 _pointwise_loss("l1_loss(Tensor input, Tensor target, str reduction='mean')", _l1_loss,
                 lambda x, t, reduction="mean": reference_reduced(np.abs(x - t), reduction), _pair_samples(),
-                promotion=_l1_promotion, dtypes="numeric", normalize=_l1_normalize,
+                promotion=_l1_promotion, dtypes="numeric+complex", normalize=_l1_normalize,
                 doc="|input - target|, reduced; integer inputs are accepted with reduction 'none' or 'sum'")
 
 

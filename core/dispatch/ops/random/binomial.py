@@ -10,6 +10,7 @@ from __future__ import annotations
 from ...schema.errors import ArgumentError, DtypeError, describe
 from ...schema.meta import broadcast_shapes, shape
 from ...schema import Sample, defop
+from ..elementwise.complex_support import refusing_complex
 from ..namespace import F
 from .random import precise_float, uniform_open_below
 from .rejection_sampling import transformed_rejection
@@ -106,6 +107,7 @@ def _samples(make, dtype):
 
 
 defop("binomial(Tensor count, Tensor prob, Generator? generator=None)", "random", kind="composite",
-      promotion=_one_dtype, dtypes="float", normalize=_check, composite=_binomial, samples=_samples, method=False, differentiable=False,
+      promotion=refusing_complex(_one_dtype, "binomial only supports floating-point dtypes for count"),
+      dtypes="float", normalize=_check, composite=_binomial, samples=_samples, method=False, differentiable=False,
       meta=lambda count, prob, *rest: broadcast_shapes("binomial", shape(count), shape(prob)),
       doc="one Binomial(count, prob) sample per (broadcast) element: successes in count trials of probability prob")

@@ -11,6 +11,7 @@ from ...schema import rules
 from ...schema.dtypes import float32, float64, int64
 from ...schema.errors import ArgumentError, DtypeError, NumberOverflowError, ShapeError
 from ...schema import Sample, defop
+from ..elementwise.complex_support import refusing_complex
 from ..namespace import F
 
 _TAIL = "*, Generator? generator=None, dtype? dtype=None, device? device=None"
@@ -63,10 +64,22 @@ def _randperm_samples(make, dtype):
 
 
 def _float_only(rt, op, args):
+    """Floating and complex dtypes (a complex draw is a pair of real ones, as in PyTorch)."""
     dt, _ = rules.creation(rt, op, args)
-    if not dt.is_floating_point:
-        raise DtypeError(f"{op.name}: expected a floating dtype, got {dt.name}")
+    if dt.kind not in ("float", "complex"):
+        raise DtypeError(f"{op.name}: expected a floating or complex dtype, got {dt.name}")
     return dt, dt
+
+
+def _as_pairs(sampler, scale: float = 1.0):
+    """A real sampler's complex form: the real and imaginary parts drawn as a trailing pair of reals.
+
+    Backends draw only reals; ``scale`` divides the spread between the parts (a standard complex normal has
+    variance 1 in all, 1/2 in each part, as PyTorch draws it)."""
+    def complex_draws(size, a, b, generator=None, dtype=None, device=None):
+        parts = sampler(tuple(size) + (2,), a, b * scale, generator=generator, dtype=dtype.to_real(), device=device)
+        return F.view_as_complex(parts)
+    return complex_draws
 
 
 def _check_range(op, args):
@@ -80,9 +93,11 @@ def _check_range(op, args):
 
 
 defop(f"rand_uniform(int[] size, float low=0.0, float high=1.0, {_TAIL})", "random", promotion=_float_only,
+      dtypes="float+complex", complex_decomposition=_as_pairs(lambda *a, **k: F.rand_uniform(*a, **k)),
       meta=_size_meta, method=False, differentiable=False, doc="uniform samples in [low, high)",
       samples=_float_samples(-2.0, 3.0))
 defop(f"rand_normal(int[] size, float mean=0.0, float std=1.0, {_TAIL})", "random", promotion=_float_only,
+      dtypes="float+complex", complex_decomposition=_as_pairs(lambda *a, **k: F.rand_normal(*a, **k), math.sqrt(0.5)),
       samples=_float_samples(2.0, 0.5),
       meta=_size_meta, normalize=_check_range, method=False, differentiable=False,
       doc="normal samples with the given mean and standard deviation")
@@ -92,11 +107,13 @@ defop(f"rand_int(int[] size, int low, int high, {_TAIL})", "random", promotion=r
       doc="integers drawn uniformly from [low, high)")
 
 defop(f"rand(int[] size, {_TAIL})", "random", kind="composite", promotion=_float_only, meta=_size_meta,
+      dtypes="float+complex",
       samples=_float_samples(),
       method=False, differentiable=False,
       composite=lambda size, generator=None, dtype=None, device=None:
       F.rand_uniform(size, 0.0, 1.0, generator=generator, dtype=dtype, device=device))
 defop(f"randn(int[] size, {_TAIL})", "random", kind="composite", promotion=_float_only, meta=_size_meta,
+      dtypes="float+complex",
       samples=_float_samples(),
       method=False, differentiable=False,
       composite=lambda size, generator=None, dtype=None, device=None:
@@ -188,8 +205,8 @@ _LIKE_TAIL = "*, Generator? generator=None, dtype? dtype=None, device? device=No
 def _like_promotion(floating: bool):
     def promotion(rt, op, args):
         dt = rules.requested_dtype(args) or args["input"].dtype
-        if floating and not dt.is_floating_point:
-            raise DtypeError(f"{op.name}: expected a floating dtype, got {dt.name}")
+        if floating and dt.kind not in ("float", "complex"):
+            raise DtypeError(f"{op.name}: expected a floating or complex dtype, got {dt.name}")
         return dt, dt
     return promotion
 
@@ -208,11 +225,13 @@ def _check_randint_like(op, args):
 
 
 defop(f"rand_like(Tensor input, {_LIKE_TAIL})", "random", kind="composite", promotion=_like_promotion(True),
+      dtypes="all+complex",
       meta=lambda x, *rest: tuple(x.shape), samples=_like_samples(), method=False, differentiable=False,
       composite=lambda x, generator=None, dtype=None, device=None: F.rand_uniform(
           tuple(x.shape), generator=generator, dtype=dtype or x.dtype, device=device or x.device),
       doc="uniform samples in [0, 1) with input's shape")
 defop(f"randn_like(Tensor input, {_LIKE_TAIL})", "random", kind="composite", promotion=_like_promotion(True),
+      dtypes="all+complex",
       meta=lambda x, *rest: tuple(x.shape), samples=_like_samples(), method=False, differentiable=False,
       composite=lambda x, generator=None, dtype=None, device=None: F.rand_normal(
           tuple(x.shape), generator=generator, dtype=dtype or x.dtype, device=device or x.device),
@@ -231,7 +250,9 @@ def _randint_like_samples(make, dtype):
 
 
 defop(f"randint_like(Tensor input, int low, int high, {_LIKE_TAIL})", "random", kind="composite",
-      promotion=_like_promotion(False), normalize=_check_randint_like, meta=lambda x, *rest: tuple(x.shape),
+      promotion=refusing_complex(_like_promotion(False),
+                                 "check_random_bounds handles only integral, floating-point and boolean types"),
+      normalize=_check_randint_like, meta=lambda x, *rest: tuple(x.shape),
       composite=_randint_like, samples=_randint_like_samples, method=False, differentiable=False,
       doc="integers uniform on [low, high) with input's shape")
 
@@ -268,6 +289,12 @@ def _check_geometric(op, args):
         raise ArgumentError(f"geometric_: expects p to be in (0, 1), but got p={args['p']}")
 
 
+def _continuous(distribution: str):
+    """PyTorch's refusal of complex self for the fills of a real-valued distribution."""
+    return refusing_complex(rules.same, f"{distribution} distribution is a continuous probability distribution. "
+                                        f"dtype must be a floating point")
+
+
 def _fill(draw):
     """An in-place op writing ``draw(size, *params, generator=, dtype=, device=)`` into self."""
     def composite(x, *args):
@@ -301,30 +328,33 @@ def _fill_samples(*params, required: int = 0):
     return samples
 
 
-def _defill(signature: str, draw, doc: str, dtypes: str = "float", normalize=None, samples=None) -> None:
+def _defill(signature: str, draw, doc: str, dtypes: str = "float", normalize=None, samples=None,
+            promotion=rules.same) -> None:
     defop(f"{signature}, *, Generator? generator=None)", "random", kind="composite", dtypes=dtypes,
-          promotion=rules.same, meta=lambda x, *rest: tuple(x.shape),
+          promotion=promotion, meta=lambda x, *rest: tuple(x.shape),
           normalize=normalize, composite=_fill(draw), samples=samples, differentiable=False, doc=doc,
           torch_keywords={"input": "self"})
 
 
 _defill("normal_(Tensor self, float mean=0.0, float std=1.0", lambda *a, **k: F.rand_normal(*a, **k),
-        "fills self with normal samples, in place", normalize=_check_std, samples=_fill_samples(2.0, 0.5))
+        "fills self with normal samples, in place (complex: std split over both parts)", dtypes="float+complex",
+        normalize=_check_std, samples=_fill_samples(2.0, 0.5))
 _defill("uniform_(Tensor self, float from=0.0, float to=1.0", lambda *a, **k: F.rand_uniform(*a, **k),
-        "fills self with uniform samples in [from, to), in place", normalize=_check_uniform,
-        samples=_fill_samples(-1.0, 1.0))
+        "fills self with uniform samples in [from, to), in place (complex: each part)", dtypes="float+complex",
+        normalize=_check_uniform, samples=_fill_samples(-1.0, 1.0))
 _defill("log_normal_(Tensor self, float mean=1.0, float std=2.0",
         _transformed(_unit_normal, lambda z, mean, std: F.exp(F.add(F.mul(z, std), mean))),
         "fills self with exp of normal samples (mean and std of the logarithm), in place",
         normalize=_positive("log_normal_", "std", "std"), samples=_fill_samples(0.5, 0.25))
 _defill("exponential_(Tensor self, float lambd=1.0",
         _transformed(_unit_uniform, lambda u, lambd: F.div(F.neg(F.log(u)), lambd)),
-        "fills self with exponential samples of rate lambd, in place",
+        "fills self with exponential samples of rate lambd, in place", promotion=_continuous("Exponential"),
         normalize=_positive("exponential_", "lambd", "lambda"), samples=_fill_samples(2.0))
 _defill("cauchy_(Tensor self, float median=0.0, float sigma=1.0",
         _transformed(_unit_uniform,
                      lambda u, median, sigma: F.add(F.mul(F.tan(F.mul(F.sub(u, 0.5), math.pi)), sigma), median)),
         "fills self with Cauchy samples, in place", normalize=_positive("cauchy_", "sigma", "sigma"),
+        promotion=_continuous("Cauchy"),
         samples=_fill_samples(1.0, 0.5))
 _defill("geometric_(Tensor self, float p",
         _transformed(_unit_uniform, lambda u, p: F.add(F.floor(F.div(F.log(u), math.log1p(-p))), 1.0)),
@@ -353,6 +383,6 @@ def _random_samples(make, dtype):
 
 defop("random_(Tensor self, int from=0, int? to=None, *, Generator? generator=None)", "random", kind="composite",
       torch_keywords={"input": "self"},
-      promotion=rules.passthrough, normalize=_random_bounds, meta=lambda x, *rest: tuple(x.shape),
+      promotion=rules.same, normalize=_random_bounds, meta=lambda x, *rest: tuple(x.shape),
       composite=_random_fill, samples=_random_samples, method=False, differentiable=False,
       doc="fills self with integers uniform on [from, to); to defaults to one past the dtype's largest")

@@ -15,6 +15,7 @@ from ...schema.errors import ArgumentError, DeviceError, DtypeError, ShapeError,
 from ...schema.meta import broadcast_shapes, shape
 from ...schema.promotion import result_type_of
 from ...schema import Sample, defop
+from ..elementwise.complex_support import refusing_complex
 from ..namespace import F
 from .random import precise_float, uniform_open_below
 from .rejection_sampling import transformed_rejection
@@ -100,7 +101,9 @@ def _multinomial_samples(make, dtype):
 
 
 defop("multinomial(Tensor input, int num_samples, bool replacement=False, *, Generator? generator=None)", "random",
-      kind="composite", promotion=rules.to_int64, dtypes="float", normalize=_check_multinomial,
+      kind="composite",
+      promotion=refusing_complex(rules.to_int64, "multinomial only supports floating-point dtypes for input"),
+      dtypes="float", normalize=_check_multinomial,
       meta=lambda w, n, *rest: (*shape(w)[:-1], n), composite=_multinomial, samples=_multinomial_samples,
       differentiable=False, doc="indices drawn from the categorical distribution each row of weights gives")
 
@@ -178,7 +181,7 @@ def _bernoulli_fill_samples(make, dtype):
 
 defop("bernoulli_(Index self, Any p=0.5, *, Generator? generator=None)", "random", kind="composite",
       torch_keywords={"input": "self"},
-      promotion=lambda rt, op, args: (None, args["self"].dtype), normalize=_check_bernoulli_fill,
+      promotion=lambda rt, op, args: (args["self"].dtype,) * 2, normalize=_check_bernoulli_fill,
       meta=lambda x, *rest: tuple(x.shape),
       composite=_bernoulli_fill, samples=_bernoulli_fill_samples, differentiable=False,
       doc="fills self with 1 with probability p (a number or a float tensor broadcast to self), else 0")
@@ -188,6 +191,8 @@ defop("bernoulli_(Index self, Any p=0.5, *, Generator? generator=None)", "random
 
 def _check_std(op, args):
     mean, std = args["mean"], args["std"]
+    if hasattr(std, "_data") and std.dtype.is_complex:
+        raise UnsupportedDtypeError(f"normal expects standard deviation to be non-complex, got {describe(std)}")
     if not hasattr(mean, "_data") and not hasattr(std, "_data"):
         raise TypeError(f"normal: mean ({mean!r}) and std ({std!r}) are both numbers: give a size, as in "
                         f"normal(mean, std, size)")
@@ -200,10 +205,11 @@ def _check_std(op, args):
 
 
 def _float_parameters(rt, op, args):
-    """Tensor mean and std must be floating, as in PyTorch: a float number does not make them so."""
+    """Tensor mean and std must be floating, as in PyTorch: a float number does not make them so. A complex mean
+    draws complex samples (std split over both parts); a complex std is refused by ``_check_std``."""
     for v in (args["mean"], args["std"]):
         dt = getattr(v, "dtype", None)
-        if dt is not None and not dt.is_floating_point:
+        if dt is not None and dt.kind not in ("float", "complex"):
             raise DtypeError(f"normal: expected floating mean and std, got {describe(v)}")
     return rt, rt
 
@@ -218,15 +224,18 @@ def _normal(mean, std=1.0, generator=None):
 
 
 def _normal_samples(make, dtype):
-    yield Sample((make((3, 4)), make((3, 4), low=0.5, high=1.0)), note="tensor mean and std")
+    """std in the real component dtype: a complex mean takes a real std (PyTorch refuses a complex one)."""
+    real = dtype.to_real()
+    yield Sample((make((3, 4)), make((3, 4), low=0.5, high=1.0, dtype=real)), note="tensor mean and std")
     yield Sample((make((4000,), low=2.0, high=2.001), 0.5), note="many draws, float std")
-    yield Sample((2.0, make((4000,), low=0.5, high=0.501)), note="many draws, float mean")
-    yield Sample((make((3,)), make((2, 3), low=0.5, high=1.0)), note="broadcast")
+    yield Sample((2.0, make((4000,), low=0.5, high=0.501, dtype=real)), note="many draws, float mean")
+    yield Sample((make((3,)), make((2, 3), low=0.5, high=1.0, dtype=real)), note="broadcast")
     yield Sample((make((0, 2)), 1.0), note="empty")
 
 
 defop("normal(Tensor mean, Tensor std=1.0, *, Generator? generator=None)", "random", kind="composite",
-      promotion=_float_parameters, dtypes="float", normalize=_check_std, composite=_normal, samples=_normal_samples,
+      promotion=_float_parameters, dtypes="float+complex", normalize=_check_std, composite=_normal,
+      samples=_normal_samples,
       number_operands=("mean", "std"),
       meta=lambda mean, std, *rest: broadcast_shapes("normal", shape(mean), shape(std)), method=False,
       differentiable=False, doc="one normal sample per element, with elementwise (broadcast) mean and std")

@@ -115,7 +115,9 @@ def _searchsorted_reference(boundaries, values, out_int32=False, right=False, si
 
 
 def _sorted_rows(make, shape_):
-    return F.sort(make(shape_), -1).values
+    """Sorted samples; complex ones (which these ops refuse, and which have no order) as drawn."""
+    values = make(shape_)
+    return values if values.dtype.is_complex else F.sort(values, -1).values
 
 
 def _searchsorted_samples(make, dtype):
@@ -125,7 +127,8 @@ def _searchsorted_samples(make, dtype):
     yield Sample((edges, F.slice(edges, 0, 2, 5)), {"side": "left", "out_int32": True}, note="ties, int32")
     yield Sample((_sorted_rows(make, (2, 5)), make((2, 3), noncontiguous=True)), note="batched")
     unsorted = make((5,))
-    yield Sample((unsorted, make((4,))), {"sorter": F.argsort(unsorted, stable=True)}, note="sorter")
+    sorter = F.argsort(F.real(unsorted) if unsorted.dtype.is_complex else unsorted, stable=True)
+    yield Sample((unsorted, make((4,))), {"sorter": sorter}, note="sorter")
 
 
 defop("searchsorted(Tensor sorted_sequence, Tensor values, *, bool out_int32=False, bool right=False, str? side=None, "
@@ -364,7 +367,7 @@ def _histogram_samples(make, dtype):
     yield Sample((make((20,)), 4))
     yield Sample((make((3, 5), noncontiguous=True), 3), {"range": (-0.5, 0.5), "weight": make((3, 5))},
                  note="range and weight")
-    yield Sample((make((12,)), F.sort(make((4,))).values), {"density": True}, note="given edges, density")
+    yield Sample((make((12,)), _sorted_rows(make, (4,))), {"density": True}, note="given edges, density")
 
 
 defop("histogram(Tensor input, Any bins=100, *, Any range=None, Tensor? weight=None, bool density=False)", "indexing",
@@ -399,8 +402,8 @@ def _histogramdd_reference(x, bin_edges, weight=None, density=False):
 
 
 def _histogramdd_samples(make, dtype):
-    yield Sample((make((10, 2)), [F.sort(make((3,))).values, F.sort(make((4,))).values]))
-    yield Sample((make((2, 4, 1), noncontiguous=True), [F.sort(make((5,))).values]),
+    yield Sample((make((10, 2)), [_sorted_rows(make, (3,)), _sorted_rows(make, (4,))]))
+    yield Sample((make((2, 4, 1), noncontiguous=True), [_sorted_rows(make, (5,))]),
                  {"weight": make((2, 4)), "density": True}, note="batched samples, weight, density")
 
 

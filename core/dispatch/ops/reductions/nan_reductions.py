@@ -8,6 +8,7 @@ import numpy as np
 from ...schema import rules
 from ...schema.dtypes import int64
 from ...schema import defop
+from ..elementwise.complex_support import refusing_complex
 from ..namespace import F
 from ._shared import _extremum_derivative, _moment_meta, _np_axis, _np_reduce, _reduce_meta, _var_reference
 
@@ -31,10 +32,13 @@ def _nanmean(x, dim=None, keepdim=False, dtype=None):
 
 
 defop("nansum(Tensor input, dim[]? dim=None, bool keepdim=False, *, dtype? dtype=None)", "reduction",
-      kind="composite", promotion=rules.accumulate, meta=_reduce_meta("nansum"), composite=_nansum,
+      kind="composite", promotion=refusing_complex(rules.accumulate, "nansum on CPU does not support complex inputs"),
+      meta=_reduce_meta("nansum"), composite=_nansum,
       reference=_np_reduce(np.nansum), doc="sum treating NaN as zero")
 defop("nanmean(Tensor input, dim[]? dim=None, bool keepdim=False, *, dtype? dtype=None)", "reduction",
-      kind="composite", promotion=rules.float_or_requested, dtypes="float", meta=_reduce_meta("nanmean"),
+      kind="composite",
+      promotion=refusing_complex(rules.float_or_requested, "nansum on CPU does not support complex inputs"),
+      dtypes="float", meta=_reduce_meta("nanmean"),
       composite=_nanmean, doc="mean of the values that are not NaN",
       reference=lambda x, dim=None, keepdim=False, dtype=None: _quiet(np.nanmean, x, axis=_np_axis(x, dim),
                                                                       keepdims=keepdim))
@@ -47,7 +51,7 @@ def _quiet(fn, *args, **kwargs):
         return fn(*args, **kwargs)
 
 
-defop("count_nonzero(Tensor input, dim[]? dim=None)", "reduction", kind="composite",
+defop("count_nonzero(Tensor input, dim[]? dim=None)", "reduction", dtypes="all+complex", kind="composite",
       promotion=lambda rt, op, args: (rt, int64), meta=lambda x, dim=None: _reduce_meta("count_nonzero")(x, dim),
       composite=lambda x, dim=None: F.sum(F.ne(x, 0), dim), differentiable=False,
       reference=lambda x, dim=None: np.asarray(np.count_nonzero(x, axis=_np_axis(x, dim)), np.int64),
@@ -99,7 +103,8 @@ def _declare_with_mean(op_name: str, spread_reference) -> None:
                 np.mean(x, axis=_np_axis(x, dim), keepdims=keepdim))
 
     defop(f"{op_name}(Tensor input, dim[]? dim=None, *, Scalar correction=1, bool keepdim=False)", "reduction",
-          kind="composite", promotion=lambda rt, op, args: (rt, (rt, rt)), dtypes="float", outputs=(name, "mean"),
+          kind="composite", promotion=lambda rt, op, args: (rt, (rt.to_real(), rt)), dtypes="float+complex",
+          outputs=(name, "mean"),
           meta=_moments_meta(op_name), composite=composite, reference=reference,
           doc=f"({name}, mean) over dim")
 

@@ -13,6 +13,7 @@ from ...schema.dtypes import int64
 from ...schema.errors import OutOfRangeError
 from ...schema.meta import describe, reduced, shape
 from ...schema import Sample, defop
+from ..elementwise.complex_support import refusing_complex
 from ..namespace import F
 from ._shared import _dim_pair_meta, _selected_derivative
 
@@ -175,7 +176,8 @@ defop("mode(Tensor input, dim dim=-1, bool keepdim=False)", "reduction", kind="c
       composite=_mode, derivative=_selected_derivative, samples=_order_samples, reference=_per_row(_mode_of_row),
       doc="the most frequent value along dim (the smallest of ties) and its last index; memory grows with the "
           "square of the dim's length")
-defop("msort(Tensor input)", "reduction", kind="composite", promotion=rules.same,
+defop("msort(Tensor input)", "reduction", kind="composite",
+      promotion=refusing_complex(rules.same, "Sort does not support complex dtypes on CPU"),
       meta=lambda x: shape(x), composite=lambda x: F.sort(x, 0).values,
       samples=lambda make, dtype: iter([Sample((make((4, 3)),)), Sample((make((5,), noncontiguous=True),)),
                                         Sample((make(()),), note="0-d")]),

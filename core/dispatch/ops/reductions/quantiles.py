@@ -11,6 +11,7 @@ from ...schema.dtypes import int64
 from ...schema.errors import ArgumentError, DtypeError, ShapeError
 from ...schema.meta import describe, reduced, shape
 from ...schema import Sample, defop
+from ..elementwise.complex_support import refusing_complex
 from ..namespace import F
 from ..elementwise.float_args import is_tensor
 
@@ -124,7 +125,8 @@ def _quantile_samples(make, dtype):
         yield Sample((F.where(F.eq(F.arange(4, device=rows.device), 1), nan, rows), q, 1), note="NaN in rows")
 
 
-_QUANTILE = dict(kind="composite", promotion=rules.same, dtypes="float", normalize=_quantile_normalize,
+_QUANTILE = dict(kind="composite", dtypes="float", normalize=_quantile_normalize,
+                 promotion=refusing_complex(rules.same, "quantile() input tensor must be either float or double dtype"),
                  meta=_quantile_meta, samples=_quantile_samples,
                  number_operands=("q",),
                  nondifferentiable_inputs=("q",))  # finite differences of q would step outside [0, 1]

@@ -12,8 +12,10 @@ from ...schema.dtypes import get_default_dtype, int32, int64, uint8
 from ...schema.errors import ArgumentError, ShapeError
 from ...schema.meta import shape
 from ...schema import FLOAT32_ON_CUDA, Sample, defop
+from ..elementwise.complex_support import refusing_complex
 from ..namespace import F
 from ..onnx_support import any_nan, as_ordered, rank, size_of
+from ..elementwise.complex_support import conj
 from ..elementwise.opmath import in_opmath, large_magnitudes, rounded, widened
 from ._shared import (_dim_pair_meta, _extremum_derivative, _moment_meta, _np_axis, _np_reduce, _reduce_meta,
                       _selected_derivative, _var_reference, keep_reduced_dims)
@@ -37,12 +39,20 @@ def _exclusive_products(x, dim):
     return F.mul(before, after)
 
 
-def _prod_derivative(grad, input, dim, keepdim):
+def _as_accumulated(input, dtype):
+    """The input as the op computed on it: cast to ``dtype=`` where given (a complex input's real part for a real
+    dtype, whose gradient is then real too, as PyTorch's)."""
+    return input if dtype is None or input.dtype is dtype else F.to_dtype(input, dtype)
+
+
+def _prod_derivative(grad, input, dim, keepdim, dtype):
+    """grad times the product of the other elements (conjugated, for complex input: PyTorch's convention)."""
+    input = _as_accumulated(input, dtype)
     in_shape = tuple(input.shape)
     if input.ndim == 0:
         return grad
     x = input if dim is not None else F.reshape(input, (-1,))
-    others = _exclusive_products(x, dim if dim is not None else 0)
+    others = conj(_exclusive_products(x, dim if dim is not None else 0))
     if dim is None:
         return F.mul(F.reshape(others, in_shape), grad)
     return F.mul(others, keep_reduced_dims(grad, in_shape, dim, keepdim))
@@ -59,13 +69,15 @@ def _along(t, dim: int, ndim: int):
     return F.reshape(t, tuple(-1 if d == dim else 1 for d in range(ndim)))
 
 
-def _cumprod_derivative(grad, input, dim, result):
+def _cumprod_derivative(grad, input, dim, result, dtype):
     """d out_j / d x_i = prod_{k <= j, k != i} x_k for j >= i. Without zeros that is out_j / x_i; with
-    zeros, the products are formed explicitly, one input position at a time."""
+    zeros, the products are formed explicitly, one input position at a time. Complex input takes their
+    conjugates (PyTorch's convention)."""
+    input = _as_accumulated(input, dtype)
     if input.ndim == 0:
         return grad
     if bool(F.all(F.ne(input, 0))):
-        return F.div(_cumsum_derivative(F.mul(grad, result), input, dim), input)
+        return F.div(_cumsum_derivative(F.mul(grad, conj(result)), input, dim), conj(input))
     n = input.shape[dim]
     x = F.unsqueeze(input, dim + 1)  # x_k along dim, broadcast over j along dim + 1
     positions = F.arange(n, device=input.device)
@@ -77,7 +89,7 @@ def _cumprod_derivative(grad, input, dim, result):
     for i in range(n):
         keep = F.logical_and(F.le(k, j), F.ne(k, i))
         products = F.prod(F.where(keep, x, ones), dim)  # the k axis is gone; j now lies along dim
-        pieces.append(F.sum(F.where(F.ge(j_out, i), F.mul(grad, products), zeros), dim, True))
+        pieces.append(F.sum(F.where(F.ge(j_out, i), F.mul(grad, conj(products)), zeros), dim, True))
     return F.cat(pieces, dim)
 
 
@@ -184,11 +196,11 @@ def _accumulate_samples(make, dtype):
     yield from _large_samples(1)(make, dtype)
 
 
-defop("sum(Tensor input, dim[]? dim=None, bool keepdim=False, *, dtype? dtype=None)", "reduction",
+defop("sum(Tensor input, dim[]? dim=None, bool keepdim=False, *, dtype? dtype=None)", "reduction", dtypes="all+complex",
       promotion=rules.accumulate, meta=_reduce_meta("sum"), reference=_np_reduce(np.sum),
       derivative=_sum_derivative, samples=_accumulate_samples, autocast=FLOAT32_ON_CUDA,
       onnx=_reduce_onnx("ReduceSum"), jvp="linear", batch="dims", doc="bool and integer inputs sum in int64")
-defop("prod(Tensor input, dim? dim=None, bool keepdim=False, *, dtype? dtype=None)", "reduction",
+defop("prod(Tensor input, dim? dim=None, bool keepdim=False, *, dtype? dtype=None)", "reduction", dtypes="all+complex",
       promotion=rules.accumulate, meta=_reduce_meta("prod"), reference=_np_reduce(np.prod),
       derivative=_prod_derivative, samples=_accumulate_samples, autocast="float32",
       onnx=_reduce_onnx("ReduceProd"), batch="dims")
@@ -253,7 +265,8 @@ def _sum_to_size_samples(make, dtype):
     yield Sample((make(()), ()), note="0-d")
 
 
-defop("sum_to_size(Tensor input, int[] size)", "reduction", kind="composite", promotion=_sum_to_size_promotion,
+defop("sum_to_size(Tensor input, int[] size)", "reduction", dtypes="all+complex", kind="composite",
+      promotion=_sum_to_size_promotion,
       normalize=_sum_to_size_normalize, meta=lambda x, size: tuple(size), composite=_sum_to_size,
       reference=_sum_to_size_reference, samples=_sum_to_size_samples,
       doc="input summed down to size, which it must expand to (a gradient's reduction to an operand's shape); "
@@ -269,11 +282,13 @@ def _arg_reference(fn):
     return reference
 
 
-defop("argmax(Tensor input, dim? dim=None, bool keepdim=False)", "reduction", promotion=rules.to_int64,
+defop("argmax(Tensor input, dim? dim=None, bool keepdim=False)", "reduction",
+      promotion=refusing_complex(rules.to_int64, "argmax(): does not support complex input"),
       dtypes="numeric", meta=_reduce_meta("argmax", needs_elements=True), reference=_arg_reference(np.argmax),
       differentiable=False, onnx=_arg_onnx("ArgMax"), batch="dims",
       doc="the first index of the maximum; NaN counts as the maximum")
-defop("argmin(Tensor input, dim? dim=None, bool keepdim=False)", "reduction", promotion=rules.to_int64,
+defop("argmin(Tensor input, dim? dim=None, bool keepdim=False)", "reduction",
+      promotion=refusing_complex(rules.to_int64, "argmin(): does not support complex input"),
       dtypes="numeric", meta=_reduce_meta("argmin", needs_elements=True), reference=_arg_reference(np.argmin),
       differentiable=False, onnx=_arg_onnx("ArgMin"), batch="dims")
 
@@ -285,11 +300,11 @@ def _scan_meta(x, dim, dtype=None):
 defop("cumsum(Tensor input, dim dim, *, dtype? dtype=None)", "reduction", promotion=rules.accumulate,
       meta=_scan_meta, reference=lambda x, dim, dtype=None: np.cumsum(x, axis=dim) if x.ndim else x.copy(),
       derivative=_cumsum_derivative, samples=_accumulate_samples, autocast=FLOAT32_ON_CUDA, onnx=_scan_onnx(_cumsum),
-      inplace=True, jvp="linear", batch="dims")
+      dtypes="all+complex", inplace=True, jvp="linear", batch="dims")
 defop("cumprod(Tensor input, dim dim, *, dtype? dtype=None)", "reduction", promotion=rules.accumulate,
       meta=_scan_meta, reference=lambda x, dim, dtype=None: np.cumprod(x, axis=dim) if x.ndim else x.copy(),
       derivative=_cumprod_derivative, samples=_accumulate_samples, autocast=FLOAT32_ON_CUDA, onnx=_scan_onnx(_cumprod),
-      inplace=True, batch="dims")
+      dtypes="all+complex", inplace=True, batch="dims")
 
 
 # -- composites -------------------------------------------------------------------------------
@@ -312,15 +327,20 @@ def _mean_reference(x, dim=None, keepdim=False, dtype=None):
 
 
 defop("mean(Tensor input, dim[]? dim=None, bool keepdim=False, *, dtype? dtype=None)", "reduction",
-      kind="composite", promotion=rules.float_or_requested, dtypes="float", meta=_reduce_meta("mean"),
+      kind="composite", promotion=rules.float_or_requested, dtypes="float+complex", meta=_reduce_meta("mean"),
       composite=_mean, reference=_mean_reference, onnx=_reduce_onnx("ReduceMean"), samples=_large_samples(1),
       doc="float inputs only, as in PyTorch")
 
 
 @in_opmath
 def _var(x, dim=None, correction=1, keepdim=False):
+    """The mean squared distance from the mean: |x - mean|^2, real for complex input, as in PyTorch."""
     centered = F.sub(x, F.mean(x, dim, True))
-    return F.div(F.sum(F.mul(centered, centered), dim, keepdim), max(_count(x, dim) - correction, 0))
+    if centered.dtype.is_complex:
+        squares = F.add(F.square(F.real(centered)), F.square(F.imag(centered)))
+    else:
+        squares = F.mul(centered, centered)
+    return F.div(F.sum(squares, dim, keepdim), max(_count(x, dim) - correction, 0))
 
 
 @in_opmath
@@ -331,10 +351,10 @@ def _std(x, dim=None, correction=1, keepdim=False):
 
 
 defop("var(Tensor input, dim[]? dim=None, *, Scalar correction=1, bool keepdim=False)", "reduction",
-      kind="composite", promotion=rules.same, dtypes="float", meta=_moment_meta("var"), composite=_var,
+      kind="composite", promotion=rules.same_real, dtypes="float+complex", meta=_moment_meta("var"), composite=_var,
       reference=_var_reference, samples=_large_samples(1, magnitude=200.0), doc="Bessel-corrected by default (correction=1)")
 defop("std(Tensor input, dim[]? dim=None, *, Scalar correction=1, bool keepdim=False)", "reduction",
-      kind="composite", promotion=rules.same, dtypes="float", meta=_moment_meta("std"),
+      kind="composite", promotion=rules.same_real, dtypes="float+complex", meta=_moment_meta("std"),
       composite=_std, samples=_large_samples(1),
       reference=lambda x, dim=None, correction=1, keepdim=False: np.sqrt(_var_reference(x, dim, correction,
                                                                                         keepdim)))
@@ -355,9 +375,17 @@ def _logsumexp_float(x, dim, keepdim):
     return out if keepdim else F.squeeze(out, dim)
 
 
+def _complex_logsumexp(x, dim, keepdim=False):
+    """PyTorch's form for complex input: shifted by the largest real part, each step recording its own node."""
+    peak = F.amax(F.real(x), dim, True)
+    peak = F.where(F.isinf(peak), F.zeros_like(peak), peak)
+    out = F.add(F.log(F.sum(F.exp(F.sub(x, peak)), dim, True)), peak)
+    return out if keepdim else F.squeeze(out, dim)
+
+
 def _logsumexp_reference(x, dim, keepdim=False):
-    x, axis = np.asarray(x, dtype=np.float64), _np_axis(x, dim)
-    peak = np.max(x, axis=axis, keepdims=True)
+    x, axis = np.asarray(x, dtype=np.complex128 if np.iscomplexobj(x) else np.float64), _np_axis(x, dim)
+    peak = np.max(x.real, axis=axis, keepdims=True)
     peak = np.where(np.isinf(peak), 0, peak)
     out = np.log(np.sum(np.exp(x - peak), axis=axis, keepdims=True)) + peak
     return out if keepdim else np.squeeze(out, axis=axis)
@@ -371,7 +399,8 @@ def _logsumexp_derivative(grad, input, dim, keepdim, result):
 
 
 defop("logsumexp(Tensor input, dim[]? dim, bool keepdim=False)", "reduction", kind="composite",
-      promotion=rules.to_float, meta=_reduce_meta("logsumexp", needs_elements=True), composite=_logsumexp,
+      promotion=rules.to_float, dtypes="all+complex", complex_decomposition=_complex_logsumexp,
+      meta=_reduce_meta("logsumexp", needs_elements=True), composite=_logsumexp,
       reference=_logsumexp_reference, derivative=_logsumexp_derivative, autocast=FLOAT32_ON_CUDA,
       samples=_large_samples(1),
       onnx=_reduce_onnx("ReduceLogSumExp"),
@@ -407,10 +436,10 @@ def _truth_reference(fn):
     return reference
 
 
-defop("all(Tensor input, dim[]? dim=None, bool keepdim=False)", "reduction", kind="composite",
+defop("all(Tensor input, dim[]? dim=None, bool keepdim=False)", "reduction", dtypes="all+complex", kind="composite",
       promotion=rules.truth, meta=_reduce_meta("all"), composite=_all, reference=_truth_reference(np.all),
       empty_dim_reduces_all=False, differentiable=False, doc="bool, or uint8 for uint8 input, as in PyTorch")
-defop("any(Tensor input, dim[]? dim=None, bool keepdim=False)", "reduction", kind="composite",
+defop("any(Tensor input, dim[]? dim=None, bool keepdim=False)", "reduction", dtypes="all+complex", kind="composite",
       promotion=rules.truth, meta=_reduce_meta("any"), composite=_any, reference=_truth_reference(np.any),
       empty_dim_reduces_all=False, differentiable=False, doc="bool, or uint8 for uint8 input, as in PyTorch")
 
@@ -424,13 +453,15 @@ def _min_dim(x, dim, keepdim=False):
 
 
 defop("max(Tensor input, dim dim, bool keepdim=False)", "reduction", kind="composite",
-      promotion=rules.with_indices, dtypes="numeric", meta=_dim_pair_meta("max"), composite=_max_dim,
+      promotion=refusing_complex(rules.with_indices, "max(): does not support complex input"),
+      dtypes="numeric", meta=_dim_pair_meta("max"), composite=_max_dim,
       outputs=("values", "indices"), derivative=_selected_derivative,
       reference=lambda x, dim, keepdim=False: (np.max(x, axis=_np_axis(x, dim), keepdims=keepdim),
                                                np.argmax(x, axis=_np_axis(x, dim), keepdims=keepdim)),
       doc="values and indices of the maximum along dim; ember.max(x) and ember.max(x, y) also work")
 defop("min(Tensor input, dim dim, bool keepdim=False)", "reduction", kind="composite",
-      promotion=rules.with_indices, dtypes="numeric", meta=_dim_pair_meta("min"), composite=_min_dim,
+      promotion=refusing_complex(rules.with_indices, "min(): does not support complex input"),
+      dtypes="numeric", meta=_dim_pair_meta("min"), composite=_min_dim,
       outputs=("values", "indices"), derivative=_selected_derivative,
       reference=lambda x, dim, keepdim=False: (np.min(x, axis=_np_axis(x, dim), keepdims=keepdim),
                                                np.argmin(x, axis=_np_axis(x, dim), keepdims=keepdim)))
@@ -468,7 +499,7 @@ def _norm_check(op, args):
 
 
 def _norm_reference(x, p="fro", dim=None, keepdim=False, dtype=None):
-    x, axis = np.asarray(x, dtype=np.float64), _np_axis(x, dim)
+    x, axis = np.abs(x) if np.iscomplexobj(x) else np.asarray(x, dtype=np.float64), _np_axis(x, dim)
     if p in ("fro", 2, 2.0):
         return np.sqrt(np.sum(x * x, axis=axis, keepdims=keepdim))
     if p == math.inf:
@@ -516,8 +547,20 @@ def _norm_meta(x, p="fro", dim=None, keepdim=False, dtype=None):
     return _reduce_meta("norm")(x, dim, keepdim)
 
 
+def _norm_promotion(rt, op, args):
+    """A norm is real: the component dtype of a complex input (or of a complex ``dtype=``)."""
+    compute, out = rules.float_or_requested(rt, op, args)
+    return compute, out.to_real()
+
+
+def _complex_norm(x, p="fro", dim=None, keepdim=False, dtype=None):
+    """The norm of the magnitudes, each step recording its own node (abs's derivative brings grad * sgn(x))."""
+    return F.norm(F.abs(x), p, dim, keepdim, dtype=None if dtype is None else dtype.to_real())
+
+
 defop("norm(Tensor input, Any p='fro', dim[]? dim=None, bool keepdim=False, *, dtype? dtype=None)",
-      "reduction", kind="composite", promotion=rules.float_or_requested, dtypes="float", meta=_norm_meta,
+      "reduction", kind="composite", promotion=_norm_promotion, dtypes="float+complex", meta=_norm_meta,
+      complex_decomposition=_complex_norm,
       numpy_keywords=False, normalize=_norm_check, composite=_norm, reference=_norm_reference,
       derivative=_norm_derivative,
       samples=_norms_samples,

@@ -118,12 +118,25 @@ def _logcumsumexp(x, dim):
     return out
 
 
+def _complex_logcumsumexp(x, dim):
+    """PyTorch's value for complex input, the principal log of the running sums of exp, shifted by the largest real
+    part along dim (so exp cannot overflow); each step records its own node."""
+    if x.ndim == 0:
+        return F.clone(x)
+    peak = F.amax(F.real(x), dim, True)
+    peak = F.where(F.isinf(peak), F.zeros_like(peak), peak)
+    return F.add(F.log(F.cumsum(F.exp(F.sub(x, peak)), dim)), peak)
+
+
 def _logcumsumexp_reference(x, dim):
+    if np.iscomplexobj(x):
+        return np.log(np.cumsum(np.exp(x), axis=dim)) if np.ndim(x) else np.array(x)
     x = np.asarray(x, np.float64)
     return np.logaddexp.accumulate(x, axis=dim) if x.ndim else x.copy()
 
 
-defop("logcumsumexp(Tensor input, dim dim)", "reduction", kind="composite", promotion=rules.same, dtypes="float",
+defop("logcumsumexp(Tensor input, dim dim)", "reduction", kind="composite", promotion=rules.same,
+      dtypes="float+complex", complex_decomposition=_complex_logcumsumexp,
       meta=lambda x, dim: shape(x), composite=_logcumsumexp, reference=_logcumsumexp_reference,
       samples=_scan_samples,
       doc="log(cumsum(exp(input))) along dim, without overflow or underflow (pairwise logaddexp)")

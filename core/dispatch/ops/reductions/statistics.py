@@ -15,13 +15,15 @@ from ...schema.errors import ArgumentError, OutOfRangeError, ShapeError, describ
 from ...schema.meta import broadcast_shapes, shape
 from ...schema.promotion import promote_types
 from ...schema import Sample, defop
+from .._shared import _inexact
+from ..elementwise.complex_support import conj, refusing_complex
 from ..namespace import F
 from ..elementwise.opmath import in_opmath, rounded, widened
 
 
 def _floating(t, dtype=None):
-    """``t`` in ``dtype`` (default: its own if floating, else the default float dtype)."""
-    dtype = dtype or (t.dtype if t.dtype.is_floating_point else get_default_dtype())
+    """``t`` in ``dtype`` (default: its own if floating or complex, else the default float dtype)."""
+    dtype = dtype or (t.dtype if _inexact(t.dtype) else get_default_dtype())
     return t if t.dtype is dtype else F.to_dtype(t, dtype)
 
 
@@ -77,7 +79,8 @@ def _cdist_samples(make, dtype):
 
 
 defop("cdist(Tensor x1, Tensor x2, float p=2.0, str compute_mode='use_mm_for_euclid_dist_if_necessary')", "linalg",
-      kind="composite", promotion=rules.same, dtypes="float", meta=_cdist_meta, normalize=_cdist_normalize,
+      kind="composite", promotion=refusing_complex(rules.same, "cdist only supports floating-point dtypes"),
+      dtypes="float", meta=_cdist_meta, normalize=_cdist_normalize,
       composite=_cdist, reference=_cdist_reference, samples=_cdist_samples, method=False, autocast="float32",
       doc="the p-norm distance between each row of x1 and each row of x2 (batched)")
 
@@ -129,9 +132,10 @@ def _cov_in(x, correction, fweights, aweights):
     x = F.reshape(x, (1, -1)) if x.ndim < 2 else x
     observations = x.shape[1]
     weights = None
+    real = x.dtype.to_real()  # weights of complex observations are real
     for w in (fweights, aweights):
         if w is not None:
-            w = _floating(w, x.dtype)
+            w = _floating(w, real)
             weights = w if weights is None else F.mul(weights, w)
     if weights is None:
         mean, normalizer = F.mean(x, 1, True), max(observations - correction, 0)
@@ -143,12 +147,12 @@ def _cov_in(x, correction, fweights, aweights):
         elif aweights is None:
             normalizer = F.sub(total, correction)
         else:
-            spread = F.div(F.sum(F.mul(weights, _floating(aweights, x.dtype))), total)
+            spread = F.div(F.sum(F.mul(weights, _floating(aweights, real))), total)
             normalizer = F.sub(total, F.mul(spread, correction))
         normalizer = F.clamp(normalizer, 0)
     centered = F.sub(x, mean)
     scaled = centered if weights is None else F.mul(centered, weights)
-    return F.squeeze(F.div(F.matmul(scaled, F.transpose(centered, 0, 1)), normalizer))
+    return F.squeeze(F.div(F.matmul(scaled, F.transpose(conj(centered), 0, 1)), normalizer))
 
 
 def _cov_reference(x, correction=1, fweights=None, aweights=None):
@@ -163,17 +167,21 @@ def _cov_samples(make, dtype):
 
 
 defop("cov(Tensor input, *, int correction=1, Index? fweights=None, Index? aweights=None)", "linalg",
-      kind="composite", promotion=rules.to_float, dtypes="numeric", meta=_cov_meta, normalize=_cov_normalize,
+      kind="composite", promotion=rules.to_float, dtypes="numeric+complex", meta=_cov_meta, normalize=_cov_normalize,
       composite=_cov, reference=_cov_reference, samples=_cov_samples,
       doc="the covariance matrix of the variables in input's rows (observations in columns)")
 
 
 def _corrcoef(x):
+    """cov scaled by the standard deviations; complex coefficients are clipped part by part, as in PyTorch."""
     c = _cov(x)
     if c.ndim == 0:
         return F.div(c, c)
-    deviation = F.sqrt(F.diagonal(c))
+    variances = F.diagonal(c)
+    deviation = F.sqrt(F.real(variances) if variances.dtype.is_complex else variances)
     c = F.div(F.div(c, F.unsqueeze(deviation, 1)), F.unsqueeze(deviation, 0))
+    if c.dtype.is_complex:
+        return F.complex(F.clamp(F.real(c), -1, 1), F.clamp(F.imag(c), -1, 1))
     return F.clamp(c, -1, 1)
 
 
@@ -183,7 +191,7 @@ def _corrcoef_samples(make, dtype):
     yield Sample((make((4,)),), note="one variable")
 
 
-defop("corrcoef(Tensor input)", "linalg", kind="composite", promotion=rules.to_float, dtypes="numeric",
+defop("corrcoef(Tensor input)", "linalg", kind="composite", promotion=rules.to_float, dtypes="numeric+complex",
       meta=lambda x: _cov_meta(x), normalize=lambda op, args: _check_variables("corrcoef", args["input"]),
       composite=_corrcoef, reference=lambda x: np.asarray(np.corrcoef(x)), samples=_corrcoef_samples,
       doc="Pearson correlation coefficients of the variables in input's rows, clipped to [-1, 1]")
@@ -226,9 +234,10 @@ def _interval_areas(y, x=None, dx=None, dim=-1):
 
 
 def _result_dtype(y, x):
-    """PyTorch's: y and x promoted, and floating (integer samples integrate in the default float dtype)."""
+    """PyTorch's: y and x promoted, and floating or complex (integer samples integrate in the default float
+    dtype)."""
     dt = y.dtype if x is None else promote_types(y.dtype, x.dtype)
-    return dt if dt.is_floating_point else get_default_dtype()
+    return dt if _inexact(dt) else get_default_dtype()
 
 
 @in_opmath
@@ -280,7 +289,7 @@ def _integration_samples(make, dtype):
 
 
 _INTEGRATION = "(Tensor y, Tensor? x=None, *, Scalar? dx=None, dim dim=-1)"
-_INTEGRATION_FIELDS = dict(kind="composite", promotion=rules.to_float, dtypes="numeric",
+_INTEGRATION_FIELDS = dict(kind="composite", promotion=rules.to_float, dtypes="numeric+complex",
                            normalize=_integration_normalize, samples=_integration_samples, method=False)
 
 defop("trapezoid" + _INTEGRATION, "reduction", meta=_trapezoid_meta, composite=_trapezoid,
@@ -435,6 +444,6 @@ def _coordinates(make, n: int):
 
 
 defop("gradient(Tensor input, *, Any spacing=1, Any dim=None, int edge_order=1)", "indexing", kind="composite",
-      promotion=rules.to_float, dtypes="numeric", meta=_gradient_meta, normalize=_gradient_normalize,
+      promotion=rules.to_float, dtypes="numeric+complex", meta=_gradient_meta, normalize=_gradient_normalize,
       composite=_gradient, reference=_gradient_reference, samples=_gradient_samples, outputs=("*",), method=False,
       doc="the derivative along each dim by central differences (one-sided at the ends), as a tuple")

@@ -208,7 +208,7 @@ def _trace_samples(make, dtype):
     yield Sample((make((0, 2)),), note="empty")
 
 
-defop("trace(Tensor input)", "linalg", kind="composite", promotion=rules.accumulate, dtypes="numeric",
+defop("trace(Tensor input)", "linalg", kind="composite", promotion=rules.accumulate, dtypes="numeric+complex",
       meta=_trace_meta, composite=lambda x: F.sum(F.diagonal(x)),
       reference=lambda x: np.asarray(np.trace(x, dtype=np.int64 if x.dtype.kind in "iub" else x.dtype)),
       samples=_trace_samples, doc="the sum of a matrix's main diagonal (integers sum in int64)")

@@ -12,6 +12,7 @@ from ...schema.errors import ArgumentError, DtypeError, ShapeError, describe
 from ...schema.meta import broadcast_shapes as _broadcast, shape
 from ...schema.promotion import result_type_of
 from ...schema import Sample, defop
+from .._shared import _inexact
 from ..namespace import F
 
 
@@ -310,7 +311,7 @@ def _block_diag_samples(make, dtype):
 
 defop("block_diag(Tensor[] tensors)", "indexing", kind="composite", promotion=rules.same, meta=_block_diag_meta,
       composite=_block_diag, reference=_block_diag_reference, samples=_block_diag_samples, method=False,
-      doc="the tensors (as matrices) along the diagonal of a matrix of zeros")
+      dtypes="all+complex", doc="the tensors (as matrices) along the diagonal of a matrix of zeros")
 
 
 def block_diag(*tensors):
@@ -333,7 +334,7 @@ def _vander_meta(x, N=None, increasing=False):
 def _vander(x, N=None, increasing=False):
     """Running products of [1, x, x, ...]: the powers 0 .. N-1 of each element (PyTorch's way)."""
     n = x.shape[0] if N is None else N
-    dtype = x.dtype if x.dtype.is_floating_point else int64  # integer powers accumulate in int64
+    dtype = x.dtype if _inexact(x.dtype) else int64  # integer powers accumulate in int64
     column = F.unsqueeze(x if x.dtype is dtype else F.to_dtype(x, dtype), 1)
     if n == 0:
         return F.zeros((x.shape[0], 0), dtype=dtype, device=x.device)
@@ -343,7 +344,7 @@ def _vander(x, N=None, increasing=False):
 
 
 def _vander_reference(x, N=None, increasing=False):
-    out_dtype = x.dtype if x.dtype.kind == "f" else np.int64
+    out_dtype = x.dtype if x.dtype.kind in "fc" else np.int64
     return np.vander(x.astype(out_dtype), N, increasing)
 
 
@@ -355,7 +356,7 @@ def _vander_samples(make, dtype):
 
 defop("vander(Tensor x, int? N=None, bool increasing=False)", "creation", kind="composite", promotion=rules.accumulate,
       meta=_vander_meta, normalize=_vander_normalize, composite=_vander, reference=_vander_reference,
-      samples=_vander_samples, method=False,
+      dtypes="all+complex", samples=_vander_samples, method=False,
       doc="the Vandermonde matrix: columns of powers of x (decreasing unless increasing)")
 
 

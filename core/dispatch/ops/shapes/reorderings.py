@@ -180,5 +180,5 @@ def _diff_samples(make, dtype):
 
 defop("diff(Tensor input, int n=1, dim dim=-1, Tensor? prepend=None, Tensor? append=None)", "indexing",
       kind="composite", promotion=rules.same, meta=_diff_meta, normalize=_diff_normalize, composite=_diff,
-      reference=_diff_reference, samples=_diff_samples,
+      dtypes="all+complex", reference=_diff_reference, samples=_diff_samples,
       doc="the n-th forward difference along dim (logical xor for bool), after joining prepend and append")

@@ -17,6 +17,7 @@ from ...schema.dtypes import int64
 from ...schema.errors import ArgumentError, DtypeError, OutOfRangeError, ShapeError, describe
 from ...schema.meta import numel, require, shape
 from ...schema import Sample, defop
+from ..elementwise.complex_support import conj
 from ..namespace import F
 
 
@@ -82,9 +83,9 @@ def _adjoint_samples(make, dtype):
 
 defop("adjoint(Tensor input)", "view", samples=_adjoint_samples, kind="composite", promotion=rules.passthrough,
       normalize=_adjoint_normalize, meta=lambda x: shape(x)[:-2] + shape(x)[:-3:-1],
-      composite=lambda x: F.transpose(x, -2, -1), reference=lambda x: np.swapaxes(x, -2, -1),
-      doc="the conjugate transpose of the last two dims, as a view (for real tensors transpose(-2, -1)); "
-          "input has at least 2 dims")
+      composite=lambda x: F.transpose(conj(x), -2, -1), reference=lambda x: np.conj(np.swapaxes(x, -2, -1)),
+      doc="the conjugate transpose of the last two dims: for real tensors transpose(-2, -1), a view; for complex "
+          "ones a conjugated copy (Ember has no lazy conjugate views); input has at least 2 dims")
 
 
 # -- ravel, tile, rot90, fliplr, flipud -------------------------------------------------------------------
@@ -273,8 +274,9 @@ def _declare_stack(signature: str, reference):
         yield Sample(([make(()), make(())],), note="0-d")
         yield Sample(([make((2, 1, 2)), make((2, 1, 2))],), note="3-D")
 
-    defop(signature, "view", kind="composite", promotion=rules.same, meta=meta, composite=composite,
-          reference=lambda tensors: reference(tensors), samples=samples, method=False, autocast="promote",
+    defop(signature, "view", kind="composite", promotion=rules.same, dtypes="all+complex", meta=meta,
+          composite=composite, reference=lambda tensors: reference(tensors), samples=samples, method=False,
+          autocast="promote",
           doc=f"joins tensors as NumPy's {reference.__name__} does (promoting dtypes)")
 
 

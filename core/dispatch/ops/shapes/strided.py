@@ -171,6 +171,6 @@ def _as_strided_scatter_samples(make, dtype):
 defop("as_strided_scatter(Tensor input, Tensor src, int[] size, int[] stride, int? storage_offset=None)",
       "indexing", kind="composite", promotion=_in_input_dtype, normalize=_as_strided_scatter_normalize,
       meta=lambda x, src, size, stride, storage_offset=None: shape(x), composite=_as_strided_scatter,
-      reference=_np_as_strided_scatter, samples=_as_strided_scatter_samples,
+      dtypes="all+complex", reference=_np_as_strided_scatter, samples=_as_strided_scatter_samples,
       doc="a copy of input with src written at input.as_strided(size, stride, storage_offset), input's elements "
           "in row-major order standing for its storage (PyTorch's, for a contiguous tensor that is no view)")

@@ -570,7 +570,7 @@ def _cat_meta(tensors, dim=0):
     return first[:dim] + (total,) + first[dim + 1:]
 
 
-defop("cat(Tensor[] tensors, dim dim=0)", "view", samples=_cat_samples,
+defop("cat(Tensor[] tensors, dim dim=0)", "view", dtypes="all+complex", samples=_cat_samples,
       promotion=rules.same, meta=_cat_meta, method=False, autocast="promote",
       derivative=_cat_derivative, onnx=_cat_onnx, jvp="linear", batch=transforms.cat,
       reference=lambda tensors, dim=0: np.concatenate(tensors, axis=dim),
@@ -590,7 +590,7 @@ def _stack_meta(tensors, dim=0):
     return first[:dim] + (len(tensors),) + first[dim:]
 
 
-defop("stack(Tensor[] tensors, int dim=0)", "view", samples=_stack_samples,
+defop("stack(Tensor[] tensors, int dim=0)", "view", dtypes="all+complex", samples=_stack_samples,
       kind="composite", promotion=rules.same, meta=_stack_meta, autocast="promote",
       composite=_stack, method=False, reference=lambda tensors, dim=0: np.stack(tensors, axis=dim), onnx=_stack_onnx,
       doc="joins same-shaped tensors along a new dim")
