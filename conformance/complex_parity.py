@@ -24,7 +24,7 @@ from .cases import accepts
 from .checks import call, on_device
 from .compare import _differ, tolerance
 from .gauge import align
-from .gradients import is_differentiable_dtype, standard_normal
+from .gradients import standard_normal
 from .make import Maker, Unsupported
 from .oracle import host, is_tensor, multi_output, outputs_of
 from .samples import fixed_samples
@@ -308,7 +308,7 @@ def _compare_gradients(op, sample, actual, expected, torch_inputs, row, rng) -> 
     targs, tkwargs = torch_inputs
     chosen = range(len(actual)) if op.gauge is None else [op.outputs.index(op.gauge.values)]
     pairs = [(actual[k], expected[k]) for k in chosen
-             if is_differentiable_dtype(actual[k].dtype) and actual[k].requires_grad and expected[k].requires_grad]
+             if actual[k].dtype.is_inexact and actual[k].requires_grad and expected[k].requires_grad]
     inputs = _leaves([*sample.args, *sample.kwargs.values()])
     tinputs = _leaves([*targs, *tkwargs.values()])
     if not pairs or not inputs or len(inputs) != len(tinputs):

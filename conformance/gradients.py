@@ -95,7 +95,7 @@ class GradCase:
         if self.op.mutates:
             sample = replace(sample, args=(F.clone(sample.args[0]),) + tuple(sample.args[1:]))
         outputs = invariant_outputs(self.op, outputs_of(self.op, call(self.op, sample)))
-        return tuple(o for o in outputs if is_differentiable_dtype(o.dtype))
+        return tuple(o for o in outputs if o.dtype.is_inexact)
 
     def describe(self) -> str:
         return describe(self.op, self.sample)
@@ -108,13 +108,9 @@ class GradCase:
         return sum(t.numel() for t in self.inputs) * sum(o.numel() for o in outputs)
 
 
-def is_differentiable_dtype(dt) -> bool:
-    """Floating and complex tensors carry gradients (complex ones by PyTorch's Wirtinger convention)."""
-    return dt.is_floating_point or dt.is_complex
-
 
 def _finite(t) -> bool:
-    return not is_differentiable_dtype(t.dtype) or bool(np.all(np.isfinite(wide(t))))
+    return not t.dtype.is_inexact or bool(np.all(np.isfinite(wide(t))))
 
 
 def usable(case) -> str | None:
@@ -142,7 +138,7 @@ def redraw(op, sample, make):
     values = {}
     for slot, t in _slots(sample):
         name = _param_name(op, slot)
-        if name in op.grad_domain and is_differentiable_dtype(t.dtype):
+        if name in op.grad_domain and t.dtype.is_inexact:
             values[slot] = make(tuple(t.shape), dtype=t.dtype, noncontiguous=not t.is_contiguous(),
                                 **op.grad_domain[name])
     return substitute(sample, values) if values else sample

@@ -73,7 +73,7 @@ def assert_matches(actual, expected, what: str, device, scale: float = 1.0) -> N
 def assert_values_match(got: np.ndarray, want: np.ndarray, dt, what: str, device, scale: float = 1.0) -> None:
     """Host values computed from the device (``got``) and from the CPU (``want``), for tensors of dtype ``dt``,
     agree as ``assert_matches`` requires."""
-    if dt.is_floating_point or dt.is_complex:
+    if dt.is_inexact:
         rtol, atol = tolerance(dt, scale)
         problem = gradient_mismatch(got, want.astype(np.complex128 if dt.is_complex else np.float64), dt, rtol, atol)
     else:

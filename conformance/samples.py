@@ -152,7 +152,7 @@ def _elementwise_samples(op, make, dtype, shapes_by_arity=None):
             values = {q.name: _make_input(op, q, make, (2, 3)) for q in params}
             values[p.name] = None
             yield _sample(op, values, f"{p.name}=None")
-    if dtype.is_floating_point or dtype.is_complex:
+    if dtype.is_inexact:
         yield _special_sample(op, params, make)
 
 

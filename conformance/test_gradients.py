@@ -37,7 +37,7 @@ from ember.dispatch import builtin_ops
 
 def _tested_dtypes(test: str, dtypes) -> list:
     """The dtypes each test runs on (see above); complex128 goes with float64, complex64 with float32."""
-    floating = [d for d in dtypes if d.is_floating_point or d.is_complex]
+    floating = [d for d in dtypes if d.is_inexact]
     if ember.float64 in dtypes:
         if test == "test_grad_dtype":
             return [d for d in floating if d.to_real() is not ember.float64]

@@ -10,7 +10,6 @@ import weakref
 
 from ..dispatch.execution.modes import DispatchMode, tensors_in
 from ..dispatch.ops import F
-from ..tensor import differentiable_dtype
 from .graph import AccumulateGrad
 from .grad_mode import state
 
@@ -87,7 +86,7 @@ def is_anomaly_check_nan_enabled() -> bool:
 
 def check_gradients(node, grads) -> None:
     for i, grad in enumerate(grads):
-        if grad is None or not differentiable_dtype(grad._dtype):
+        if grad is None or not grad._dtype.is_inexact:
             continue
         if not bool(F.all(F.isfinite(grad))):
             bad = "nan" if bool(F.any(F.isnan(grad))) else "inf"

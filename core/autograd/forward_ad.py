@@ -11,7 +11,7 @@ from typing import Iterator, NamedTuple
 
 from ..dispatch.execution.modes import standing_aside
 from ..dispatch.ops import F
-from ..tensor import Tensor, differentiable_dtype
+from ..tensor import Tensor
 
 _current: list = []  # the entered level, with the context that keeps it: at most one, as in PyTorch
 
@@ -74,9 +74,9 @@ def make_dual(tensor: Tensor, tangent: Tensor, *, level: int | None = None) -> T
                            "ember.autograd.forward_ad.dual_level() (make_dual)")
     if not isinstance(tensor, Tensor) or not isinstance(tangent, Tensor):
         raise TypeError(f"make_dual expects Tensors, got {type(tensor).__name__} and {type(tangent).__name__}")
-    if not differentiable_dtype(tensor.dtype):
+    if not tensor.dtype.is_inexact:
         raise ValueError(f"Expected primal to be floating point or complex, but got: {tensor.dtype}")
-    if not differentiable_dtype(tangent.dtype):
+    if not tangent.dtype.is_inexact:
         raise ValueError(f"Expected tangent to be floating point or complex, but got: {tangent.dtype}")
     if tuple(tangent.shape) != tuple(tensor.shape):
         raise RuntimeError(f"Trying to set a forward gradient that has a different size than that of the original "

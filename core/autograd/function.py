@@ -1,7 +1,7 @@
 """``ember.autograd.Function``: user-defined ops with a hand-written backward, as in PyTorch."""
 from __future__ import annotations
 
-from ..tensor import Tensor, differentiable_dtype
+from ..tensor import Tensor
 from . import saved as saving
 from .graph import Node, edge_of
 from .grad_mode import no_grad, state
@@ -116,7 +116,7 @@ class Function:
 def _attach(out, node, nr, ctx, args):
     if any(out is a for a in args):
         out = out.view_as(out)  # an input returned as-is gets a new identity, as in PyTorch
-    if id(out) not in ctx._non_differentiable and differentiable_dtype(out._dtype):
+    if id(out) not in ctx._non_differentiable and out._dtype.is_inexact:
         out.requires_grad = True
         out.grad_fn = node
         out._output_nr = nr

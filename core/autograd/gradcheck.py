@@ -8,7 +8,7 @@ it (the conjugate Wirtinger convention: for a real loss L of z = x + iy, grad = 
 from __future__ import annotations
 
 from ..dispatch.ops import F
-from ..tensor import Tensor, differentiable_dtype
+from ..tensor import Tensor
 from .gradients import grad as autograd_grad
 from .grad_mode import no_grad
 
@@ -22,7 +22,7 @@ class GradcheckError(RuntimeError):
 def _outputs(fn, inputs):
     out = fn(*inputs)
     return [o for o in (out if isinstance(out, (tuple, list)) else (out,))
-            if isinstance(o, Tensor) and differentiable_dtype(o._dtype)]
+            if isinstance(o, Tensor) and o._dtype.is_inexact]
 
 
 def _differentiable(inputs):

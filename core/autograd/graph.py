@@ -9,7 +9,7 @@ from __future__ import annotations
 import inspect
 import weakref
 
-from ..tensor import Tensor, differentiable_dtype
+from ..tensor import Tensor
 from . import saved as saving
 from .grad_mode import state
 from .saved_hooks import disable_saved_tensors_hooks, save_on_cpu, saved_tensors_hooks
@@ -388,14 +388,13 @@ def record(call_plan, values, outputs) -> None:
     op = call_plan.op
     if outputs.__class__ is Tensor:
         node = OpNode(op, values, (outputs,), call_plan.node_plans)
-        dtype = outputs._dtype
-        if dtype.is_floating_point or dtype.kind == "complex":  # differentiable_dtype, inlined: the hot path
+        if outputs._dtype.is_inexact:
             outputs.requires_grad = True
             outputs.grad_fn = node
         return
     node = OpNode(op, values, outputs, call_plan.node_plans)
     for nr, out in enumerate(outputs):
-        if differentiable_dtype(out._dtype):
+        if out._dtype.is_inexact:
             out.requires_grad = True
             out.grad_fn = node
             out._output_nr = nr

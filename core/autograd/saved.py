@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import weakref
 
-from ..tensor import Tensor, differentiable_dtype, wrap_view
+from ..tensor import Tensor, wrap_view
 
 _MODIFIED = ("one of the variables needed for gradient computation has been modified by an inplace "
              "operation: {what} of {op} is at version {now}; expected version {then} instead")
@@ -29,7 +29,7 @@ class SavedTensor:
             self.data = tensor._data
             self.node_ref = weakref.ref(node)
             self.output_nr = output_nr
-            self.requires_grad = differentiable_dtype(tensor._dtype)  # outputs of a recorded node require grad
+            self.requires_grad = tensor._dtype.is_inexact  # outputs of a recorded node require grad
 
     def unpack(self, op_name: str, what: str):
         t = self.tensor

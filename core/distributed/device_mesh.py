@@ -225,7 +225,7 @@ def _as_rank_tensor(mesh: Tensor | Sequence) -> Tensor:
         except ValueError as error:
             raise ValueError(f"DeviceMesh: mesh must be a rectangular nested list of integer ranks: {error}") \
                 from None
-    if mesh.dtype.is_floating_point or mesh.dtype.is_complex or mesh.dtype == bool_:
+    if mesh.dtype.is_inexact or mesh.dtype == bool_:
         raise TypeError(f"DeviceMesh: mesh must hold integer ranks, got a tensor of dtype {mesh.dtype} on "
                         f"{mesh.device}")
     if mesh.dim() == 0:

@@ -42,7 +42,7 @@ def output_tangents(op, values: list, outputs: tuple, tangents: list) -> list:
 
 def _floating(t) -> bool:
     """Whether ``t`` is a tensor that carries a tangent: floating or complex."""
-    return hasattr(t, "_dtype") and (t._dtype.is_floating_point or t._dtype.is_complex)
+    return hasattr(t, "_dtype") and t._dtype.is_inexact
 
 
 def _complex_call(values: list, outputs: tuple) -> bool:

@@ -26,7 +26,7 @@ def _leaf_of(x, sizes: dict, name: str):
     """A fresh differentiable stand-in for input ``x``, batched at every vmap level of ``sizes``."""
     if not isinstance(x, Tensor):
         raise RuntimeError(f"{name}: Expected inputs to be Tensors, got {type(x).__name__}")
-    if not (x.dtype.is_floating_point or x.dtype.is_complex):
+    if not x.dtype.is_inexact:
         raise RuntimeError(f"{name}: only Tensors of floating point and complex dtype can require gradients, got "
                            f"{x.dtype}")
     forward = [mode for mode in levels.active if not hasattr(mode, "size")]

@@ -39,7 +39,7 @@ class Parameter(metaclass=_ParameterMeta):
         if not isinstance(data, Tensor):
             raise TypeError(f"Parameter: expected a Tensor, got {type(data).__name__}")
         param = data.detach() if data.grad_fn is not None else data
-        if requires_grad and (param._dtype.is_floating_point or param._dtype.is_complex):
+        if requires_grad and param._dtype.is_inexact:
             param.requires_grad = True
         elif requires_grad:
             raise RuntimeError(f"Parameter: only floating point and complex tensors can require gradients, got "

@@ -103,7 +103,7 @@ class _TensorRecord:
         self.requires_grad, self.parameter = raw.get("requires_grad"), raw.get("parameter", False)
         if type(self.requires_grad) is not bool or type(self.parameter) is not bool:
             raise CheckpointError(f"{what} has a non-boolean requires_grad or parameter flag")
-        if self.requires_grad and not (self.dtype.is_floating_point or self.dtype.is_complex):
+        if self.requires_grad and not self.dtype.is_inexact:
             raise CheckpointError(f"{what} is {self.dtype.name} but claims requires_grad")
         self.offset, self.nbytes, self.crc32 = _check_extent(raw, data_end, what)
         _check_size(self.nbytes, self.shape, self.dtype.itemsize, self.dtype.name, what)

@@ -124,7 +124,7 @@ class _Rebuilder:
                                   f"{offset!r}, size {list(size)}, stride {list(stride)} over a storage of "
                                   f"{elements.size} {dt.name} elements")
         lazy = _lazy_bits(metadata)
-        if type(requires_grad) is not bool or (requires_grad and not (dt.is_floating_point or dt.is_complex)):
+        if type(requires_grad) is not bool or (requires_grad and not dt.is_inexact):
             raise CheckpointError(f"ember.load: a {dt.name} tensor of this checkpoint has requires_grad "
                                   f"{requires_grad!r}")
         if math.prod(size) == 0:

@@ -16,10 +16,6 @@ from ..dispatch.schema.dtypes import dtype as DType
 from ..memory_format import contiguous_format, is_contiguous_as, strided
 
 
-def differentiable_dtype(dtype: DType) -> bool:
-    """Whether tensors of ``dtype`` can carry gradients: floating and complex ones, as in PyTorch."""
-    return dtype.is_floating_point or dtype.kind == "complex"
-
 
 class Size(tuple[int, ...]):
     """``tensor.shape``: a tuple with PyTorch's ``numel``."""
@@ -98,7 +94,7 @@ class Tensor:
         return wrap_view(self._data, self._dtype, self._device, self)
 
     def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
-        if requires_grad and not differentiable_dtype(self._dtype):
+        if requires_grad and not self._dtype.is_inexact:
             raise RuntimeError(f"only Tensors of floating point and complex dtype can require gradients, got "
                                f"{self._dtype.name}")
         self.requires_grad = requires_grad

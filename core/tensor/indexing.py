@@ -72,7 +72,7 @@ def _normalize(x: Tensor, index) -> list:
 
 def _check_entry(entry):
     if isinstance(entry, Tensor):
-        if entry._dtype.kind in ("float", "complex"):
+        if entry._dtype.is_inexact:
             raise IndexError(f"tensors used as indices must be integer or bool tensors, got {entry._dtype.name}")
     elif not (entry is None or isinstance(entry, slice) or hasattr(entry, "__index__")):
         raise IndexError(f"{_VALID_INDICES} (got {type(entry).__name__})")

@@ -1,13 +1,8 @@
-"""Private helpers that op modules of more than one family use: whether a value is a tensor or of an inexact
-(floating or complex) dtype, a shape with one dim's size replaced, and the promotion rule "in the first input's
-dtype" (indexing's ops, ``sorting``, and the shape family's ``reorderings`` and ``strided``). A family's own
-helpers are in its ``_shared.py``."""
+"""Private helpers that op modules of more than one family use: whether a value is a tensor, a shape with one
+dim's size replaced, and the promotion rule "in the first input's dtype" (indexing's ops, ``sorting``, and the
+shape family's ``reorderings`` and ``strided``). A family's own helpers are in its ``_shared.py``."""
 from __future__ import annotations
 
-
-def _inexact(dtype) -> bool:
-    """Floating or complex: values that are not counts (integer arithmetic rules do not apply to them)."""
-    return dtype.kind in ("float", "complex")
 
 
 def _is_tensor(value) -> bool:

@@ -5,19 +5,18 @@ from __future__ import annotations
 class dtype:
     """A tensor element type. Instances are singletons: compare with ``is`` or ``==``."""
 
-    __slots__ = ("name", "itemsize", "is_floating_point", "is_signed", "kind", "_rank")
+    __slots__ = ("name", "itemsize", "is_floating_point", "is_complex", "is_inexact", "is_signed", "kind", "_rank")
 
     def __init__(self, name: str, itemsize: int, kind: str, is_signed: bool, rank: int):
         self.name = name
         self.itemsize = itemsize
         self.kind = kind  # "bool", "int", "float" or "complex": the promotion category
         self.is_floating_point = kind == "float"
+        self.is_complex = kind == "complex"
+        # floating or complex (NumPy's "inexact"): values that carry gradients and are not counts
+        self.is_inexact = kind in ("float", "complex")
         self.is_signed = is_signed
         self._rank = rank
-
-    @property
-    def is_complex(self) -> bool:
-        return self.kind == "complex"
 
     def to_real(self) -> "dtype":
         """The component dtype of a complex dtype (complex64 -> float32); any other dtype itself."""

@@ -18,13 +18,13 @@ def same(rt, op, args):
 
 def to_float(rt, op, args):
     """Integer and bool inputs compute in the default float dtype: div, exp, sqrt (complex stays complex)."""
-    dt = rt if rt.kind in ("float", "complex") else get_default_dtype()
+    dt = rt if rt.is_inexact else get_default_dtype()
     return dt, dt
 
 
 def to_real(rt, op, args):
     """The value of a complex number as its component type: abs, angle, real, imag (others as ``to_float``)."""
-    dt = rt if rt.kind in ("float", "complex") else get_default_dtype()
+    dt = rt if rt.is_inexact else get_default_dtype()
     return dt, dt.to_real()
 
 
@@ -63,7 +63,7 @@ def accumulate(rt, op, args):
     requested = requested_dtype(args)
     if requested is not None:
         return requested, requested
-    dt = rt if rt.kind in ("float", "complex") else int64
+    dt = rt if rt.is_inexact else int64
     return dt, dt
 
 

@@ -293,7 +293,7 @@ class Module:
                 dtype = a
         if dtype is not None:
             dtype = as_dtype(dtype)
-            if not (dtype.is_floating_point or dtype.is_complex):
+            if not dtype.is_inexact:
                 raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but got desired "
                                 f"dtype={dtype}")
         if device is not None:

@@ -11,7 +11,6 @@ from ...schema.dtypes import float64, get_default_complex_dtype, get_default_dty
 from ...schema.errors import ArgumentError, NumberOverflowError, OutOfMemoryError, ShapeError
 from ...schema.overflow import INTEGER_RANGES, check_fits
 from ...schema import Sample, defop
-from .._shared import _inexact
 from ..namespace import F
 
 _TAIL = "*, dtype? dtype=None, device? device=None"
@@ -199,7 +198,7 @@ def _linspace(start, end, steps, dtype=None, device=None):
     if steps == 1:
         return F.full((1,), start, dtype=dtype, device=device)
     step = (end - start) / (steps - 1)
-    index = F.arange(steps, dtype=dtype.to_real() if _inexact(dtype) else get_default_dtype(), device=device)
+    index = F.arange(steps, dtype=dtype.to_real() if dtype.is_inexact else get_default_dtype(), device=device)
     from_start = F.add(F.mul(index, step), start)
     from_end = F.sub(end, F.mul(F.sub(steps - 1, index), step))
     return F.to_dtype(F.where(F.lt(index, steps // 2), from_start, from_end), dtype)

@@ -13,7 +13,6 @@ import numpy as np
 from ...schema import rules
 from ...schema.dtypes import get_default_dtype
 from ...schema import Sample, defop
-from .._shared import _inexact
 from ..namespace import F
 from ...schema.errors import ArgumentError
 
@@ -119,14 +118,14 @@ _window(f"kaiser_window(int window_length, bool periodic=True, float beta=12.0, 
 
 def _logspace(start, end, steps, base=10.0, dtype=None, device=None):
     dtype = dtype or get_default_dtype()
-    compute = dtype if _inexact(dtype) else get_default_dtype()
+    compute = dtype if dtype.is_inexact else get_default_dtype()
     out = F.pow(base, F.linspace(start, end, steps, dtype=compute, device=device))
     return out if compute is dtype else F.to_dtype(F.round(out), dtype)
 
 
 def _logspace_reference(start, end, steps, base=10.0, dtype=None, device=None):
     out = np.logspace(start, end, steps, base=base)
-    return out if dtype is None or _inexact(dtype) else np.round(out)
+    return out if dtype is None or dtype.is_inexact else np.round(out)
 
 
 def _logspace_samples(make, dtype):

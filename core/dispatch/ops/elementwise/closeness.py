@@ -31,7 +31,7 @@ def _check(op, args):
 
 def _isclose(x, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     close = F.eq(x, other)
-    floating = x.dtype.kind in ("float", "complex")
+    floating = x.dtype.is_inexact
     if equal_nan and floating:
         close = F.logical_or(close, F.logical_and(F.isnan(x), F.isnan(other)))
     if rtol == 0 and atol == 0:

@@ -75,7 +75,7 @@ def _infinite_division_samples(make, dtype, kwargs=None):
 
 def _as_float(x):
     """Integer and bool inputs of a to_float composite, in the default float dtype, before any arithmetic."""
-    return x if x.dtype.kind in ("float", "complex") else F.to_dtype(x, get_default_dtype())
+    return x if x.dtype.is_inexact else F.to_dtype(x, get_default_dtype())
 
 
 # -- unary primitives -----------------------------------------------------------------------

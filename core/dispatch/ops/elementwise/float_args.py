@@ -35,7 +35,7 @@ def float_dtype_of(*operands):
     """The promoted dtype of the operands, or the default float dtype where that is neither floating nor
     complex."""
     dt = promoted_dtype(*operands)
-    return dt if dt.kind in ("float", "complex") else get_default_dtype()
+    return dt if dt.is_inexact else get_default_dtype()
 
 
 def as_tensors(dt, *operands) -> list:

@@ -19,7 +19,7 @@ from ...schema import Sample, defop
 from ..namespace import F
 from . import transforms
 from ..onnx_support import as_ordered, index_as_int64, rank, where
-from .._shared import _in_input_dtype, _inexact, _is_tensor, _with_size
+from .._shared import _in_input_dtype, _is_tensor, _with_size
 from ._shared import (_advanced_shape, _along_dim_normalize, _check_gather_shapes, _check_index_dtype,
                       _check_mask_dtype, _check_range, _index_put_meta, _index_put_reference, _index_put_samples,
                       _normalize_indices, _np_key, _scatter_meta, _size, sort_keys)
@@ -398,7 +398,7 @@ def _index_add(x, dim, index, source, alpha=1):
         return F.reshape(flat, ())
     if alpha != 1:
         # integer tensors take alpha in their own dtype (2.5 counts as 2), as in PyTorch
-        source = F.mul(source, alpha if _inexact(x.dtype) else int(alpha))
+        source = F.mul(source, alpha if x.dtype.is_inexact else int(alpha))
     return F.index_put_(F.clone(x), [None] * dim + [F.reshape(index, (-1,))], source, True)
 
 
@@ -429,7 +429,7 @@ def _index_add_onnx(g, input, dim, index, source, alpha=1):
     dtype, scalar = g.compute, not rank(g, input)
     x, source = (as_ordered(g, _as_1d(g, t, scalar), dtype) for t in (input, source))
     if alpha != 1:
-        scale = alpha if _inexact(dtype) else int(alpha)
+        scale = alpha if dtype.is_inexact else int(alpha)
         source = g.op("Mul", source, g.const(scale, int32 if dtype is bool_ else dtype))
     order = [dim] + [d for d in range(max(rank(g, input), 1)) if d != dim]
     inverse = [order.index(d) for d in range(len(order))]

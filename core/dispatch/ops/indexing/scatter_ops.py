@@ -25,7 +25,7 @@ from .indexing import check_index_vector
 from ._shared import (_along_dim_normalize, _check_index_dtype, _check_mask_dtype, _check_range, _index_put_meta,
                       _index_put_reference, _index_put_samples, _normalize_indices, _scatter_meta, _size,
                       sort_keys)
-from .._shared import _in_input_dtype, _inexact, _is_tensor
+from .._shared import _in_input_dtype, _is_tensor
 
 REDUCTIONS = ("sum", "prod", "mean", "amax", "amin")
 
@@ -334,7 +334,7 @@ def _reduce_into(flat, targets, values, reduce: str, include_self: bool):
         count = F.full(tuple(flat.shape), 1 if include_self else 0, dtype=counted, device=flat.device)
         count = F.maximum(F.index_put_(count, [targets], F.ones((), dtype=counted, device=flat.device), True),
                           F.ones((), dtype=counted, device=flat.device))
-        return F.div(total, count) if _inexact(flat.dtype) else F.floor_divide(total, count)
+        return F.div(total, count) if flat.dtype.is_inexact else F.floor_divide(total, count)
     combine = getattr(F, _COMBINE[reduce])
     order = F.argsort(targets)
     runs, scanned = F.index(targets, [order]), _segmented_scan(F.index(values, [order]), F.index(targets, [order]),

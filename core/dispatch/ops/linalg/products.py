@@ -16,7 +16,6 @@ from ...schema.meta import broadcast_shapes, elementwise, shape
 from ...schema import Sample, defop
 from ..elementwise.complex_support import conj
 from ..namespace import F
-from .._shared import _inexact
 from ._shared import _matmul_meta
 
 
@@ -48,7 +47,7 @@ def _same_dtype(op_name: str, a, b) -> None:
 def _integral_scalars(op_name: str, args, names) -> None:
     """Integer tensors take integer scale factors (PyTorch: "beta and alpha ... should be integers")."""
     dtypes = [args[p.name].dtype for p in args.op.params if p.is_tensor and _is_tensor(args[p.name])]
-    if dtypes and not any(_inexact(d) for d in dtypes):
+    if dtypes and not any(d.is_inexact for d in dtypes):
         for name in names:
             value = args[name]
             if isinstance(value, float) and not value.is_integer():

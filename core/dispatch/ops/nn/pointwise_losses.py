@@ -83,7 +83,7 @@ def _l1_loss(input, target, reduction="mean"):
 def _l1_promotion(rt, op, args):
     """PyTorch's l1_loss is sub, abs and sum, so integer inputs work unless averaged, and their sum is int64;
     complex inputs give a real loss (the distance |input - target|)."""
-    if rt.is_floating_point or rt.is_complex or args["reduction"] == "none":
+    if rt.is_inexact or args["reduction"] == "none":
         return rt, rt.to_real()
     return rt, int64
 

@@ -15,7 +15,6 @@ from ...schema.errors import ArgumentError, OutOfRangeError, ShapeError, describ
 from ...schema.meta import broadcast_shapes, shape
 from ...schema.promotion import promote_types
 from ...schema import Sample, defop
-from .._shared import _inexact
 from ..elementwise.complex_support import conj, refusing_complex
 from ..namespace import F
 from ..elementwise.opmath import in_opmath, rounded, widened
@@ -23,7 +22,7 @@ from ..elementwise.opmath import in_opmath, rounded, widened
 
 def _floating(t, dtype=None):
     """``t`` in ``dtype`` (default: its own if floating or complex, else the default float dtype)."""
-    dtype = dtype or (t.dtype if _inexact(t.dtype) else get_default_dtype())
+    dtype = dtype or (t.dtype if t.dtype.is_inexact else get_default_dtype())
     return t if t.dtype is dtype else F.to_dtype(t, dtype)
 
 
@@ -237,7 +236,7 @@ def _result_dtype(y, x):
     """PyTorch's: y and x promoted, and floating or complex (integer samples integrate in the default float
     dtype)."""
     dt = y.dtype if x is None else promote_types(y.dtype, x.dtype)
-    return dt if _inexact(dt) else get_default_dtype()
+    return dt if dt.is_inexact else get_default_dtype()
 
 
 @in_opmath

@@ -12,7 +12,6 @@ from ...schema.errors import ArgumentError, DtypeError, ShapeError, describe
 from ...schema.meta import broadcast_shapes as _broadcast, shape
 from ...schema.promotion import result_type_of
 from ...schema import Sample, defop
-from .._shared import _inexact
 from ..namespace import F
 
 
@@ -334,7 +333,7 @@ def _vander_meta(x, N=None, increasing=False):
 def _vander(x, N=None, increasing=False):
     """Running products of [1, x, x, ...]: the powers 0 .. N-1 of each element (PyTorch's way)."""
     n = x.shape[0] if N is None else N
-    dtype = x.dtype if _inexact(x.dtype) else int64  # integer powers accumulate in int64
+    dtype = x.dtype if x.dtype.is_inexact else int64  # integer powers accumulate in int64
     column = F.unsqueeze(x if x.dtype is dtype else F.to_dtype(x, dtype), 1)
     if n == 0:
         return F.zeros((x.shape[0], 0), dtype=dtype, device=x.device)

@@ -20,7 +20,7 @@ NORM_MODES = (None, "backward", "ortho", "forward")
 def complex_transform_dtype(rt):
     """The complex dtype a transform of ``rt`` computes in: integers and bool in the default float's, as torch.fft
     promotes them; float16 and bfloat16 in complex64 (Ember has no complex32)."""
-    return (rt if rt.kind in ("float", "complex") else get_default_dtype()).to_complex()
+    return (rt if rt.is_inexact else get_default_dtype()).to_complex()
 
 
 def torch_name(op_name: str) -> str:
